@@ -1,0 +1,32 @@
+# Two commands do all set-up on a fresh machine (only Python 3.10+ needed):
+#   make run    set up .venv, then train the default example (CartPole DQN)
+#   make test   set up .venv, then run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: setup run test test-all bench clean
+
+setup: $(VENV)/.ding-installed
+
+$(VENV)/.ding-installed: pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+run: setup
+	$(VENV)/bin/ding -m serial -c config/serial/cartpole_dqn.py -s 0
+
+test: setup
+	$(PY) -m pytest -q tests
+
+# everything, including the slow convergence runs of every shipped config
+test-all: setup
+	$(PY) -m pytest -q -m "" tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,1 @@
+from .base_env import BaseEnv, BaseEnvTimestep

@@ -1,0 +1,9 @@
+from .default_helper import (
+    EasyTimer, deep_merge_dicts, deep_update, get_rng_state, set_pkg_seed, set_rng_state, setup_torch_threads, squeeze
+)
+from .errors import CheckpointError, ConfigError, DingError, EnvError, RegistryError, ReplayBufferError
+from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
+from .log_helper import build_logger, close_logger, get_text_logger
+from .registry import Registry, import_module, lookup
+from .registry_factory import *  # noqa: F401,F403
+from .registry_factory import ALL_REGISTRIES

@@ -1,0 +1,99 @@
+"""Small helpers used everywhere: dict merging, seeding, timing."""
+from __future__ import annotations
+
+import copy
+import os
+import random
+import time
+from typing import Any, Mapping
+
+import numpy as np
+from easydict import EasyDict
+
+
+def deep_merge_dicts(original: Mapping, new_dict: Mapping | None) -> EasyDict:
+    """Return a new EasyDict: ``original`` updated recursively by ``new_dict`` (neither input is changed)."""
+    merged = EasyDict(copy.deepcopy(dict(original)))
+    if new_dict:
+        deep_update(merged, copy.deepcopy(dict(new_dict)))
+    return merged
+
+
+def deep_update(original: dict, new_dict: Mapping) -> dict:
+    """Update ``original`` in place, recursing into nested mappings."""
+    for k, v in new_dict.items():
+        if isinstance(v, Mapping) and isinstance(original.get(k), Mapping):
+            deep_update(original[k], v)
+        else:
+            original[k] = v
+    return original
+
+
+def set_pkg_seed(seed: int, use_cuda: bool = False) -> None:
+    """Seed python's ``random``, numpy's global RNG and torch (CPU and, if asked, CUDA)."""
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if use_cuda and torch.cuda.is_available():
+        torch.cuda.manual_seed(seed)
+
+
+def get_rng_state() -> dict[str, Any]:
+    """Snapshot of every global RNG (python, numpy, torch), for exact resume."""
+    import torch
+
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+
+
+def set_rng_state(state: Mapping[str, Any]) -> None:
+    import torch
+
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+
+
+_THREADS_SET = False
+
+
+def setup_torch_threads(num_threads: int | None = None) -> int:
+    """Choose torch's CPU thread count.
+
+    The default is 1 thread unless the user asked otherwise (``num_threads`` or ``DING_TORCH_THREADS``). Small RL
+    networks gain nothing from intra-op parallelism, and on 2-core machines libgomp's spin-wait makes training with
+    the default thread count stall 10-50x intermittently. Returns the count in use.
+    """
+    import torch
+
+    global _THREADS_SET
+    env = os.environ.get("DING_TORCH_THREADS")
+    n = num_threads if num_threads else (int(env) if env else 1)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    _THREADS_SET = True
+    return n
+
+
+class EasyTimer:
+    """Context-manager timer: ``with timer: ...`` then ``timer.value`` holds the seconds taken."""
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def __enter__(self) -> "EasyTimer":
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.value = time.perf_counter() - self._start
+
+
+def squeeze(data: Any) -> Any:
+    """Unwrap a one-element list/tuple/dict."""
+    if isinstance(data, (list, tuple)) and len(data) == 1:
+        return data[0]
+    if isinstance(data, dict) and len(data) == 1:
+        return next(iter(data.values()))
+    return data

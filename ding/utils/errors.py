@@ -1,0 +1,29 @@
+"""Exceptions that users see. Each message names the thing, where it came from and what to do."""
+from __future__ import annotations
+
+
+class DingError(Exception):
+    """Base class of every error ding raises on purpose."""
+
+
+class ConfigError(DingError, ValueError):
+    """A config value or key is wrong. The message lists every problem found, one per line."""
+
+
+class RegistryError(DingError, KeyError):
+    """A registry lookup or registration failed."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class EnvError(DingError, RuntimeError):
+    """An environment or env-manager worker failed; the message names the env id."""
+
+
+class CheckpointError(DingError, RuntimeError):
+    """A checkpoint is missing, corrupt or does not fit the model."""
+
+
+class ReplayBufferError(DingError, RuntimeError):
+    """A replay buffer was used in a way it cannot serve."""

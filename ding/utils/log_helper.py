@@ -1,0 +1,50 @@
+"""Text loggers per worker and the TensorBoard writer factory."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+_FMT = logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
+
+
+def build_logger(path: str, name: str, need_tb: bool = True, to_console: bool = False) -> tuple[logging.Logger, Any]:
+    """Return ``(text_logger, tb_logger)``. The text log goes to ``<path>/<name>_logger.txt``.
+
+    ``tb_logger`` is a tensorboardX ``SummaryWriter`` writing under ``<path>/<name>/`` or None.
+    """
+    os.makedirs(path, exist_ok=True)
+    logger = get_text_logger(os.path.join(path, f"{name}_logger.txt"), name, to_console)
+    tb_logger = None
+    if need_tb:
+        from tensorboardX import SummaryWriter
+
+        tb_logger = SummaryWriter(os.path.join(path, name))
+    return logger, tb_logger
+
+
+def get_text_logger(file: str | None, name: str, to_console: bool = False) -> logging.Logger:
+    """A logger named ``ding.<name>`` writing to ``file`` (replacing earlier handlers of the same name)."""
+    logger = logging.getLogger(f"ding.{name}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    for h in list(logger.handlers):
+        logger.removeHandler(h)
+        h.close()
+    if file:
+        os.makedirs(os.path.dirname(os.path.abspath(file)), exist_ok=True)
+        fh = logging.FileHandler(file)
+        fh.setFormatter(_FMT)
+        logger.addHandler(fh)
+    if to_console:
+        sh = logging.StreamHandler(sys.stdout)
+        sh.setFormatter(_FMT)
+        logger.addHandler(sh)
+    return logger
+
+
+def close_logger(logger: logging.Logger) -> None:
+    for h in list(logger.handlers):
+        logger.removeHandler(h)
+        h.close()
