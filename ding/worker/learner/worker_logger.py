@@ -1,0 +1,44 @@
+"""Text logger shared by the serial workers: a timestamped file log plus a compact console view."""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from ding.utils import close_logger, get_text_logger
+
+CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
+
+
+class _ConsoleOnly(logging.Filter):
+    """Let through only the records logged with ``extra=CONSOLE``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return bool(getattr(record, "console", False))
+
+
+def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
+    """Logger writing every record to ``./<exp_name>/log/<instance_name>/<instance_name>_logger.txt``.
+
+    Records logged with ``extra=CONSOLE`` are also printed to stdout as the bare message (the compact console view of
+    the run: one line per evaluation, one per ``log_show`` interval).
+    """
+    path = os.path.join(".", exp_name, "log", instance_name, f"{instance_name}_logger.txt")
+    logger = get_text_logger(path, f"{exp_name}.{instance_name}")
+    console = logging.StreamHandler(sys.stdout)
+    console.setFormatter(logging.Formatter("%(message)s"))
+    console.addFilter(_ConsoleOnly())
+    logger.addHandler(console)
+    return logger
+
+
+def build_tb_logger(exp_name: str, instance_name: str) -> Any:
+    """A tensorboardX writer at ``./<exp_name>/log/<instance_name>/`` for a worker that was not given one."""
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(os.path.join(".", exp_name, "log", instance_name))
+
+
+def close_worker_logger(logger: logging.Logger) -> None:
+    close_logger(logger)
