@@ -1,0 +1,284 @@
+"""``compile_config``: component defaults + create_config types + the user's main_config, validated."""
+from __future__ import annotations
+
+import copy
+import datetime
+import difflib
+import logging
+import os
+from typing import Any, Mapping
+
+from easydict import EasyDict
+
+from ding.utils import ConfigError, deep_merge_dicts
+
+from .components import (
+    ENV_COMMON_CONFIG, PARTS, PARTS_BY_NAME, POLICY_TEMPLATE, Part, check_import_names, default_config_of, get_path,
+    lookup_type, open_keys_of, registered_name, set_path,
+)
+from .validation import find_config_problems, format_problems
+from .writer import save_config, save_config_formatted
+
+logger = logging.getLogger(__name__)
+
+
+class _RegistryDefault:
+    """Default of ``compile_config``'s ``learner``/``evaluator``: a registry entry, looked up when needed.
+
+    ``ding.config`` sits below ``ding.worker`` (imports only go down), so the classes cannot be named in the signature.
+    """
+
+    def __init__(self, part: str, type_name: str) -> None:
+        self.part, self.type_name = part, type_name
+
+    def __repr__(self) -> str:
+        return f"<{PARTS_BY_NAME[self.part].registry.name} registry '{self.type_name}'>"
+
+
+DEFAULT_LEARNER = _RegistryDefault("learner", "base")
+DEFAULT_EVALUATOR = _RegistryDefault("evaluator", "interaction")
+
+
+def compile_config(
+    cfg: Mapping,
+    env_manager: type | None = None,
+    policy: type | None = None,
+    learner: Any = DEFAULT_LEARNER,
+    collector: type | None = None,
+    evaluator: Any = DEFAULT_EVALUATOR,
+    buffer: type | None = None,
+    env: Any = None,
+    reward_model: type | None = None,
+    world_model: type | None = None,
+    seed: int = 0,
+    auto: bool = False,
+    create_cfg: Mapping | None = None,
+    save_cfg: bool = True,
+    save_path: str = "total_config.py",
+    renew_dir: bool = True,
+    *,
+    source: str | None = None,
+) -> EasyDict:
+    """Merge the components' default configs, the create_config types and ``cfg``; validate; save; return the result.
+
+    With ``auto=True`` each component class comes from its registry by the type named in ``create_cfg`` (a class
+    passed as an argument still wins). ``learner``/``evaluator`` default to the ``base`` learner and the
+    ``interaction`` evaluator; pass None to leave a component out. ``source`` names the config file in error messages.
+    Neither ``cfg`` nor ``create_cfg`` is changed. See docs/config.md.
+    """
+    src = os.fspath(source) if source else "<dict>"
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"compile_config: main_config must be a dict or EasyDict, got {type(cfg).__name__} ({src})")
+    if create_cfg is not None and not isinstance(create_cfg, Mapping):
+        raise ConfigError(f"compile_config: create_cfg must be a dict or EasyDict, got {type(create_cfg).__name__}")
+    user_main = EasyDict(copy.deepcopy(dict(cfg)))
+    user_create = EasyDict(copy.deepcopy(dict(create_cfg or {})))
+
+    problems = _create_section_problems(user_create, src)
+    if problems:
+        raise ConfigError(format_problems(problems))
+    given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
+                 evaluator=evaluator, replay_buffer=buffer, commander=None, reward_model=reward_model,
+                 world_model=world_model)
+    if auto:
+        if create_cfg is None:
+            raise ConfigError("compile_config(auto=True) needs create_cfg (the config file's create_config) to know "
+                              "which env, policy, ... types to use")
+        classes, names = _auto_classes(user_main, user_create, given, src)
+    else:
+        classes, names = {name: _resolve_default(value) for name, value in given.items()}, {}
+
+    types = _types(classes, names, user_create)
+    schema, open_paths, closed_paths = _schema(classes, types, user_main, user_create, seed)
+    problems = find_config_problems(user_main, schema, open_paths, src, closed_paths=closed_paths)
+    for name, section in user_create.items():
+        part = PARTS_BY_NAME[name]
+        problems += find_config_problems(section, get_path(schema, part.place) or {}, open_paths, src,
+                                         closed_paths=closed_paths, path=part.place, shown_path=f"create_config.{name}")
+    if problems:
+        raise ConfigError(format_problems(problems))
+
+    compiled = schema
+    for name, section in user_create.items():
+        place = PARTS_BY_NAME[name].place
+        set_path(compiled, place, deep_merge_dicts(get_path(compiled, place) or {}, section))
+    compiled = deep_merge_dicts(compiled, user_main)
+    compiled.seed = seed
+    compiled.exp_name = user_main.get("exp_name") or "default_experiment"
+    evaluator_cfg = get_path(compiled, "policy.eval.evaluator")
+    if isinstance(evaluator_cfg, dict):  # env is the one place to set these; the evaluator reads them
+        evaluator_cfg.stop_value = compiled.env.stop_value
+        evaluator_cfg.n_episode = compiled.env.n_evaluator_episode
+
+    if save_cfg:
+        _save(compiled, types, save_path, renew_dir)
+    return compiled
+
+
+def _create_section_problems(user_create: Mapping, src: str) -> list[str]:
+    problems = []
+    for name, section in user_create.items():
+        if name not in PARTS_BY_NAME:
+            close = difflib.get_close_matches(str(name), list(PARTS_BY_NAME), n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(PARTS_BY_NAME)}"
+            problems.append(f"create_config.{name}: unknown section (in {src}); {hint}")
+        elif not isinstance(section, Mapping):
+            problems.append(f"create_config.{name}: expected a dict like dict(type='...', import_names=[...]), got "
+                            f"{type(section).__name__} {section!r} (in {src})")
+    return problems
+
+
+def _resolve_default(value: Any) -> Any:
+    if not isinstance(value, _RegistryDefault):
+        return value
+    part = PARTS_BY_NAME[value.part]
+    where = (f"compile_config's default {value.part} (pass {value.part}=None to compile without one, "
+             f"or a {value.part} class)")
+    return lookup_type(part, value.type_name, (), where)
+
+
+def _type_name(part: Part, main: Mapping, create: Mapping, src: str) -> tuple[Any, str | None, list[str]]:
+    """The type a config names for ``part`` (create_config or main_config), where it was found, its import_names."""
+    section = create.get(part.name) or {}
+    main_section = get_path(main, part.place)
+    main_section = main_section if isinstance(main_section, Mapping) else {}
+    t_create, t_main = section.get("type"), main_section.get("type")
+    if t_create is not None and t_main is not None and t_create != t_main:
+        raise ConfigError(
+            f"create_config.{part.name}.type is {t_create!r} but {part.place}.type is {t_main!r} (in {src}); "
+            "name the type once (in create_config) or make both agree"
+        )
+    imports = check_import_names(section.get("import_names"), f"create_config.{part.name}.import_names (in {src})")
+    imports += check_import_names(main_section.get("import_names"), f"{part.place}.import_names (in {src})")
+    if t_create is not None:
+        return t_create, f"create_config.{part.name}.type (in {src})", imports
+    if t_main is not None:
+        return t_main, f"{part.place}.type (in {src})", imports
+    return None, None, imports
+
+
+def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any],
+                  src: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The class of every part (None: left out) and the registry name each was found under."""
+    classes: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for part in PARTS:
+        explicit = given.get(part.name)
+        if explicit is not None and not isinstance(explicit, _RegistryDefault):
+            classes[part.name] = explicit  # a class passed by the caller wins over the registry
+            continue
+        name, where, imports = _type_name(part, main, create, src)
+        if name is None:
+            name = _fallback_type(part, main, classes.get("policy"))
+            where = f"default {part.name} type (in {src})"
+        if name is None and part.name == "policy":
+            raise ConfigError(f"compile_config(auto=True): no policy type; set create_config.policy.type (in {src})")
+        classes[part.name] = None if name is None else lookup_type(part, name, imports, where)
+        if name is not None:
+            names[part.name] = name
+    return classes, names
+
+
+def _fallback_type(part: Part, main: Mapping, policy_cls: Any) -> str | None:
+    """The type of a part no config names: a policy's preference, else the part's default."""
+    if part.name == "collector":
+        return getattr(policy_cls, "default_collector_type", None) or part.default_type
+    if part.name == "replay_buffer":
+        policy_default = default_config_of(policy_cls) or EasyDict()
+        on_policy = get_path(main, "policy.on_policy")
+        if on_policy is None:
+            on_policy = policy_default.get("on_policy", False)
+        if on_policy:
+            return None  # on-policy algorithms train on fresh data: no replay buffer
+        return get_path(policy_default, "other.replay_buffer.type") or part.default_type
+    return part.default_type
+
+
+def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Mapping) -> EasyDict:
+    """The create_config to save: per part, its type (as the config named it, or its registered name) + import_names."""
+    types = EasyDict()
+    for part in PARTS:
+        section = user_create.get(part.name) or {}
+        cls = classes.get(part.name)
+        name = section.get("type") or names.get(part.name)
+        if name is None and cls is not None:
+            name = registered_name(part.registry, cls)
+        if name is None:
+            continue
+        entry = EasyDict(type=name)
+        module = getattr(cls, "__module__", None) or "__main__"
+        if section.get("import_names"):
+            entry.import_names = list(section["import_names"])
+        elif cls is not None and not module.startswith("ding.") and module != "__main__":
+            entry.import_names = [module]  # so that the saved config finds the class in a new process
+        types[part.name] = entry
+    return types
+
+
+def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user_create: Mapping,
+            seed: int) -> tuple[EasyDict, list[str], list[str]]:
+    """The merged defaults (the schema user keys are checked against) and the open / closed section paths."""
+    schema = EasyDict(env=EasyDict(), policy=EasyDict())
+    open_paths: list[str] = []
+    closed_paths: list[str] = []
+    for part in PARTS:
+        cls = classes.get(part.name)
+        default = default_config_of(cls)
+        if default is None:
+            open_paths.append(part.place)  # unknown or schema-less component: its section is free-form
+            continue
+        closed_paths.append(part.place)
+        open_paths += [f"{part.place}.{key}" for key in open_keys_of(cls)]
+        # The enclosing component's values win over the nested one's defaults (a policy may tune its learner).
+        set_path(schema, part.place, deep_merge_dicts(default, get_path(schema, part.place) or {}))
+    base = EasyDict(exp_name="default_experiment", seed=seed, env=ENV_COMMON_CONFIG, policy=POLICY_TEMPLATE)
+    schema = _merge_under(base, schema)
+    schema = EasyDict(exp_name=schema.pop("exp_name"), seed=schema.pop("seed"), **schema)
+    for part in PARTS:
+        section = get_path(schema, part.place)
+        if not isinstance(section, Mapping):
+            continue
+        if part.name in types:
+            section.type = types[part.name].type
+        elif "type" not in section and ("type" in (user_create.get(part.name) or {})
+                                        or "type" in (get_path(user_main, part.place) or {})):
+            section.type = None  # a type key is valid at every component's section
+    evaluator_cfg = schema.policy.eval.evaluator
+    evaluator_cfg.setdefault("stop_value", schema.env.stop_value)
+    evaluator_cfg.setdefault("n_episode", schema.env.n_evaluator_episode)
+    return schema, open_paths, closed_paths
+
+
+def _merge_under(base: Mapping, cfg: Mapping) -> EasyDict:
+    """``cfg`` over ``base`` (a new dict): ``cfg``'s values win, and its keys come first so a component's own
+    config keeps its order."""
+    merged = EasyDict(copy.deepcopy(dict(cfg)))
+    for key, value in base.items():
+        if key not in merged:
+            merged[key] = copy.deepcopy(value)
+        elif isinstance(value, Mapping) and isinstance(merged[key], Mapping):
+            merged[key] = _merge_under(value, merged[key])
+    return merged
+
+
+def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) -> None:
+    exp_dir = compiled.exp_name
+    if renew_dir and os.path.exists(exp_dir):
+        compiled.exp_name = _fresh_dir_name(exp_dir)
+        logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
+                       exp_dir, compiled.exp_name)
+    path = os.path.join(compiled.exp_name, save_path)
+    formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
+    save_config(compiled, path, create_cfg=types)
+    save_config_formatted(compiled, formatted, create_cfg=types)
+
+
+def _fresh_dir_name(exp_dir: str) -> str:
+    base = exp_dir.rstrip("/\\") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    if not os.path.exists(base):
+        return base
+    for i in range(1, 1000):
+        candidate = f"{base}_{i}"
+        if not os.path.exists(candidate):
+            return candidate
+    raise ConfigError(f"cannot find a free experiment directory name next to '{exp_dir}'; clean up old runs")

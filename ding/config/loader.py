@@ -1,0 +1,82 @@
+"""Load ``main_config`` / ``create_config`` (/ ``system_config``) from a ``.py`` config file given by path."""
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+import sys
+import types
+from typing import Any, Mapping
+
+from easydict import EasyDict
+
+from ding.utils import ConfigError
+
+_counter = itertools.count()
+
+
+def _exec_config_file(path: str) -> dict[str, Any]:
+    """Run the file as a throw-away module and return its namespace.
+
+    The module is registered in ``sys.modules`` (under a private name, never ``__main__``, so an
+    ``if __name__ == '__main__':`` block does not run) and its directory is put on ``sys.path`` only while the file
+    runs; both are undone afterwards. Modules the file imports stay imported, as with any import: they may register
+    components that the config's ``import_names`` refer to later.
+    """
+    path = os.fspath(path)
+    abspath = os.path.abspath(path)
+    if not os.path.isfile(abspath):
+        raise ConfigError(f"config file '{path}' not found (looked for {abspath}). Check the path and working directory.")
+    if not abspath.endswith(".py"):
+        raise ConfigError(f"config file '{path}': only Python (.py) config files are supported")
+    with open(abspath, encoding="utf-8") as f:
+        source = f.read()
+    code = compile(source, abspath, "exec")  # no .pyc: a file rewritten within the same second is never stale
+    stem = os.path.splitext(os.path.basename(abspath))[0]
+    name = f"_ding_config_{next(_counter)}_{stem}"
+    module = types.ModuleType(name)
+    module.__file__ = abspath
+    directory = os.path.dirname(abspath)
+    sys.path.insert(0, directory)
+    sys.modules[name] = module  # some code (dataclasses, pickle) looks its module up while it runs
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+        try:
+            sys.path.remove(directory)  # removes the first occurrence: the one inserted above
+        except ValueError:
+            pass  # the file itself took it off sys.path
+    return module.__dict__
+
+
+def _section(namespace: Mapping[str, Any], name: str, path: str, required: bool) -> EasyDict:
+    if name not in namespace:
+        if not required:
+            return EasyDict()
+        raise ConfigError(
+            f"config file '{path}' defines no `{name}`. A config file is a Python module that assigns "
+            f"`main_config = dict(...)` and `create_config = dict(...)`"
+            + (" and `system_config = dict(...)` (parallel mode)." if name == "system_config" else ".")
+        )
+    value = namespace[name]
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"config file '{path}': `{name}` must be a dict or EasyDict, got {type(value).__name__}")
+    return EasyDict(copy.deepcopy(dict(value)))
+
+
+def read_config(path: str) -> tuple[EasyDict, EasyDict]:
+    """Return ``(main_config, create_config)`` from a ``.py`` config file (copies; an absent create_config is empty)."""
+    namespace = _exec_config_file(path)
+    return _section(namespace, "main_config", path, True), _section(namespace, "create_config", path, False)
+
+
+def read_config_with_system(path: str) -> tuple[EasyDict, EasyDict, EasyDict]:
+    """Return ``(main_config, create_config, system_config)`` from a parallel-mode config file."""
+    namespace = _exec_config_file(path)
+    return (
+        _section(namespace, "main_config", path, True),
+        _section(namespace, "create_config", path, False),
+        _section(namespace, "system_config", path, True),
+    )
