@@ -86,7 +86,11 @@ def compile_config(
                               "which env, policy, ... types to use")
         classes, names = _auto_classes(user_main, user_create, given, src)
     else:
-        classes, names = {name: _resolve_default(value) for name, value in given.items()}, {}
+        classes, names = {}, {}
+        for name, value in given.items():
+            if isinstance(value, _RegistryDefault):
+                value, names[name] = _resolve_default(value), value.type_name
+            classes[name] = value
 
     types = _types(classes, names, user_create)
     schema, open_paths, closed_paths = _schema(classes, types, user_main, user_create, seed)
@@ -128,9 +132,7 @@ def _create_section_problems(user_create: Mapping, src: str) -> list[str]:
     return problems
 
 
-def _resolve_default(value: Any) -> Any:
-    if not isinstance(value, _RegistryDefault):
-        return value
+def _resolve_default(value: _RegistryDefault) -> Any:
     part = PARTS_BY_NAME[value.part]
     where = (f"compile_config's default {value.part} (pass {value.part}=None to compile without one, "
              f"or a {value.part} class)")
@@ -239,7 +241,7 @@ def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user
         if not isinstance(section, Mapping):
             continue
         if part.name in types:
-            section.type = types[part.name].type
+            section.update(copy.deepcopy(types[part.name]))  # type (+ import_names)
         elif "type" not in section and ("type" in (user_create.get(part.name) or {})
                                         or "type" in (get_path(user_main, part.place) or {})):
             section.type = None  # a type key is valid at every component's section
