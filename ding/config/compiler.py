@@ -172,7 +172,7 @@ def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any],
         name, where, imports = _type_name(part, main, create, src)
         if name is None:
             name = _fallback_type(part, main, classes.get("policy"))
-            where = f"default {part.name} type (in {src})"
+            where = f"default {part.name} type (in {src}; set create_config.{part.name}.type to choose one)"
         if name is None and part.name == "policy":
             raise ConfigError(f"compile_config(auto=True): no policy type; set create_config.policy.type (in {src})")
         classes[part.name] = None if name is None else lookup_type(part, name, imports, where)
@@ -202,9 +202,13 @@ def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Ma
     for part in PARTS:
         section = user_create.get(part.name) or {}
         cls = classes.get(part.name)
-        name = section.get("type") or names.get(part.name)
-        if name is None and cls is not None:
-            name = registered_name(part.registry, cls)
+        named = section.get("type")
+        name = names.get(part.name)
+        if name is None and cls is not None:  # a class given by the caller: its name, preferably as the config says
+            same = isinstance(named, str) and part.registry.get(named, None) is cls
+            name = named if same else registered_name(part.registry, cls)
+        if name is None:
+            name = named
         if name is None:
             continue
         entry = EasyDict(type=name)
@@ -266,7 +270,7 @@ def _merge_under(base: Mapping, cfg: Mapping) -> EasyDict:
 def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) -> None:
     exp_dir = compiled.exp_name
     if renew_dir and os.path.exists(exp_dir):
-        compiled.exp_name = _fresh_dir_name(exp_dir)
+        compiled.exp_name = _claim_fresh_dir(exp_dir)
         logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
                        exp_dir, compiled.exp_name)
     path = os.path.join(compiled.exp_name, save_path)
@@ -275,12 +279,15 @@ def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) 
     save_config_formatted(compiled, formatted, create_cfg=types)
 
 
-def _fresh_dir_name(exp_dir: str) -> str:
+def _claim_fresh_dir(exp_dir: str) -> str:
+    """Create and return ``<exp_dir>_<YYMMDD_HHMMSS>`` (``_1``, ``_2``, ... appended if taken, e.g. by a run
+    started in the same second)."""
     base = exp_dir.rstrip("/\\") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
-    if not os.path.exists(base):
-        return base
-    for i in range(1, 1000):
-        candidate = f"{base}_{i}"
-        if not os.path.exists(candidate):
-            return candidate
+    for i in range(1000):
+        candidate = f"{base}_{i}" if i else base
+        try:
+            os.makedirs(candidate)
+        except FileExistsError:
+            continue
+        return candidate
     raise ConfigError(f"cannot find a free experiment directory name next to '{exp_dir}'; clean up old runs")

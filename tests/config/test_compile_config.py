@@ -333,3 +333,18 @@ def test_round_trip_read_compile_save_read_compile(in_tmp_dir):
         second = compile_config(main2, auto=True, create_cfg=create2, seed=5, save_cfg=False)
         assert second == first
         assert list(second.policy) == list(first.policy)  # same key order too
+
+
+def test_saved_type_is_the_class_actually_used(in_tmp_dir):
+    compile_auto(create=with_changes(CREATE, replay_buffer__type="h2t_buffer2"), buffer=FakeBuffer, save_cfg=True)
+    _, create = read_config("h2t_exp/total_config.py")
+    assert create.replay_buffer.type == "h2t_buffer"
+
+
+def test_missing_default_type_in_auto_mode_says_how_to_choose(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ding.worker", types.ModuleType("ding.worker"))  # registers nothing
+    monkeypatch.delitem(LEARNER_REGISTRY, "base", raising=False)
+    create = {k: v for k, v in CREATE.items() if k != "learner"}
+    with pytest.raises(RegistryError, match=r"default learner type \(in c\.py; set create_config\.learner\.type to "
+                                            r"choose one\): unknown learner type 'base'"):
+        compile_auto(create=create, source="c.py")
