@@ -1,0 +1,11 @@
+"""Neural network models: templates (DQN, ...), encoders, heads, and the config-driven factory."""
+from .common import (
+    ConvEncoder, DiscreteHead, DuelingHead, FCEncoder, RegressionHead, ReparameterizationHead, check_model_kwargs,
+    create_model, hard_update, soft_update,
+)
+from .template import DQN
+
+__all__ = [
+    "DQN", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead", "ReparameterizationHead",
+    "check_model_kwargs", "create_model", "hard_update", "soft_update",
+]

@@ -1,0 +1,11 @@
+"""Policies: the Policy base with its mode views, the registry helpers, and the algorithms."""
+from .base_policy import (
+    Policy, PolicyCollectMode, PolicyCommandMode, PolicyEvalMode, PolicyLearnMode, create_policy, get_policy_cls,
+)
+from .dqn import DQNPolicy
+from .policy_factory import PolicyFactory, get_random_policy
+
+__all__ = [
+    "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
+    "PolicyLearnMode", "create_policy", "get_policy_cls", "get_random_policy",
+]

@@ -1,0 +1,134 @@
+"""Output heads: discrete Q/logits, dueling Q, regression, and reparameterised Gaussian."""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from .nn_module import mlp
+
+
+class DiscreteHead(nn.Module):
+    """``layer_num`` hidden layers of ``hidden_size``, then a Linear to ``output_size`` -> ``{'logit': (B, A)}``."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        output_size: int,
+        layer_num: int = 1,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        input_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.Q = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type, out_dim=output_size)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"logit": self.Q(x)}
+
+
+class DuelingHead(nn.Module):
+    """Dueling Q head: ``Q = V + A - mean(A)`` from separate value and advantage streams -> ``{'logit': (B, A)}``."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        output_size: int,
+        layer_num: int = 1,
+        a_layer_num: int | None = None,
+        v_layer_num: int | None = None,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        input_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        in_dim = input_size or hidden_size
+        a_layers = layer_num if a_layer_num is None else a_layer_num
+        v_layers = layer_num if v_layer_num is None else v_layer_num
+        self.A = mlp(in_dim, [hidden_size] * a_layers, activation, norm_type, out_dim=output_size)
+        self.V = mlp(in_dim, [hidden_size] * v_layers, activation, norm_type, out_dim=1)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        advantage = self.A(x)
+        value = self.V(x)
+        return {"logit": value + advantage - advantage.mean(dim=-1, keepdim=True)}
+
+
+class RegressionHead(nn.Module):
+    """Real-valued output ``{'pred': (B, output_size)}`` (squeezed to (B,) when ``output_size == 1``); with
+    ``final_tanh`` the output lies in (-1, 1) (deterministic continuous actions)."""
+
+    def __init__(
+        self,
+        hidden_size: int,
+        output_size: int,
+        layer_num: int = 2,
+        final_tanh: bool = False,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        input_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.main = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type, out_dim=output_size)
+        self.final_tanh = final_tanh
+        self.output_size = output_size
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        pred = self.main(x)
+        if self.final_tanh:
+            pred = torch.tanh(pred)
+        if self.output_size == 1:
+            pred = pred.squeeze(-1)
+        return {"pred": pred}
+
+
+SIGMA_TYPES = ("fixed", "independent", "conditioned")
+
+
+class ReparameterizationHead(nn.Module):
+    """Diagonal Gaussian parameters ``{'mu', 'sigma'}`` of shape (B, output_size).
+
+    ``sigma_type``: ``'fixed'`` (constant ``fixed_sigma_value``), ``'independent'`` (a learned state-independent
+    log-sigma) or ``'conditioned'`` (a second output of the network, clamped log-sigma). ``bound_type='tanh'``
+    squashes ``mu`` into (-1, 1).
+    """
+
+    LOG_SIGMA_MIN, LOG_SIGMA_MAX = -20.0, 2.0
+
+    def __init__(
+        self,
+        hidden_size: int,
+        output_size: int,
+        layer_num: int = 2,
+        sigma_type: str = "conditioned",
+        fixed_sigma_value: float = 1.0,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        bound_type: str | None = None,
+        input_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if sigma_type not in SIGMA_TYPES:
+            raise ValueError(f"ReparameterizationHead: unknown sigma_type {sigma_type!r}; use one of {SIGMA_TYPES}")
+        if bound_type not in (None, "tanh"):
+            raise ValueError(f"ReparameterizationHead: unknown bound_type {bound_type!r}; use None or 'tanh'")
+        self.sigma_type = sigma_type
+        self.bound_type = bound_type
+        self.main = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type)
+        self.mu = nn.Linear(hidden_size, output_size)
+        if sigma_type == "fixed":
+            self.register_buffer("log_sigma", torch.full((1, output_size), float(fixed_sigma_value)).log())
+        elif sigma_type == "independent":
+            self.log_sigma = nn.Parameter(torch.zeros(1, output_size))
+        else:
+            self.log_sigma_layer = nn.Linear(hidden_size, output_size)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        h = self.main(x)
+        mu = self.mu(h)
+        if self.bound_type == "tanh":
+            mu = torch.tanh(mu)
+        if self.sigma_type == "conditioned":
+            log_sigma = self.log_sigma_layer(h).clamp(self.LOG_SIGMA_MIN, self.LOG_SIGMA_MAX)
+        else:
+            log_sigma = self.log_sigma.expand_as(mu)
+        return {"mu": mu, "sigma": log_sigma.exp()}

@@ -1,0 +1,44 @@
+"""Helpers shared by policies: batching the per-env observations of a collect/eval step."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+
+
+def batch_obs(
+    data: Mapping[int, Any], device: torch.device, expected_shape: Sequence[int] | None = None, where: str = "policy"
+) -> tuple[list[int], torch.Tensor]:
+    """``{env_id: obs}`` -> ``(env_ids, float32 tensor (B, *obs_shape))`` with ONE stack and one ``from_numpy``.
+
+    ``expected_shape`` (the model's obs shape) is checked so a wrong observation fails with a clear message
+    instead of a matrix-size error deep inside the network.
+    """
+    env_ids = list(data.keys())
+    values = list(data.values())
+    if isinstance(values[0], torch.Tensor):
+        obs = torch.stack(values).float()
+    else:
+        try:
+            stacked = np.stack(values)
+        except ValueError as e:
+            shapes = {env_id: np.shape(v) for env_id, v in data.items()}
+            raise ValueError(f"{where}: observations of different shapes cannot be batched: {shapes}") from e
+        if stacked.dtype != np.float32:
+            stacked = stacked.astype(np.float32)
+        obs = torch.from_numpy(stacked)
+    if expected_shape is not None and tuple(obs.shape[1:]) != tuple(expected_shape):
+        raise ValueError(
+            f"{where}: observations have shape {tuple(obs.shape[1:])} but the model expects {tuple(expected_shape)} "
+            f"(policy.model.obs_shape); check the env's observation space against the config"
+        )
+    return env_ids, obs.to(device)
+
+
+def build_adam(model: torch.nn.Module, lr: float, **kwargs: Any) -> torch.optim.Adam:
+    """Adam over ``model``'s parameters, using torch's fused kernel when every parameter is a floating-point tensor
+    on CPU or CUDA (about 4x faster than the per-tensor loop for small RL networks on CPU)."""
+    params = list(model.parameters())
+    fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
+    return torch.optim.Adam(params, lr=lr, fused=fused, **kwargs)
