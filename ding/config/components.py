@@ -85,7 +85,9 @@ def check_import_names(value: Any, where: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: import_names must be a list of module names, e.g. ['my_pkg.my_env'], got {value!r}")
+        raise ConfigError(
+            f"{where}: import_names must be a list of module names, e.g. ['my_pkg.my_env'], got {value!r}"
+        )
     return list(value)
 
 

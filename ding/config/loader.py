@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import itertools
 import os
 import sys
-import types
 from typing import Any, Mapping
 
 from easydict import EasyDict
@@ -26,16 +26,21 @@ def _exec_config_file(path: str) -> dict[str, Any]:
     path = os.fspath(path)
     abspath = os.path.abspath(path)
     if not os.path.isfile(abspath):
-        raise ConfigError(f"config file '{path}' not found (looked for {abspath}). Check the path and working directory.")
+        raise ConfigError(
+            f"config file '{path}' not found (looked for {abspath}). Check the path and working directory."
+        )
     if not abspath.endswith(".py"):
         raise ConfigError(f"config file '{path}': only Python (.py) config files are supported")
     with open(abspath, encoding="utf-8") as f:
         source = f.read()
-    code = compile(source, abspath, "exec")  # no .pyc: a file rewritten within the same second is never stale
+    # Compiled here rather than by the import system's loader: no bytecode cache, so a config file rewritten within
+    # the same second (same mtime and size) is never read from a stale .pyc.
+    code = compile(source, abspath, "exec")
     stem = os.path.splitext(os.path.basename(abspath))[0]
     name = f"_ding_config_{next(_counter)}_{stem}"
-    module = types.ModuleType(name)
-    module.__file__ = abspath
+    spec = importlib.util.spec_from_file_location(name, abspath)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
     directory = os.path.dirname(abspath)
     sys.path.insert(0, directory)
     sys.modules[name] = module  # some code (dataclasses, pickle) looks its module up while it runs

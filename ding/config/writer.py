@@ -140,7 +140,8 @@ def _check_mapping(value: Any, name: str, path: str) -> None:
         raise ConfigError(f"cannot save {name} to '{path}': expected a dict or EasyDict, got {type(value).__name__}")
 
 
-def _sections(cfg: Mapping, create_cfg: Mapping | None, system_cfg: Mapping | None, path: str) -> list[tuple[str, Mapping]]:
+def _sections(cfg: Mapping, create_cfg: Mapping | None, system_cfg: Mapping | None,
+              path: str) -> list[tuple[str, Mapping]]:
     sections = [("main_config", cfg), ("create_config", create_cfg), ("system_config", system_cfg)]
     sections = [(n, v) for n, v in sections if v is not None]
     for name, value in sections:
@@ -157,7 +158,9 @@ def _imports(renderer: _Renderer) -> list[str]:
     return lines
 
 
-def save_config(cfg: Mapping, path: str, create_cfg: Mapping | None = None, *, system_cfg: Mapping | None = None) -> None:
+def save_config(
+    cfg: Mapping, path: str, create_cfg: Mapping | None = None, *, system_cfg: Mapping | None = None
+) -> None:
     """Write ``main_config = {...}`` (and ``create_config``/``system_config`` when given) to ``path``, atomically.
 
     Keys keep their order; the output depends only on the values, so the same config always gives the same bytes.

@@ -119,3 +119,18 @@ def test_read_config_with_system_requires_system_config(tmp_path):
     path = write(tmp_path / "serial_only.py", "main_config = dict()\ncreate_config = dict()\n")
     with pytest.raises(ConfigError, match=r"serial_only\.py' defines no `system_config`.*parallel mode"):
         read_config_with_system(path)
+
+
+def test_config_may_define_dataclasses_and_functions(tmp_path):
+    path = write(tmp_path / "cfg.py", """
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Model:
+            hidden: int = 64
+
+        main_config = dict(model=dataclasses.asdict(Model()), file=__file__)
+    """)
+    main, _ = read_config(path)
+    assert main.model == {"hidden": 64} and main.file == path
+    assert not (tmp_path / "__pycache__").exists()

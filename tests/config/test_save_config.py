@@ -45,10 +45,10 @@ def same(a, b) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b,
-                                                                                                            equal_nan=True)
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and np.array_equal(a, b, equal_nan=True))
     if isinstance(a, float) and math.isnan(a):
         return isinstance(b, float) and math.isnan(b)
     if isinstance(a, float):
@@ -121,7 +121,7 @@ def test_system_config_round_trips(tmp_path):
 
 def test_unsaveable_value_names_its_path(tmp_path):
     path = str(tmp_path / "cfg.py")
-    with pytest.raises(ConfigError, match=r"policy\.model\.activation: cannot write a torch\.nn\.modules.*ReLU.*cfg\.py"):
+    with pytest.raises(ConfigError, match=r"policy\.model\.activation: cannot write a torch\.nn\..*ReLU.*cfg\.py"):
         save_config(dict(policy=dict(model=dict(activation=torch.nn.ReLU()))), path)
     assert not os.path.exists(path)
     with pytest.raises(ConfigError, match=r"^fn: .*lambda.* only classes and functions importable"):
