@@ -25,6 +25,10 @@ class OpenSections:
         self._rules: dict[str, bool] = {p: True for p in open_paths}
         self._rules.update({p: False for p in closed_paths})
 
+    def is_open_root(self, path: str) -> bool:
+        """Whether ``path`` itself is listed as open (its contents are free; its own value must still fit)."""
+        return self._rules.get(path, False)
+
     def is_open(self, path: str) -> bool:
         parts = path.split(".")
         for i in range(len(parts), 0, -1):
@@ -67,7 +71,8 @@ def validate_config(
     """Raise one :class:`ConfigError` listing every unknown key and wrong-typed value of ``user_cfg``.
 
     ``merged_cfg`` is the schema: the merged defaults of every component. A key is valid when it exists at the same
-    place there. Inside an open path (see :class:`OpenSections`), below an ``import_names``/``ext_args`` key, and
+    place there. Inside an open path (see :class:`OpenSections`; the open section itself must still be a dict if its
+    default is), below an ``import_names``/``ext_args`` key, and
     below a default that is an empty dict (a placeholder), anything is accepted.
     """
     problems = find_config_problems(user_cfg, merged_cfg, open_paths, source, closed_paths=closed_paths)
@@ -100,7 +105,7 @@ def _walk(user: Mapping, schema: Mapping, path: str, shown: str, rules: OpenSect
                 problems.append(f"{key_shown}: unknown key (in {source}); {_suggest(key, schema)}")
             continue
         default = schema[key]
-        if not free:
+        if not free or rules.is_open_root(key_path):  # an open section must still be a section
             wrong = type_problem(value, default)
             if wrong:
                 problems.append(f"{key_shown}: {wrong} (in {source})")

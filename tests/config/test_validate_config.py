@@ -108,3 +108,10 @@ def test_import_names_and_ext_args_are_free_everywhere():
 def test_non_string_key_is_reported():
     with pytest.raises(ConfigError, match=r"env\.1: config keys must be strings"):
         validate_config(dict(env={1: 2}), SCHEMA, ())
+
+
+def test_an_open_section_must_still_be_a_section():
+    with pytest.raises(ConfigError, match=r"policy\.model: expected a dict \(a config section\), got int 3"):
+        validate_config(dict(policy=dict(model=3)), SCHEMA, ["policy.model"])
+    with pytest.raises(ConfigError, match=r"env: expected a dict \(a config section\), got str 'cartpole'"):
+        validate_config(dict(env="cartpole"), SCHEMA, ["env"])
