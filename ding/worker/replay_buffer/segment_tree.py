@@ -1,0 +1,231 @@
+"""Vectorised segment trees for prioritized replay: a sum tree (sampling) and a min tree (IS normalisation).
+
+Both trees take whole index batches: one call updates a batch of leaves and one call finds a batch of prefix sums.
+The cost of a batch is a fixed number of numpy calls, not a Python loop per item:
+
+* ``SumSegmentTree`` is a binary tree in heap layout (root at 1, children of ``i`` at ``2i`` and ``2i+1``). A batched
+  prefix-sum search walks all queries down together, one level per step. A batched update writes the leaves and adds
+  each leaf's change to all its ancestors in one ``np.add.at`` call. Adding deltas accumulates rounding error in the
+  inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass that
+  costs well under a microsecond per write when amortised).
+* ``MinSegmentTree`` has a fan-out of 64 (three levels above 2^17 leaves), because only its root is ever read on the
+  hot path; an update recomputes the touched nodes of each level exactly (small levels in one whole pass).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+_MIN_FANOUT_SHIFT = 6  # fan-out 64 for the min tree
+_FULL_RECOMPUTE_SIZE = 4096  # min-tree levels with at most this many nodes are recomputed whole
+_ENTRY_LEVEL = 10  # the sum-tree search starts at the level of 2^10 nodes (measured fastest at 2^17 leaves)
+
+
+def _check_capacity(capacity: int) -> int:
+    if not isinstance(capacity, (int, np.integer)) or capacity < 1 or capacity & (capacity - 1):
+        raise ValueError(f"segment tree capacity must be a positive power of two, got {capacity!r}")
+    return int(capacity)
+
+
+def _unique_last(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop repeated indices, keeping the value written last (the behaviour of a sequential loop)."""
+    if idx.size < 2:
+        return idx, values
+    uniq, first_in_reversed = np.unique(idx[::-1], return_index=True)
+    if uniq.size == idx.size:
+        return idx, values
+    return uniq, values[::-1][first_in_reversed]
+
+
+def _as_batch(idx: Any, values: Any, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+    values = np.broadcast_to(np.asarray(values, dtype=np.float64).reshape(-1), idx.shape)
+    if idx.size and (idx.min() < 0 or idx.max() >= capacity):
+        raise IndexError(f"segment tree index out of range [0, {capacity}): {idx[(idx < 0) | (idx >= capacity)][:5]}")
+    return _unique_last(idx, values)
+
+
+class SumSegmentTree:
+    """Sum over ``capacity`` non-negative leaves with batched update and batched prefix-sum search."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = _check_capacity(capacity)
+        self._depth = self.capacity.bit_length() - 1
+        self._tree = np.zeros(2 * self.capacity, dtype=np.float64)
+        self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
+        self._writes_since_rebuild = 0
+
+    @property
+    def values(self) -> np.ndarray:
+        """Read-only view of the leaves."""
+        view = self._tree[self.capacity:]
+        view.flags.writeable = False
+        return view
+
+    def __getitem__(self, idx: Any) -> Any:
+        return self._tree[self.capacity:][idx]
+
+    def update(self, idx: Any, values: Any) -> None:
+        """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
+        self.update_unique(*_as_batch(idx, values, self.capacity))
+
+    def update_unique(self, idx: np.ndarray, values: np.ndarray) -> None:
+        """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
+        if idx.size == 0:
+            return
+        leaf = idx + self.capacity
+        delta = values - self._tree[leaf]
+        self._tree[leaf] = values
+        ancestors = leaf[None, :] >> self._shifts
+        np.add.at(self._tree, ancestors.reshape(-1), np.broadcast_to(delta, ancestors.shape).reshape(-1))
+        self._writes_since_rebuild += idx.size
+        if self._writes_since_rebuild >= self.capacity:
+            self.rebuild()
+
+    def rebuild(self) -> None:
+        """Recompute every inner node exactly from the leaves."""
+        size = self.capacity
+        while size > 1:
+            half = size // 2
+            self._tree[half:size] = self._tree[size:2 * size].reshape(-1, 2).sum(axis=1)
+            size = half
+        self._writes_since_rebuild = 0
+
+    def sum(self, start: int = 0, end: int | None = None) -> float:
+        """Sum of leaves ``[start, end)``."""
+        if start == 0 and end is None:
+            return float(self._tree[1])
+        end = self.capacity if end is None else end
+        if not 0 <= start <= end <= self.capacity:
+            raise IndexError(f"sum range [{start}, {end}) is outside [0, {self.capacity}]")
+        bounds = self.prefix_sum(np.array([start, end], dtype=np.int64))
+        return float(max(bounds[1] - bounds[0], 0.0))
+
+    def prefix_sum(self, idx: Any) -> np.ndarray:
+        """Sum of leaves ``[0, i)`` for every ``i`` in ``idx`` (``0 <= i <= capacity``)."""
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        out = np.zeros(idx.shape, dtype=np.float64)
+        full = idx >= self.capacity
+        out[full] = self._tree[1]
+        node = idx[~full] + self.capacity
+        acc = np.zeros(node.shape, dtype=np.float64)
+        for _ in range(self._depth):
+            is_right = (node & 1).astype(bool)
+            acc += np.where(is_right, self._tree[node - 1], 0.0)
+            node >>= 1
+        out[~full] = acc
+        return out
+
+    def find_prefixsum_idx(self, prefixsum: Any) -> np.ndarray:
+        """For each ``r``, the leaf ``i`` with ``sum[0, i) <= r < sum[0, i+1)``, skipping zero leaves.
+
+        ``r`` should lie in ``[0, sum())``; values at or beyond the total map to the last non-zero leaf.
+        """
+        target = np.array(prefixsum, dtype=np.float64).reshape(-1)
+        if target.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if not self._tree[1] > 0:
+            raise ValueError("find_prefixsum_idx: the tree holds no mass (every leaf is 0)")
+        # Enter the tree at a level of up to 1024 nodes through one cumsum + searchsorted (the same answer as walking
+        # the top levels one by one, in 5 numpy calls instead of 50), then walk the remaining levels together.
+        entry_level = min(self._depth, _ENTRY_LEVEL)
+        first = 1 << entry_level
+        nodes = self._tree[first:2 * first]
+        cumulative = np.cumsum(nodes)
+        pos = np.searchsorted(cumulative, target, side="right")
+        np.minimum(pos, first - 1, out=pos)
+        r = target - (cumulative[pos] - nodes[pos])
+        node = pos + first
+        for _ in range(self._depth - entry_level):
+            node <<= 1
+            left = self._tree[node]
+            go_right = r >= left
+            np.subtract(r, left, out=r, where=go_right)
+            node += go_right
+        idx = node - self.capacity
+        # Rounding can walk a query into a zero leaf (a hole) right after a subtree's end. Rare; redo those exactly.
+        bad = self._tree[node] <= 0
+        if bad.any():
+            idx[bad] = self._exact_find(target[bad])
+        return idx
+
+    def _exact_find(self, targets: np.ndarray) -> np.ndarray:
+        leaves = self._tree[self.capacity:]
+        positive = np.flatnonzero(leaves > 0)
+        cumulative = np.cumsum(leaves[positive])
+        k = np.searchsorted(cumulative, targets, side="right")
+        return positive[np.minimum(k, positive.size - 1)]
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"capacity": self.capacity, "tree": self._tree.copy(), "writes_since_rebuild": self._writes_since_rebuild}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["capacity"]) != self.capacity:
+            raise ValueError(f"sum tree state has capacity {state['capacity']}, this tree has {self.capacity}")
+        self._tree[:] = state["tree"]
+        self._writes_since_rebuild = int(state["writes_since_rebuild"])
+
+
+class MinSegmentTree:
+    """Minimum over ``capacity`` leaves (empty leaves hold ``+inf``) with batched update."""
+
+    def __init__(self, capacity: int, fanout_shift: int = _MIN_FANOUT_SHIFT) -> None:
+        self.capacity = _check_capacity(capacity)
+        self._levels: list[np.ndarray] = [np.full(self.capacity, np.inf)]
+        self._plan: list[tuple[int, np.ndarray]] = []  # (shift to the next level, this level viewed as rows of children)
+        size = self.capacity
+        while size > 1:
+            shift = min(fanout_shift, size.bit_length() - 1)
+            size >>= shift
+            self._plan.append((shift, self._levels[-1].reshape(-1, 1 << shift)))
+            self._levels.append(np.full(size, np.inf))
+
+    @property
+    def values(self) -> np.ndarray:
+        view = self._levels[0].view()
+        view.flags.writeable = False
+        return view
+
+    def __getitem__(self, idx: Any) -> Any:
+        return self._levels[0][idx]
+
+    def update(self, idx: Any, values: Any) -> None:
+        """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
+        self.update_unique(*_as_batch(idx, values, self.capacity))
+
+    def update_unique(self, idx: np.ndarray, values: np.ndarray) -> None:
+        """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
+        if idx.size == 0:
+            return
+        self._levels[0][idx] = values
+        node = idx
+        for level, (shift, rows) in enumerate(self._plan):
+            parent = self._levels[level + 1]
+            if rows.size <= _FULL_RECOMPUTE_SIZE:  # small level: one pass beats gathering the touched rows
+                np.min(rows, axis=1, out=parent)
+                continue
+            node = node >> shift
+            parent[node] = rows[node].min(axis=1)
+
+    def min(self, start: int = 0, end: int | None = None) -> float:
+        """Minimum of leaves ``[start, end)`` (``inf`` if they are all empty)."""
+        if start == 0 and end is None:
+            return float(self._levels[-1][0])
+        end = self.capacity if end is None else end
+        if not 0 <= start <= end <= self.capacity:
+            raise IndexError(f"min range [{start}, {end}) is outside [0, {self.capacity}]")
+        return float(self._levels[0][start:end].min()) if end > start else float("inf")
+
+    def rebuild(self) -> None:
+        for level, (_, rows) in enumerate(self._plan):
+            self._levels[level + 1][:] = rows.min(axis=1)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"capacity": self.capacity, "leaves": self._levels[0].copy()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if int(state["capacity"]) != self.capacity:
+            raise ValueError(f"min tree state has capacity {state['capacity']}, this tree has {self.capacity}")
+        self._levels[0][:] = state["leaves"]
+        self.rebuild()
