@@ -29,13 +29,7 @@ def get_nstep_return_data(transitions: list[dict[str, Any]], nstep: int, gamma: 
     n_trans = len(transitions)
     if n_trans == 0:
         return []
-    rewards = np.asarray([t["reward"] for t in transitions], dtype=np.float32)
-    if rewards.size != n_trans:
-        raise ValueError(
-            f"get_nstep_return_data: each transition's reward must be a scalar or a shape-(1,) array; "
-            f"got rewards of total shape {rewards.shape} for {n_trans} transitions"
-        )
-    rewards = rewards.reshape(n_trans)
+    rewards = _stack_rewards(transitions)
     done = np.fromiter((bool(t["done"]) for t in transitions), dtype=bool, count=n_trans)
     truncated = np.fromiter((bool(t.get("truncated", False)) for t in transitions), dtype=bool, count=n_trans)
 
@@ -66,6 +60,20 @@ def get_nstep_return_data(transitions: list[dict[str, Any]], nstep: int, gamma: 
         sample["value_gamma"] = value_gamma[i]
         samples.append(sample)
     return samples
+
+
+def _stack_rewards(transitions: list[dict[str, Any]]) -> np.ndarray:
+    """Rewards as a float32 (T,) array; each must be a scalar or a shape-(1,) array."""
+    n_trans = len(transitions)
+    try:
+        rewards = np.asarray([t["reward"] for t in transitions], dtype=np.float32)
+    except ValueError:  # ragged shapes
+        rewards = None
+    if rewards is None or rewards.size != n_trans:
+        shapes = sorted({np.shape(t["reward"]) for t in transitions})
+        raise ValueError(f"get_nstep_return_data: each transition's reward must be a scalar or a shape-(1,) array; "
+                         f"got shapes {shapes}")
+    return rewards.reshape(n_trans)
 
 
 def get_train_sample(data: list[Any], unroll_len: int, last_fn_type: str = "last") -> list[Any]:

@@ -34,8 +34,8 @@ class ConvEncoder(nn.Module):
     """Conv encoder for (C, H, W) image observations: conv layers, flatten, then one Linear to
     ``hidden_size_list[-1]``.
 
-    ``hidden_size_list[:-1]`` are the conv channels, with matching ``kernel_size`` and ``stride`` lists (the Atari
-    "Nature" layout by default). Inputs are cast to float; scale pixels yourself (e.g. /255) in the env wrapper.
+    ``hidden_size_list[:-1]`` are the conv channels, with matching ``kernel_size`` and ``stride`` lists (default:
+    the Atari "Nature" layout 8/4, 4/2, 3/1, then 3/1 for any further layer). Inputs are cast to float; scale pixels yourself (e.g. /255) in the env wrapper.
     """
 
     def __init__(
@@ -43,8 +43,8 @@ class ConvEncoder(nn.Module):
         obs_shape: Sequence[int],
         hidden_size_list: Sequence[int] = (32, 64, 64, 512),
         activation: nn.Module | None = None,
-        kernel_size: Sequence[int] = (8, 4, 3),
-        stride: Sequence[int] = (4, 2, 1),
+        kernel_size: Sequence[int] | None = None,
+        stride: Sequence[int] | None = None,
         padding: Sequence[int] | None = None,
         norm_type: str | None = None,
     ) -> None:
@@ -52,11 +52,13 @@ class ConvEncoder(nn.Module):
         if len(obs_shape) != 3:
             raise ValueError(f"ConvEncoder: obs_shape must be (C, H, W), got {tuple(obs_shape)}")
         n_conv = len(hidden_size_list) - 1
+        kernel_size = tuple(kernel_size) if kernel_size is not None else ((8, 4) + (3,) * n_conv)[:n_conv]
+        stride = tuple(stride) if stride is not None else ((4, 2) + (1,) * n_conv)[:n_conv]
         padding = tuple(padding) if padding is not None else (0,) * n_conv
         if n_conv < 1 or not (len(kernel_size) == len(stride) == len(padding) == n_conv):
             raise ValueError(
                 f"ConvEncoder: hidden_size_list {tuple(hidden_size_list)} gives {n_conv} conv layers, but "
-                f"kernel_size {tuple(kernel_size)}, stride {tuple(stride)} and padding {padding} must have "
+                f"kernel_size {kernel_size}, stride {stride} and padding {padding} must have "
                 f"one entry per conv layer"
             )
         if norm_type not in (None, "BN"):
