@@ -1,0 +1,12 @@
+from .base_serial_collector import (
+    INF, BaseSerialCollector, ISerialCollector, create_serial_collector, get_serial_collector_cls,
+    to_tensor_transitions
+)
+from .base_serial_evaluator import (
+    BaseSerialEvaluator, ISerialEvaluator, VectorEvalMonitor, create_serial_evaluator, get_serial_evaluator_cls
+)
+from .episode_callback import EpisodeCallback, build_episode_callbacks
+from .episode_serial_collector import EpisodeSerialCollector
+from .interaction_serial_evaluator import InteractionSerialEvaluator
+from .metric_serial_evaluator import IMetric, MetricSerialEvaluator
+from .sample_serial_collector import SampleSerialCollector
