@@ -3,9 +3,9 @@ from .common import (
     ConvEncoder, DiscreteHead, DuelingHead, FCEncoder, RegressionHead, ReparameterizationHead, check_model_kwargs,
     create_model, hard_update, soft_update,
 )
-from .template import DQN
+from .template import DQN, VAC, ContinuousQAC
 
 __all__ = [
-    "DQN", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead", "ReparameterizationHead",
-    "check_model_kwargs", "create_model", "hard_update", "soft_update",
+    "DQN", "VAC", "ContinuousQAC", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead",
+    "ReparameterizationHead", "check_model_kwargs", "create_model", "hard_update", "soft_update",
 ]
