@@ -430,5 +430,5 @@ def _check_priorities(instance_name: str, where: str, priority: np.ndarray) -> N
     bad = ~np.isfinite(priority) | (priority < 0)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {priority[first]!r} at position "
+        raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at position "
                                 f"{first}; priorities must be finite and >= 0 (e.g. abs(td_error) + 1e-6)")

@@ -52,7 +52,7 @@ class NaiveReplayBuffer(IBuffer):
         self._storage = CircularStorage(int(self._cfg.replay_buffer_size))
         self._track_used = bool(self._cfg.enable_track_used_data)
         self._used_data_callback: UsedDataCallback | None = None
-        self._logger = logging.getLogger(f"ding.buffer.{instance_name}")
+        self._logger = logging.getLogger(f"ding.replay_buffer.{instance_name}")
         self._throttled = ThrottledLog(self._logger)
         self._closed = False
 

@@ -1,0 +1,151 @@
+"""Sum and min segment trees: batched updates and prefix-sum search against brute force."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ding.worker.replay_buffer import MinSegmentTree, SumSegmentTree
+
+
+def _brute_find(leaves: np.ndarray, r: np.ndarray) -> np.ndarray:
+    positive = np.flatnonzero(leaves > 0)
+    k = np.searchsorted(np.cumsum(leaves[positive]), r, side="right")
+    return positive[np.minimum(k, positive.size - 1)]
+
+
+@pytest.mark.parametrize("capacity", [1, 2, 8, 1024, 4096])
+def test_sum_tree_matches_brute_force(capacity):
+    rng = np.random.default_rng(capacity)
+    tree = SumSegmentTree(capacity)
+    leaves = np.zeros(capacity)
+    for _ in range(20):
+        idx = rng.integers(0, capacity, size=min(capacity, 50))
+        values = rng.random(idx.size) * (rng.random(idx.size) > 0.3)  # some zero leaves (holes)
+        tree.update(idx, values)
+        for i, v in zip(idx, values):  # the sequential meaning of a batched update: last write wins
+            leaves[i] = v
+    if leaves.sum() == 0:
+        leaves[0] = 1.0
+        tree.update([0], [1.0])
+    np.testing.assert_allclose(tree.values, leaves)
+    assert tree.sum() == pytest.approx(leaves.sum(), rel=1e-12)
+    bounds = rng.integers(0, capacity + 1, size=30)
+    np.testing.assert_allclose(tree.prefix_sum(bounds), [leaves[:b].sum() for b in bounds], rtol=1e-12, atol=1e-12)
+    start, end = sorted(rng.integers(0, capacity + 1, size=2))
+    assert tree.sum(start, end) == pytest.approx(leaves[start:end].sum(), rel=1e-9, abs=1e-12)
+    r = rng.random(200) * tree.sum()
+    np.testing.assert_array_equal(tree.find_prefixsum_idx(r), _brute_find(leaves, r))
+
+
+def test_find_never_returns_an_empty_leaf_even_at_boundaries():
+    tree = SumSegmentTree(16)
+    leaves = np.array([0, 1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0], dtype=float)
+    tree.update(np.arange(16), leaves)
+    cumulative = np.cumsum(leaves)
+    r = np.concatenate([cumulative, cumulative - 1e-12, [0.0, tree.sum(), tree.sum() * 2]])
+    found = tree.find_prefixsum_idx(r)
+    assert (leaves[found] > 0).all()
+    assert found[-1] == 9 and found[-2] == 9  # at or beyond the total: the last non-zero leaf
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e6, allow_nan=False), min_size=1, max_size=64),
+       st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=20))
+def test_find_is_consistent_with_cumulative_sums(values, fractions):
+    capacity = 1 << (len(values) - 1).bit_length()
+    tree = SumSegmentTree(capacity)
+    tree.update(np.arange(len(values)), values)
+    leaves = np.zeros(capacity)
+    leaves[:len(values)] = values
+    if leaves.sum() == 0:
+        with pytest.raises(ValueError, match="holds no mass"):
+            tree.find_prefixsum_idx([0.0])
+        return
+    r = np.array(fractions) * tree.sum()
+    found = tree.find_prefixsum_idx(r)
+    assert (leaves[found] > 0).all()
+    cumulative = np.cumsum(leaves)
+    lower = cumulative[found] - leaves[found]
+    assert (lower <= r * (1 + 1e-9) + 1e-9).all() and (r <= cumulative[found] * (1 + 1e-9) + 1e-9).all()
+
+
+def test_many_delta_updates_stay_exact_after_rebuilds():
+    rng = np.random.default_rng(0)
+    tree = SumSegmentTree(256)
+    for _ in range(300):  # 300 * 64 writes: dozens of automatic exact rebuilds
+        idx = rng.integers(0, 256, 64)
+        tree.update(idx, rng.random(64) * 10.0 ** rng.integers(-6, 6))
+    assert tree.sum() == pytest.approx(tree.values.sum(), rel=1e-12)
+    tree.update(np.arange(256), np.full(256, 1e-6))  # all tiny after huge values: no leftover from the big era
+    assert tree.sum() == pytest.approx(256e-6, rel=1e-9)
+
+
+def test_repeated_index_keeps_the_last_value():
+    for tree in (SumSegmentTree(8), MinSegmentTree(8)):
+        tree.update([3, 3, 5, 3], [1.0, 2.0, 4.0, 7.0])
+        assert tree[3] == 7.0 and tree[5] == 4.0
+    s = SumSegmentTree(8)
+    s.update([3, 3, 5, 3], [1.0, 2.0, 4.0, 7.0])
+    assert s.sum() == 11.0
+
+
+@pytest.mark.parametrize("capacity", [1, 4, 64, 4096, 1 << 15])
+def test_min_tree_matches_brute_force(capacity):
+    rng = np.random.default_rng(1)
+    tree = MinSegmentTree(capacity)
+    leaves = np.full(capacity, np.inf)
+    assert tree.min() == np.inf
+    for _ in range(30):
+        idx = rng.integers(0, capacity, size=min(capacity, 64))
+        values = np.where(rng.random(idx.size) < 0.2, np.inf, rng.random(idx.size) + 0.5)
+        tree.update(idx, values)
+        for i, v in zip(idx, values):
+            leaves[i] = v
+        assert tree.min() == leaves.min()
+    start, end = sorted(rng.integers(0, capacity + 1, size=2))
+    assert tree.min(start, end) == (leaves[start:end].min() if end > start else np.inf)
+
+
+def test_min_tree_binary_fanout_gives_the_same_answers():
+    rng = np.random.default_rng(2)
+    wide, binary = MinSegmentTree(1024), MinSegmentTree(1024, fanout_shift=1)
+    for _ in range(20):
+        idx, values = rng.integers(0, 1024, 32), rng.random(32)
+        wide.update(idx, values)
+        binary.update(idx, values)
+        assert wide.min() == binary.min()
+
+
+def test_state_dict_round_trip():
+    rng = np.random.default_rng(3)
+    s, m = SumSegmentTree(64), MinSegmentTree(64)
+    idx, values = rng.integers(0, 64, 40), rng.random(40)
+    s.update(idx, values)
+    m.update(idx, values)
+    s2, m2 = SumSegmentTree(64), MinSegmentTree(64)
+    s2.load_state_dict(s.state_dict())
+    m2.load_state_dict(m.state_dict())
+    r = rng.random(50) * s.sum()
+    np.testing.assert_array_equal(s.find_prefixsum_idx(r), s2.find_prefixsum_idx(r))
+    assert m2.min() == m.min() and s2.sum() == s.sum()
+    with pytest.raises(ValueError, match="capacity 64"):
+        SumSegmentTree(32).load_state_dict(s.state_dict())
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="power of two"):
+        SumSegmentTree(100)
+    with pytest.raises(ValueError, match="power of two"):
+        MinSegmentTree(0)
+    tree = SumSegmentTree(8)
+    with pytest.raises(IndexError, match="out of range"):
+        tree.update([8], [1.0])
+    with pytest.raises(IndexError, match="out of range"):
+        MinSegmentTree(8).update([-1], [1.0])
+    with pytest.raises(ValueError, match="holds no mass"):
+        tree.find_prefixsum_idx([0.5])
+    with pytest.raises(IndexError, match="outside"):
+        tree.sum(3, 9)
+    assert tree.find_prefixsum_idx([]).size == 0
