@@ -1,0 +1,1 @@
+from .lunarlander_env import LunarLanderEnv

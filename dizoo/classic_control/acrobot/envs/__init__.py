@@ -1,0 +1,1 @@
+from .acrobot_env import AcroBotEnv

@@ -1,0 +1,1 @@
+from .cartpole_env import CartPoleEnv

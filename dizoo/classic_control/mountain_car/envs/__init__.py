@@ -1,0 +1,1 @@
+from .mtcar_env import MountainCarEnv

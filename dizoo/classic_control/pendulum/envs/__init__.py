@@ -1,0 +1,1 @@
+from .pendulum_env import PendulumEnv
