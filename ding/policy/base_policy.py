@@ -320,7 +320,8 @@ def load_model_state(model: nn.Module, state_dict: Mapping[str, Any], key: str =
         raise CheckpointError(f"state dict: no '{key}' entry (found {found}); is this a ding policy checkpoint?")
     state = state_dict[key]
     current = model.state_dict()
-    problems = [f"  missing parameter {k!r} (model shape {tuple(v.shape)})" for k, v in current.items() if k not in state]
+    problems = [f"  missing parameter {k!r} (model shape {tuple(v.shape)})"
+                for k, v in current.items() if k not in state]
     problems += [f"  unexpected parameter {k!r} (checkpoint shape {tuple(getattr(v, 'shape', ()))})"
                  for k, v in state.items() if k not in current]
     problems += [
@@ -346,7 +347,8 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: Mapping[str, A
 def get_policy_cls(cfg: Mapping[str, Any]) -> type[Policy]:
     """The policy class named by ``cfg.type`` (after importing ``cfg.import_names``)."""
     if "type" not in cfg or not cfg["type"]:
-        raise ConfigError(f"policy.type: missing; name a registered policy (known: {', '.join(POLICY_REGISTRY.query())})")
+        known = ", ".join(POLICY_REGISTRY.query())
+        raise ConfigError(f"policy.type: missing; name a registered policy (known: {known})")
     import_module(cfg.get("import_names"))
     return POLICY_REGISTRY.get(cfg["type"], where="policy.type")
 

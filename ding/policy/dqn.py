@@ -135,8 +135,8 @@ class DQNPolicy(Policy):
     def _collate(self, data: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """Stack only the fields the loss reads (one stack each), on the policy's device."""
         if not isinstance(data, (list, tuple)) or len(data) == 0:
-            raise ValueError(f"DQNPolicy learn_mode.forward: expected a non-empty list of samples, got {type(data).__name__}"
-                             f"{' of length 0' if isinstance(data, (list, tuple)) else ''}")
+            got = "an empty list" if isinstance(data, (list, tuple)) else type(data).__name__
+            raise ValueError(f"DQNPolicy learn_mode.forward: expected a non-empty list of samples, got {got}")
         keys = list(_SAMPLE_KEYS)
         if "value_gamma" in data[0]:
             keys.append("value_gamma")

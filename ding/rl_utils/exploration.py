@@ -23,7 +23,8 @@ class EpsilonSchedule:
                 raise ValueError(f"epsilon schedule: {name}={value!r} is not a probability in [0, 1] "
                                  f"(config key policy.other.eps.{name})")
         if not decay > 0:
-            raise ValueError(f"epsilon schedule: decay={decay!r} must be > 0 env steps (config key policy.other.eps.decay)")
+            raise ValueError(f"epsilon schedule: decay={decay!r} must be > 0 env steps "
+                             "(config key policy.other.eps.decay)")
         self.start = float(start)
         self.end = float(end)
         self.decay = decay

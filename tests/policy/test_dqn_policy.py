@@ -49,7 +49,8 @@ def test_collect_forward_output_format():
     assert list(out) == [0, 1, 2]
     for value in out.values():
         assert set(value) == {"action", "logit"}
-        assert isinstance(value["action"], np.ndarray) and value["action"].shape == () and value["action"].dtype == np.int64
+        action = value["action"]
+        assert isinstance(action, np.ndarray) and action.shape == () and action.dtype == np.int64
         assert isinstance(value["logit"], np.ndarray) and value["logit"].shape == (2,)
         assert value["logit"].dtype == np.float32
 

@@ -35,7 +35,8 @@ class ConvEncoder(nn.Module):
     ``hidden_size_list[-1]``.
 
     ``hidden_size_list[:-1]`` are the conv channels, with matching ``kernel_size`` and ``stride`` lists (default:
-    the Atari "Nature" layout 8/4, 4/2, 3/1, then 3/1 for any further layer). Inputs are cast to float; scale pixels yourself (e.g. /255) in the env wrapper.
+    the Atari "Nature" layout 8/4, 4/2, 3/1, then 3/1 for any further layer). Inputs are cast to float; scale
+    pixels yourself (e.g. /255) in the env wrapper.
     """
 
     def __init__(

@@ -68,7 +68,8 @@ class RegressionHead(nn.Module):
         input_size: int | None = None,
     ) -> None:
         super().__init__()
-        self.main = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type, out_dim=output_size)
+        self.main = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type,
+                        out_dim=output_size)
         self.final_tanh = final_tanh
         self.output_size = output_size
 

@@ -17,7 +17,9 @@ def build_normalization(norm_type: str, dim: int, where: str = "norm_type") -> n
     raise ValueError(f"{where}: unknown normalisation {norm_type!r}; use None or one of {NORM_TYPES}")
 
 
-def fc_block(in_dim: int, out_dim: int, activation: nn.Module | None = None, norm_type: str | None = None) -> list[nn.Module]:
+def fc_block(
+    in_dim: int, out_dim: int, activation: nn.Module | None = None, norm_type: str | None = None
+) -> list[nn.Module]:
     """Layers of one fully connected block: Linear [-> norm] [-> activation]."""
     layers: list[nn.Module] = [nn.Linear(in_dim, out_dim)]
     if norm_type is not None:

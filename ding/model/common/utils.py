@@ -38,7 +38,8 @@ def create_model(cfg: Mapping[str, Any], where: str = "model") -> nn.Module:
     """
     kwargs = dict(cfg)
     if "type" not in kwargs:
-        raise ConfigError(f"{where}.type: missing; name a registered model (known: {', '.join(MODEL_REGISTRY.query())})")
+        known = ", ".join(MODEL_REGISTRY.query())
+        raise ConfigError(f"{where}.type: missing; name a registered model (known: {known})")
     model_type = kwargs.pop("type")
     import_module(kwargs.pop("import_names", None))
     model_cls = MODEL_REGISTRY.get(model_type, where=f"{where}.type")
