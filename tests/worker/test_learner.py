@@ -364,3 +364,40 @@ def test_create_learner_from_registry(in_tmp_dir):
     with create_learner(EasyDict(type="base", hook=quiet_cfg().hook), exp_name="exp") as lrn:
         assert type(lrn) is BaseLearner and lrn.exp_name == "exp" and lrn.instance_name == "learner"
         assert lrn.rank == 0 and lrn.world_size == 1
+
+
+def _dqn(hidden, seed):
+    from ding.policy import DQNPolicy
+
+    torch.manual_seed(seed)
+    cfg = EasyDict(type="dqn", model=dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=hidden))
+    return DQNPolicy(cfg, enable_field=["learn", "eval"])
+
+
+def _dqn_batch(n=8, seed=0):
+    rng = np.random.default_rng(seed)
+    return [{"obs": rng.standard_normal(4).astype(np.float32), "next_obs": rng.standard_normal(4).astype(np.float32),
+             "action": np.int64(rng.integers(2)), "reward": np.ones(1, np.float32), "done": False} for _ in range(n)]
+
+
+def test_real_dqn_save_load_restores_q_values_and_rejects_other_shapes(in_tmp_dir):
+    obs = {i: np.random.default_rng(i).standard_normal(4).astype(np.float32) for i in range(3)}
+    pol = _dqn([32, 32], seed=0)
+    with BaseLearner(quiet_cfg(), pol.learn_mode, exp_name="exp") as lrn:
+        for i in range(5):
+            lrn.train(_dqn_batch(seed=i), envstep=8 * i)
+        path = lrn.save_checkpoint()
+    q = {i: o["logit"] for i, o in pol.eval_mode.forward(obs).items()}
+
+    fresh = _dqn([32, 32], seed=1)
+    assert not np.allclose(fresh.eval_mode.forward(obs)[0]["logit"], q[0])
+    with BaseLearner(quiet_cfg(), fresh.learn_mode, exp_name="exp", instance_name="l2") as lrn2:
+        lrn2.load_checkpoint(path)
+        assert lrn2.train_iter == 5 and lrn2.collector_envstep == 32
+    for i, o in fresh.eval_mode.forward(obs).items():
+        np.testing.assert_array_equal(o["logit"], q[i])
+
+    other = _dqn([64, 64], seed=0)
+    with BaseLearner(quiet_cfg(), other.learn_mode, exp_name="exp", instance_name="l3") as lrn3:
+        with pytest.raises(CheckpointError, match=r"iteration_5\.pth\.tar' does not fit the policy"):
+            lrn3.load_checkpoint(path)

@@ -1,3 +1,4 @@
+"""Serial collectors (``sample``, ``episode``), evaluators (``interaction``, ``metric``) and episode callbacks."""
 from .base_serial_collector import (
     INF, BaseSerialCollector, ISerialCollector, create_serial_collector, get_serial_collector_cls,
     to_tensor_transitions
@@ -10,3 +11,11 @@ from .episode_serial_collector import EpisodeSerialCollector
 from .interaction_serial_evaluator import InteractionSerialEvaluator
 from .metric_serial_evaluator import IMetric, MetricSerialEvaluator
 from .sample_serial_collector import SampleSerialCollector
+
+__all__ = [
+    "INF", "ISerialCollector", "BaseSerialCollector", "SampleSerialCollector", "EpisodeSerialCollector",
+    "create_serial_collector", "get_serial_collector_cls", "to_tensor_transitions", "EpisodeCallback",
+    "build_episode_callbacks", "ISerialEvaluator", "BaseSerialEvaluator", "VectorEvalMonitor",
+    "InteractionSerialEvaluator", "MetricSerialEvaluator", "IMetric", "create_serial_evaluator",
+    "get_serial_evaluator_cls",
+]

@@ -1,3 +1,4 @@
+"""The learner (``BaseLearner``), its hooks and checkpoint files."""
 from .base_learner import BaseLearner, CountVar, create_learner
 from .checkpoint import (
     CKPT_BEST_NAME, find_latest_checkpoint, iteration_ckpt_name, list_iteration_checkpoints, load_checkpoint_file,
@@ -7,3 +8,10 @@ from .learner_hook import (
     HOOK_SHORTHANDS, POSITIONS, Hook, LearnerHook, LearnerHookError, LoadCkptHook, LogReduceHook, LogShowHook,
     SaveCkptHook, add_learner_hook, build_learner_hook_by_cfg, merge_hooks, register_learner_hook, show_hooks
 )
+
+__all__ = [
+    "BaseLearner", "CountVar", "create_learner", "CKPT_BEST_NAME", "find_latest_checkpoint", "iteration_ckpt_name",
+    "list_iteration_checkpoints", "load_checkpoint_file", "rotate_checkpoints", "HOOK_SHORTHANDS", "POSITIONS",
+    "Hook", "LearnerHook", "LearnerHookError", "LoadCkptHook", "LogReduceHook", "LogShowHook", "SaveCkptHook",
+    "add_learner_hook", "build_learner_hook_by_cfg", "merge_hooks", "register_learner_hook", "show_hooks",
+]
