@@ -36,6 +36,14 @@ def batch_obs(
     return env_ids, obs.to(device)
 
 
+def model_obs_shape(model: torch.nn.Module) -> tuple[int, ...] | None:
+    """The model's ``obs_shape`` attribute as a tuple (an int becomes ``(n,)``), or None when it has none."""
+    shape = getattr(model, "obs_shape", None)
+    if shape is None:
+        return None
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+
+
 def build_adam(model: torch.nn.Module, lr: float, **kwargs: Any) -> torch.optim.Adam:
     """Adam over ``model``'s parameters, using torch's fused kernel when every parameter is a floating-point tensor
     on CPU or CUDA (about 4x faster than the per-tensor loop for small RL networks on CPU)."""

@@ -13,7 +13,7 @@ from ding.torch_utils import default_collate
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
-from .common_utils import batch_obs, build_adam
+from .common_utils import batch_obs, build_adam, model_obs_shape
 
 _SAMPLE_KEYS = ("obs", "action", "reward", "next_obs", "done")
 
@@ -191,7 +191,7 @@ class DQNPolicy(Policy):
         if int(self._cfg.collect.unroll_len) != 1:
             raise ConfigError(f"policy.collect.unroll_len: DQN trains on single transitions, so it must be 1 "
                               f"(got {self._cfg.collect.unroll_len})")
-        self._obs_shape = getattr(self._model, "obs_shape", None)
+        self._obs_shape = model_obs_shape(self._model)
 
     def _forward_collect(self, data: dict[int, Any], eps: float | None = None) -> dict[int, dict[str, Any]]:
         """Epsilon-greedy actions: ``{env_id: {'action': int64 array (), 'logit': float32 (n_actions,)}}``.
@@ -242,7 +242,7 @@ class DQNPolicy(Policy):
 
     # ------------------------------------------------------------------ eval
     def _init_eval(self) -> None:
-        self._obs_shape = getattr(self._model, "obs_shape", None)
+        self._obs_shape = model_obs_shape(self._model)
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
         """Greedy actions, same format as collect."""

@@ -143,7 +143,7 @@ def test_learn_step_reduces_loss_on_fixed_batch():
 
 def test_double_dqn_target_uses_online_argmax_and_target_value():
     class Linear(nn.Module):
-        obs_shape = (2,)
+        obs_shape = 2  # an int is accepted as well as a tuple
 
         def __init__(self):
             super().__init__()
@@ -160,6 +160,8 @@ def test_double_dqn_target_uses_online_argmax_and_target_value():
     sample = {"obs": np.array([1.0, 0.0], np.float32), "next_obs": np.array([1.0, 1.0], np.float32),
               "action": np.array(0), "reward": np.array([1.0], np.float32), "done": False}
     out = policy.learn_mode.forward([sample])
+    with pytest.raises(ValueError, match=r"model expects \(2,\)"):
+        policy.eval_mode.forward({0: np.zeros(3, np.float32)})
     # q(s, a=0) = 1; target = 1 + 0.5 * target_Q(next)[online argmax = 1] = 1 + 0.5 * 3 = 2.5; td = 1.5
     assert out["total_loss"] == pytest.approx(1.5**2)
     assert out["td_error"] == pytest.approx(1.5)
