@@ -1,0 +1,79 @@
+"""Plot evaluation return over env steps for one or more runs (``ding -m plot``)."""
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+
+import numpy as np
+
+from .training_view import read_eval_csv
+
+_SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6})?$")
+
+
+def _eval_csv(exp_dir: str) -> str:
+    path = os.path.join(exp_dir, "log", "eval.csv")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"plot: {exp_dir!r} has no log/eval.csv; pass the directory of a run made by ding "
+            "(the ./<exp_name>/ folder of a serial run)"
+        )
+    return path
+
+
+def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None = None) -> str:
+    """Write a PNG of eval return vs env steps: one line per run; runs that differ only by seed
+    (``<name>_seed<k>``) are drawn as their mean with a min-max band. Returns the PNG path."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ImportError("plot: matplotlib is needed for plots; install it with pip install 'ding[plot]'") from e
+
+    groups: dict[str, list[list[dict[str, float]]]] = defaultdict(list)
+    for d in exp_dirs:
+        rows = read_eval_csv(_eval_csv(d))
+        if not rows:
+            raise ValueError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
+        groups[_SEED_SUFFIX.sub("", os.path.basename(os.path.normpath(d)))].append(rows)
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    stop_drawn = False
+    for name, runs in groups.items():
+        if len(runs) == 1:
+            r = runs[0]
+            ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=name, marker=".")
+        else:
+            grid = np.linspace(0, min(max(x["env_step"] for x in r) for r in runs), 100)
+            ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r])
+                           for r in runs])
+            line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds)")
+            ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
+        stop = _stop_value(exp_dirs[0])
+        if stop is not None and not stop_drawn:
+            ax.axhline(stop, color="grey", linestyle="--", linewidth=1, label=f"stop value {stop:g}")
+            stop_drawn = True
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("evaluation return")
+    ax.set_title(title or ", ".join(groups))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    output = output or os.path.join(exp_dirs[0], "eval_return.png")
+    fig.savefig(output)
+    plt.close(fig)
+    return output
+
+
+def _stop_value(exp_dir: str) -> float | None:
+    import json
+
+    path = os.path.join(exp_dir, "result")
+    if os.path.isfile(path):
+        with open(path) as f:
+            value = json.load(f).get("stop_value")
+        return None if value is None else float(value)
+    return None

@@ -1,0 +1,94 @@
+"""Exact resume of a serial run: what goes into a checkpoint besides the policy, and where the loop restarts.
+
+Every ``iteration_N.pth.tar`` the learner writes (periodic hook, Ctrl-C, end of run) carries, under ``extra``, the
+collector (partial trajectories, env step, the env manager's pickled envs), the replay buffer (contents, priorities,
+its RNG), the evaluator (best return, last evaluation), the commander, every global RNG, and the loop position (which
+update of the current collect cycle comes next, plus a priority update still owed to the buffer when the checkpoint
+was written from inside ``learner.train``). Loading it puts every component back where it was, so the resumed run
+makes the same decisions, bit for bit, as a run that never stopped.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ding.utils import CheckpointError, get_rng_state, set_rng_state
+from ding.worker import find_latest_checkpoint, list_iteration_checkpoints
+
+
+def find_resume_checkpoint(exp_name: str) -> str:
+    """The newest loadable ``iteration_N.pth.tar`` of ``./<exp_name>/ckpt``; damaged newer files are skipped with a
+    warning that names them. No checkpoint at all is an error that says what to do."""
+    ckpt_dir = os.path.join(exp_name, "ckpt")
+    if not list_iteration_checkpoints(ckpt_dir):
+        raise CheckpointError(
+            f"resume: no checkpoint to resume from in '{ckpt_dir}'. Resume continues the run of the same exp_name "
+            "in the current directory; start it without --resume first (or check exp_name and the directory)."
+        )
+    import logging
+
+    log = logging.getLogger("ding.resume")
+    if not log.handlers:
+        log.addHandler(logging.StreamHandler())
+    path = find_latest_checkpoint(ckpt_dir, log)
+    if path is None:
+        raise CheckpointError(f"resume: every checkpoint in '{ckpt_dir}' is damaged; nothing to resume from")
+    return path
+
+
+class RunState:
+    """Registers the run's extra checkpoint state with the learner and tracks the loop position."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.next_update: int = 0  # index of the next update in the current collect cycle
+        self._updating: int | None = None  # index of the update inside learner.train right now
+        self._use_priority = bool(run.cfg.policy.get("priority", False))
+        learner = run.learner
+        learner.register_checkpoint_extra("collector", run.collector.state_dict, run.collector.load_state_dict)
+        learner.register_checkpoint_extra("replay_buffer", run.buffer.state_dict, run.buffer.load_state_dict)
+        learner.register_checkpoint_extra("evaluator", run.evaluator.state_dict, run.evaluator.load_state_dict)
+        learner.register_checkpoint_extra("commander", run.commander.state_dict, run.commander.load_state_dict)
+        learner.register_checkpoint_extra("rng", get_rng_state, set_rng_state)
+        learner.register_checkpoint_extra("loop", self._loop_state, self._set_loop_state)
+        self._loaded_loop: dict[str, Any] | None = None
+
+    # the loop calls these around each update
+    def begin_update(self, i: int) -> None:
+        self._updating = i
+
+    def end_update(self, i: int) -> None:
+        self._updating = None
+        self.next_update = i + 1
+
+    def _loop_state(self) -> dict[str, Any]:
+        if self._updating is not None:  # written by a hook inside learner.train: the update is done but the
+            # buffer has not yet received its priorities
+            pending = self.run.learner.priority_info if self._use_priority else None
+            return {"next_update": self._updating + 1, "pending_priority": pending}
+        return {"next_update": self.next_update, "pending_priority": None}
+
+    def _set_loop_state(self, state: dict[str, Any]) -> None:
+        self._loaded_loop = dict(state)
+
+    def save_now(self) -> str | None:
+        return self.run.learner.save_checkpoint()
+
+    def load(self, path: str) -> int:
+        """Restore everything from ``path``; return the index of the next update to run."""
+        self._loaded_loop = None
+        self.run.learner.load_checkpoint(path)
+        if self._loaded_loop is None:
+            raise CheckpointError(
+                f"resume: checkpoint '{path}' holds only the policy (no run state); it cannot resume a run exactly. "
+                "Load it as weights instead (learner hook load_ckpt_before_run)."
+            )
+        pending = self._loaded_loop.get("pending_priority")
+        if pending:
+            self.run.buffer.update(pending)
+        self.next_update = int(self._loaded_loop["next_update"])
+        self.run.learner.info(f"resumed from {path} at train_iter {self.run.learner.train_iter}, "
+                              f"env step {self.run.collector.envstep}")
+        print(f"ding: resumed from {path} (train_iter {self.run.learner.train_iter}, "
+              f"env step {self.run.collector.envstep})")
+        return self.next_update

@@ -1,0 +1,221 @@
+"""``serial_pipeline``: the off-policy training loop (collect → push → sample → train), one process."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from functools import partial
+from typing import Any
+
+import torch
+
+from ding.config import compile_config, read_config
+from ding.envs import create_env_manager, get_vec_env_setting
+from ding.policy import create_policy, get_random_policy
+from ding.utils import atomic_write_text, set_pkg_seed, setup_torch_threads
+from ding.worker import (
+    BaseLearner, BaseSerialCommander, create_buffer, create_serial_collector, create_serial_evaluator,
+    iteration_ckpt_name
+)
+
+from .resume import RunState, find_resume_checkpoint
+from .training_view import EvalCSV, GracefulStop, ProgressView
+
+
+def _load_input(input_cfg: Any, source: str | None) -> tuple[dict, dict, str | None]:
+    if isinstance(input_cfg, (str, os.PathLike)):
+        main_cfg, create_cfg = read_config(os.fspath(input_cfg))
+        return main_cfg, create_cfg, os.fspath(input_cfg)
+    if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 2):
+        raise TypeError(
+            "serial_pipeline: input_cfg must be a config file path or a (main_config, create_config) tuple, "
+            f"got {type(input_cfg).__name__}"
+        )
+    main_cfg, create_cfg = input_cfg
+    return copy.deepcopy(main_cfg), copy.deepcopy(create_cfg), source
+
+
+def serial_pipeline(
+    input_cfg: str | tuple[dict, dict],
+    seed: int = 0,
+    env_setting: list | None = None,
+    model: torch.nn.Module | None = None,
+    max_train_iter: int | None = int(1e10),
+    max_env_step: int | None = int(1e10),
+    dynamic_seed: bool | None = True,
+    *,
+    resume: bool | None = None,
+    source: str | None = None,
+) -> Any:
+    """Train an off-policy policy until the evaluator reaches ``stop_value`` or a limit; return the policy.
+
+    ``input_cfg`` is a config file path or ``(main_config, create_config)``. ``resume=True`` (or
+    ``policy.learn.resume_training=True``) continues the run in ``./<exp_name>/`` from its latest checkpoint, exactly.
+    """
+    setup_torch_threads()
+    main_cfg, create_cfg, source = _load_input(input_cfg, source)
+    if resume is None:
+        resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+    cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
+                         renew_dir=not resume, source=source)
+    max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
+    max_env_step = int(1e10) if max_env_step is None else max_env_step
+    resume_path = find_resume_checkpoint(cfg.exp_name) if resume else None
+
+    run = _SerialRun(cfg, env_setting, model, dynamic_seed)
+    try:
+        with GracefulStop() as stop:
+            run.train(max_train_iter, max_env_step, resume_path, stop)
+    finally:
+        run.close()
+    return run.policy
+
+
+class _SerialRun:
+    """The components of one serial off-policy run and its loop; `state` (RunState) makes it resumable."""
+
+    def __init__(self, cfg: Any, env_setting: list | None, model: torch.nn.Module | None,
+                 dynamic_seed: bool | None) -> None:
+        self.cfg = cfg
+        self._closables: list[Any] = []
+        if env_setting is None:
+            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+        else:
+            env_fn, collector_env_cfg, evaluator_env_cfg = env_setting
+        self.collector_env = self._own(create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
+        self.evaluator_env = self._own(create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
+        self.collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
+        self.evaluator_env.seed(cfg.seed, dynamic_seed=False)
+        set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+
+        self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
+        from tensorboardX import SummaryWriter
+
+        self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        self._closables.append(self.tb_logger)
+        p = self.policy
+        self.learner = self._own(BaseLearner(cfg.policy.learn.learner, p.learn_mode, self.tb_logger, exp_name=cfg.exp_name))
+        self.collector = self._own(create_serial_collector(
+            cfg.policy.collect.collector, env=self.collector_env, policy=p.collect_mode,
+            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
+        self.evaluator = self._own(create_serial_evaluator(
+            cfg.policy.eval.evaluator, env=self.evaluator_env, policy=p.eval_mode,
+            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
+        self.buffer = self._own(create_buffer(cfg.policy.other.replay_buffer, tb_logger=self.tb_logger,
+                                              exp_name=cfg.exp_name))
+        self.commander = BaseSerialCommander(cfg.policy.other.commander, self.learner, self.collector,
+                                             self.evaluator, self.buffer, p.command_mode)
+        self.state = RunState(self)
+        self.eval_csv = EvalCSV(os.path.join(cfg.exp_name, "log", "eval.csv"))
+        self.last_eval: dict[str, Any] = {}
+
+    def _own(self, obj: Any) -> Any:
+        self._closables.append(obj)
+        return obj
+
+    # ---------------------------------------------------------------- the loop
+    def train(self, max_train_iter: int, max_env_step: int, resume_path: str | None, stop: GracefulStop) -> None:
+        """SPEC §6: {commander → eval? → collect → push → update_per_collect × (sample → train → priorities)}.
+
+        The loop is written with the updates first so a resumed run can re-enter it in the middle of a collect
+        cycle (``RunState.next_update``). Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at safe points only:
+        after an update or after a collect, where the checkpoint describes a consistent state.
+        """
+        cfg, learner, collector, buffer, state = self.cfg, self.learner, self.collector, self.buffer, self.state
+        update_per_collect = cfg.policy.learn.update_per_collect
+        batch_size = cfg.policy.learn.batch_size
+        use_priority = bool(cfg.policy.get("priority", False))
+        start_time = time.time()
+        view = ProgressView(max_env_step=max_env_step, max_train_iter=max_train_iter,
+                            stop_value=cfg.env.get("stop_value"))
+
+        learner.call_hook("before_run")
+        state.next_update = update_per_collect  # a fresh run starts at the top of the loop
+        if resume_path is not None:
+            state.load(resume_path)
+            self.eval_csv.truncate_after(learner.train_iter)
+        elif cfg.policy.get("random_collect_size", 0) > 0:
+            self._random_collect(cfg.policy.random_collect_size)
+
+        stop_flag = False
+        while True:
+            for i in range(state.next_update, update_per_collect):
+                train_data = buffer.sample(batch_size, learner.train_iter)
+                if train_data is None:  # too few samples yet (the buffer logged why): collect more first
+                    state.next_update = update_per_collect
+                    break
+                state.begin_update(i)
+                learner.train(train_data, collector.envstep)
+                if use_priority:
+                    buffer.update(learner.priority_info)
+                state.end_update(i)
+                if stop.requested or learner.stop_requested:
+                    break
+            view.update(collector.envstep, learner.train_iter)
+            if stop.requested or learner.stop_requested:
+                break
+            if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
+                break
+            collect_kwargs = self.commander.step()
+            if self.evaluator.should_eval(learner.train_iter):
+                stop_flag, episode_info = self.evaluator.eval(learner.save_checkpoint, learner.train_iter,
+                                                              collector.envstep)
+                self._record_eval(episode_info, view)
+                if stop_flag:
+                    break
+            new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=collect_kwargs)
+            buffer.push(new_data, cur_collector_envstep=collector.envstep)
+            state.next_update = 0
+            if stop.requested:
+                break
+        learner.call_hook("after_run")
+        if stop.requested and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
+            state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
+        view.close()
+        self._write_result(stop_flag, time.time() - start_time, interrupted=stop.requested)
+        stop.reraise()
+
+    def _random_collect(self, size: int) -> None:
+        random_policy = get_random_policy(self.policy.collect_mode, self.collector_env.action_space)
+        self.collector.reset_policy(random_policy)
+        data = self.collector.collect(n_sample=size, train_iter=0, random_collect=True)
+        self.buffer.push(data, cur_collector_envstep=self.collector.envstep)
+        self.collector.reset_policy(self.policy.collect_mode)
+
+    def _record_eval(self, episode_info: Any, view: "ProgressView") -> None:
+        ret = _eval_returns(episode_info)
+        self.last_eval = {"train_iter": self.learner.train_iter, "env_step": self.collector.envstep, **ret}
+        self.eval_csv.append(self.learner.train_iter, self.collector.envstep, ret["eval_return_mean"],
+                             ret["eval_return_std"])
+        view.eval(ret["eval_return_mean"])
+
+    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool) -> None:
+        result = {
+            "exp_name": self.cfg.exp_name, "stop_flag": bool(stop_flag), "interrupted": interrupted,
+            "stop_value": self.cfg.env.get("stop_value"), "env_step": int(self.collector.envstep),
+            "train_iter": int(self.learner.train_iter), "eval_return": self.last_eval.get("eval_return_mean"),
+            "eval_return_std": self.last_eval.get("eval_return_std"),
+            "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
+        }
+        atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
+
+    def close(self) -> None:
+        for obj in reversed(self._closables):
+            obj.close()
+        self._closables.clear()
+
+
+def _eval_returns(episode_info: Any) -> dict[str, float]:
+    import numpy as np
+
+    if isinstance(episode_info, dict) and "eval_episode_return" in episode_info:
+        returns = np.asarray(episode_info["eval_episode_return"], dtype=np.float64)
+    else:
+        returns = np.asarray([e["eval_episode_return"] for e in episode_info], dtype=np.float64)
+    return {"eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std())}
+
+
+def _best_return(evaluator: Any) -> float | None:
+    best = getattr(evaluator, "best_return", None)
+    return None if best is None or best == float("-inf") else float(best)

@@ -1,0 +1,146 @@
+"""What a training run shows and how it stops: progress line, eval CSV log, graceful Ctrl-C."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from ding.utils import atomic_write_text
+
+_EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std", "wall_time")
+
+
+class GracefulStop:
+    """Turn the first SIGINT/SIGTERM into a stop request the loop honours at its next safe point.
+
+    The loop then writes a checkpoint and ends; :meth:`reraise` raises ``KeyboardInterrupt`` afterwards so callers
+    see the interruption. A second signal aborts at once. Outside the main thread signals cannot be caught, so the
+    object is inert there.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.signal_name: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> "GracefulStop":
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.signal_name = signal.Signals(signum).name
+        print(f"\nding: {self.signal_name} received; saving a checkpoint at the next safe point "
+              "(send it again to abort without saving)", file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        self._old.clear()
+
+    def reraise(self) -> None:
+        if self.requested:
+            raise KeyboardInterrupt(f"training stopped by {self.signal_name}; checkpoint saved")
+
+
+class ProgressView:
+    """A one-line progress display on a terminal; silent when stdout is not a TTY (logs stay clean)."""
+
+    def __init__(self, max_env_step: int, max_train_iter: int, stop_value: float | None,
+                 stream: Any = None, min_interval: float = 0.5) -> None:
+        self.stream = stream or sys.stdout
+        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.max_env_step = max_env_step if max_env_step < int(1e10) else None
+        self.max_train_iter = max_train_iter if max_train_iter < int(1e10) else None
+        self.stop_value = stop_value
+        self.min_interval = min_interval
+        self._last_draw = 0.0
+        self._t0 = time.time()
+        self._env_step0: int | None = None
+        self.last_eval: float | None = None
+        self.env_step = 0
+        self.train_iter = 0
+
+    def update(self, env_step: int, train_iter: int) -> None:
+        if self._env_step0 is None:
+            self._env_step0 = env_step
+        self.env_step, self.train_iter = env_step, train_iter
+        now = time.time()
+        if self.enabled and now - self._last_draw >= self.min_interval:
+            self._last_draw = now
+            self.stream.write("\r" + self.line() + "\033[K")
+            self.stream.flush()
+
+    def eval(self, eval_return: float) -> None:
+        self.last_eval = eval_return
+        if self.enabled:
+            self.stream.write("\r\033[K")  # the evaluator prints its own line; redraw after it
+            self.stream.flush()
+
+    def line(self) -> str:
+        parts = []
+        if self.max_env_step:
+            frac = min(1.0, self.env_step / self.max_env_step)
+            parts.append(f"env steps {self.env_step:,}/{self.max_env_step:,} {_bar(frac)}")
+        else:
+            parts.append(f"env steps {self.env_step:,}")
+        parts.append(f"iter {self.train_iter:,}" + (f"/{self.max_train_iter:,}" if self.max_train_iter else ""))
+        if self.last_eval is not None:
+            target = f"/{self.stop_value:g}" if self.stop_value is not None else ""
+            bar = _bar(max(0.0, min(1.0, self.last_eval / self.stop_value))) if self.stop_value else ""
+            parts.append(f"eval {self.last_eval:.1f}{target} {bar}".rstrip())
+        elapsed = max(time.time() - self._t0, 1e-9)
+        parts.append(f"{(self.env_step - (self._env_step0 or 0)) / elapsed:,.0f} steps/s")
+        return " | ".join(parts)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+
+
+def _bar(frac: float, width: int = 20) -> str:
+    n = int(round(frac * width))
+    return "[" + "#" * n + "." * (width - n) + "]"
+
+
+class EvalCSV:
+    """``<exp>/log/eval.csv``: one row per evaluation; what ``ding -m plot`` reads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._t0 = time.time()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not os.path.exists(path):
+            atomic_write_text(path, ",".join(_EVAL_FIELDS) + "\n")
+
+    def append(self, train_iter: int, env_step: int, mean: float, std: float) -> None:
+        with open(self.path, "a", newline="") as f:
+            csv.writer(f).writerow([train_iter, env_step, f"{mean:.6g}", f"{std:.6g}",
+                                    f"{time.time() - self._t0:.3f}"])
+
+    def truncate_after(self, train_iter: int) -> None:
+        """Drop rows newer than ``train_iter`` (a resumed run re-creates them)."""
+        rows = read_eval_csv(self.path)
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(_EVAL_FIELDS)
+        for r in rows:
+            if r["train_iter"] <= train_iter:
+                w.writerow([int(r["train_iter"]), int(r["env_step"]), r["eval_return_mean"], r["eval_return_std"],
+                            r["wall_time"]])
+        atomic_write_text(self.path, buf.getvalue())
+
+
+def read_eval_csv(path: str) -> list[dict[str, float]]:
+    with open(path, newline="") as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
