@@ -23,6 +23,11 @@ CollectMode = namedtuple("CollectMode", ["forward", "process_transition", "get_t
                                          "get_attribute", "set_attribute", "state_dict", "load_state_dict"])
 
 
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 class CountEnv(BaseEnv):
     """obs = [tag, t]; reward 1 per step; episodes of ``length`` steps; ``fail_at=(episode, step)`` raises once."""
 
@@ -215,7 +220,7 @@ def test_abnormal_episode_is_dropped(tmp):
         # episode 0 complete (4 steps), episode 1 dropped after 2 steps, then full episodes again
         assert env0[:4] == [0, 1, 2, 3] and env0[4:8] == [0, 1, 2, 3]
         assert [0] in pol.resets  # the policy's state for env 0 was reset
-        log = open(os.path.join("exp", "log", "collector", "collector_logger.txt")).read()
+        log = read_text(os.path.join("exp", "log", "collector", "collector_logger.txt"))
         assert "env 0: abnormal episode dropped (2 cached transitions)" in log
 
 
@@ -320,7 +325,7 @@ def test_periodic_log_and_random_collect_not_recorded(tmp):
         assert tb.scalars["collector_iter/episode_count"] == [(10, 4)]  # the random-collect episodes were not kept
         assert {"collector_step/envstep_per_sec", "collector_step/sample_per_sec",
                 "collector_step/episode_length_mean"} <= set(tb.scalars)
-    log = open(os.path.join("exp", "log", "collector", "collector_logger.txt")).read()
+    log = read_text(os.path.join("exp", "log", "collector", "collector_logger.txt"))
     assert "[collector] iter 10 | env steps 12 | 4 episodes, return 2" in log
 
 
@@ -434,5 +439,5 @@ def test_cartpole_dqn_collect(tmp):
         assert s["obs"].shape == (4, ) and s["obs"].dtype == np.float32 and s["reward"].shape == (3, )
         assert col.envstep >= 64 + 8 * 2  # the first chunk per env needs nstep - 1 extra steps
         assert len(col.collect(n_sample=512, train_iter=1, policy_kwargs={"eps": 0.5})) == 512
-    log = open(os.path.join("exp", "log", "collector", "collector_logger.txt")).read()
+    log = read_text(os.path.join("exp", "log", "collector", "collector_logger.txt"))
     assert "[collector] iter 1 | env steps" in log and "steps/s" in log

@@ -22,6 +22,11 @@ EvalMode = namedtuple("EvalMode", ["forward", "reset", "get_attribute", "set_att
                                    "load_state_dict"])
 
 
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
 class LenEnv(BaseEnv):
     """Episodes of ``length`` steps, return = length * scale; counts its episodes."""
 
@@ -240,7 +245,7 @@ def test_render_without_frames_warns_once(tmp):
                                     FakeEvalPolicy().mode(), exp_name="exp") as ev:
         ev.eval(train_iter=5)
         ev.eval(force_render=True)
-    log = open(os.path.join("exp", "log", "evaluator", "evaluator_logger.txt")).read()
+    log = read_text(os.path.join("exp", "log", "evaluator", "evaluator_logger.txt"))
     assert log.count("has no ready_imgs; no videos are recorded") == 1
 
 

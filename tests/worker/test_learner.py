@@ -19,6 +19,16 @@ LearnMode = namedtuple("LearnMode", ["forward", "reset", "monitor_vars", "get_at
                                      "load_state_dict"])
 
 
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 class FakeLearnPolicy:
     """nn.Linear regression + Adam; forward returns the loss (and priorities if asked)."""
 
@@ -169,7 +179,7 @@ def test_save_checkpoint_format_and_layout(learner):
 
 def test_save_is_atomic_when_writing_fails(learner, monkeypatch):
     path = learner.save_checkpoint("iteration_0.pth.tar")
-    before = open(path, "rb").read()
+    before = read_bytes(path)
 
     def broken_save(obj, f, *a, **k):
         f.write(b"partial")
@@ -178,7 +188,7 @@ def test_save_is_atomic_when_writing_fails(learner, monkeypatch):
     monkeypatch.setattr(torch, "save", broken_save)
     with pytest.raises(OSError, match="disk full"):
         learner.save_checkpoint("iteration_0.pth.tar")
-    assert open(path, "rb").read() == before
+    assert read_bytes(path) == before
     assert os.listdir(os.path.dirname(path)) == ["iteration_0.pth.tar"]
 
 
@@ -225,7 +235,7 @@ def test_load_from_directory_uses_newest(learner):
 
 
 def _truncate(path: str) -> None:
-    data = open(path, "rb").read()
+    data = read_bytes(path)
     with open(path, "wb") as f:
         f.write(data[:len(data) // 2])
 
@@ -290,7 +300,7 @@ def test_extra_state_round_trip_and_not_in_best(learner, caplog):
     assert box == {"envstep": 7, "rng": [1, 2]}
     learner.register_checkpoint_extra("buffer", dict, lambda s: None)
     learner.load_checkpoint(path)
-    assert "has no extra state 'buffer'" in open(os.path.join("exp", "log", "learner", "learner_logger.txt")).read()
+    assert "has no extra state 'buffer'" in read_text(os.path.join("exp", "log", "learner", "learner_logger.txt"))
 
     def bad_set(state):
         raise KeyError("field")

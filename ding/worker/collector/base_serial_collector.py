@@ -339,7 +339,7 @@ class BaseSerialCollector(ISerialCollector):
                 self._tb_logger.close()
         close_worker_logger(self._logger)
 
-    def __enter__(self) -> "BaseSerialCollector":
+    def __enter__(self) -> BaseSerialCollector:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import copy
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 from easydict import EasyDict
@@ -150,7 +150,7 @@ class BaseSerialEvaluator(ISerialEvaluator):
                 self._tb_logger.close()
         close_worker_logger(self._logger)
 
-    def __enter__(self) -> "BaseSerialEvaluator":
+    def __enter__(self) -> BaseSerialEvaluator:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -30,7 +30,7 @@ class EpisodeCallback:
     def on_episode_start(self, env_id: int) -> None:
         """A new episode of env ``env_id`` starts."""
 
-    def on_episode_step(self, env_id: int, timestep: "BaseEnvTimestep", transition: dict) -> None:
+    def on_episode_step(self, env_id: int, timestep: BaseEnvTimestep, transition: dict) -> None:
         """One step: the env's ``timestep`` and the ``transition`` the policy built from it (mutable)."""
 
     def on_episode_end(self, env_id: int, episode_info: dict) -> dict | None:

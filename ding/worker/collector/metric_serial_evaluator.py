@@ -5,8 +5,8 @@ import math
 import numbers
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ding.utils import SERIAL_EVALUATOR_REGISTRY
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME

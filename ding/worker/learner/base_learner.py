@@ -5,8 +5,8 @@ import copy
 import difflib
 import os
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from easydict import EasyDict
 
@@ -382,7 +382,7 @@ class BaseLearner:
                 self._tb_logger.close()
         close_worker_logger(self._logger)
 
-    def __enter__(self) -> "BaseLearner":
+    def __enter__(self) -> BaseLearner:
         return self
 
     def __exit__(self, *exc: Any) -> None:

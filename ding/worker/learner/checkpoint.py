@@ -16,7 +16,8 @@ import os
 import pickle
 import re
 import zipfile
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ding.utils import CheckpointError, torch_save_atomic
 

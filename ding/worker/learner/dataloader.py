@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _STOP = object()
 
@@ -53,7 +54,7 @@ class LearnerDataLoader:
             if item is _STOP or isinstance(item, Exception):
                 return
 
-    def __iter__(self) -> "LearnerDataLoader":
+    def __iter__(self) -> LearnerDataLoader:
         return self
 
     def __next__(self) -> Any:

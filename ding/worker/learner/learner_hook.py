@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from easydict import EasyDict
 
@@ -95,7 +95,7 @@ class LoadCkptHook(LearnerHook):
         super().__init__(*args, **kwargs)
         self._load_path = _ext(ext_args).get("load_path", "")
 
-    def __call__(self, engine: "BaseLearner") -> None:
+    def __call__(self, engine: BaseLearner) -> None:
         if self._load_path:
             engine.load_checkpoint(self._load_path)
 
@@ -109,7 +109,7 @@ class SaveCkptHook(LearnerHook):
         if self._freq < 1:
             raise ConfigError(f"hook '{self.name}': ext_args.freq must be >= 1, got {self._freq}")
 
-    def __call__(self, engine: "BaseLearner") -> None:
+    def __call__(self, engine: BaseLearner) -> None:
         if self.position in ("before_iter", "after_iter") and engine.train_iter % self._freq != 0:
             return
         engine.save_checkpoint()
@@ -132,7 +132,7 @@ class LogShowHook(LearnerHook):
         self._last_time = 0.0
         self._last_iter: int | None = None
 
-    def __call__(self, engine: "BaseLearner") -> None:
+    def __call__(self, engine: BaseLearner) -> None:
         if engine.rank != 0:
             return
         for k, v in engine.log_buffer["scalar"].items():
@@ -168,7 +168,7 @@ class LogShowHook(LearnerHook):
                 tb.add_histogram(f"learner_iter/{k}", v, it)
 
 
-def _monitor_vars(engine: "BaseLearner") -> list[str]:
+def _monitor_vars(engine: BaseLearner) -> list[str]:
     fn = getattr(engine.policy, "monitor_vars", None) if engine.has_policy else None
     return list(fn()) if callable(fn) else []
 
@@ -190,7 +190,7 @@ class LogReduceHook(LearnerHook):
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
 
-    def __call__(self, engine: "BaseLearner") -> None:
+    def __call__(self, engine: BaseLearner) -> None:
         scalars = engine.log_buffer["scalar"]
         for k, v in scalars.items():
             self._sums[k] = self._sums.get(k, 0.0) + float(v)
