@@ -207,6 +207,10 @@ class EnvWorkerHandle:
             return self.conn.poll(timeout)
         return bool(self._poller.poll(None if timeout is None else timeout * 1000.0))
 
+    @property
+    def alive(self) -> bool:
+        return not self._stopped and self.process.is_alive()
+
     def send(self, cmd: str, payload: Any = None) -> None:
         self.conn.send((cmd, payload))
 

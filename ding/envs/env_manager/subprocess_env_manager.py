@@ -229,7 +229,7 @@ class _SubprocessEnvManager(BaseEnvManager):
         self._env_states = [s if s in (EnvState.DONE, EnvState.ERROR) else EnvState.VOID for s in self._env_states]
         polite = []
         for i, w in enumerate(workers):
-            if i in busy or not w.process.is_alive():
+            if i in busy or not w.alive:
                 w.stop()
                 continue
             try:
@@ -293,10 +293,15 @@ class _SubprocessEnvManager(BaseEnvManager):
         return [i for i in range(self._env_num) if self._arrived.get(i, ("", None, "ok"))[2] not in ("lost", "timeout")]
 
     def _call(self, commands: Mapping[int, tuple[str, Any]]) -> dict[int, Any]:
-        """Run one command per env on idle workers and wait for every answer (``reset_timeout`` bounds each)."""
-        return self._guarded(lambda: self._call_inner(commands))
+        """Run one command per env on idle workers and wait for every answer (``reset_timeout`` bounds each); an env
+        that raised makes an ``EnvError`` with its traceback (after every answer was read)."""
+        answers = self._guarded(lambda: self._call_inner(commands))
+        errors = [f"env {i}: {commands[i][0]} failed in its worker:\n{v}" for i, (st, v) in answers.items() if st != "ok"]
+        if errors:
+            raise EnvError("\n".join(errors))
+        return {i: v for i, (_, v) in answers.items()}
 
-    def _call_inner(self, commands: Mapping[int, tuple[str, Any]]) -> dict[int, Any]:
+    def _call_inner(self, commands: Mapping[int, tuple[str, Any]]) -> dict[int, tuple[str, Any]]:
         assert not (commands.keys() & self._pending.keys()), "workers must be idle"
         sent = []
         for i, (cmd, payload) in commands.items():
@@ -308,7 +313,7 @@ class _SubprocessEnvManager(BaseEnvManager):
             sent.append((i, cmd))
         limit = self._reset_timeout or math.inf
         deadline = time.monotonic() + limit
-        out, errors = {}, []
+        out = {}
         for i, cmd in sent:  # read every answer before raising, so no stale answer stays in a pipe
             w = self._workers[i]
             left = deadline - time.monotonic()
@@ -319,11 +324,7 @@ class _SubprocessEnvManager(BaseEnvManager):
             if status == "lost":
                 self.close()
                 raise EnvError(f"env {i}: {cmd} failed: {value}")
-            if status != "ok":
-                errors.append(f"env {i}: {cmd} failed in its worker:\n{value}")
-            out[i] = value
-        if errors:
-            raise EnvError("\n".join(errors))
+            out[i] = (status, value)
         return out
 
     # ---- exact resume -------------------------------------------------------------------------------------------
@@ -331,12 +332,16 @@ class _SubprocessEnvManager(BaseEnvManager):
         """Like ``BaseEnvManager.state_dict``; answers of commands still in flight are kept for the next ``step``."""
         self._check_open()
         self._park_in_flight()
-        try:
-            blobs = self._call({i: ("getstate", None) for i in self._live_workers()})
-        except EnvError as e:
-            raise EnvError(f"{e}\nThe env cannot be pickled, so resume cannot restore it mid-episode.") from None
+        answers = self._guarded(lambda: self._call_inner({i: ("getstate", None) for i in self._live_workers()}))
+        for i, (status, value) in answers.items():
+            if status != "ok":
+                raise EnvError(
+                    f"env {i}: cannot pickle the env in its worker, so state_dict() cannot save it and a resumed run "
+                    f"cannot restore it mid-episode. Make the env picklable (e.g. define __getstate__/__setstate__). "
+                    f"The worker's error:\n{value}"
+                )
         state = self._common_state()
-        state["envs"] = [blobs.get(i) for i in range(self._env_num)]
+        state["envs"] = [answers[i][1] if i in answers else None for i in range(self._env_num)]
         state["arrived"] = copy.deepcopy(self._arrived)
         state["last_obs"] = copy.deepcopy(self._last_obs)
         space = self.action_space
