@@ -143,13 +143,18 @@ def test_config_errors_name_the_key_and_suggest():
         register_learner_hook("bad", dict)
 
 
-def test_plugin_hook_by_type_name_via_import_names(tmp, monkeypatch):
+@pytest.mark.parametrize("where", ["learner", "hook"])
+def test_plugin_hook_by_type_name_via_import_names(tmp, monkeypatch, where):
     monkeypatch.syspath_prepend(os.path.dirname(__file__))
     monkeypatch.delitem(sys.modules, "_plugin_hooks", raising=False)
     HOOK_REGISTRY.pop("test_plugin_record_iter", None)
     hook_cfg = dict(record=dict(type="test_plugin_record_iter", position="after_iter", priority=5,
                                 ext_args=dict(stop_at=3)))
-    with learner_with(hook_cfg, import_names=["_plugin_hooks"]) as lrn:
+    extra = {"import_names": ["_plugin_hooks"]}
+    if where == "hook":
+        hook_cfg.update(extra)
+        extra = {}
+    with learner_with(hook_cfg, **extra) as lrn:
         plugin = sys.modules["_plugin_hooks"]
         plugin.CALLS.clear()
         lrn.get_data = lambda bs: [{}] * bs

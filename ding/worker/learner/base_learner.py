@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+import torch
 from easydict import EasyDict
 
 import ding
@@ -55,9 +57,6 @@ def _dist_info() -> tuple[int, int]:
 
 def _split_log_vars(elem: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     """Split one output dict into scalar / ``[scalars]`` / ``[histogram]`` logging values (floats where scalar)."""
-    import numpy as np
-    import torch
-
     scalar, scalars, histogram = {}, {}, {}
     for k, v in elem.items():
         if k.startswith("[histogram]"):
