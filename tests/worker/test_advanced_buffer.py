@@ -64,6 +64,16 @@ def test_update_skips_slots_overwritten_since_sampling():
     assert {seen[i] for i in seen if i < 100} == {9.0}
 
 
+def test_repeated_slots_in_one_update_apply_in_order():
+    buffer = _buffer(replay_buffer_size=1, thruput_controller=dict(sample_min_limit_ratio=0.25))
+    buffer.push(_items(1))
+    batch = buffer.sample(4, 0)  # the only item, four times
+    buffer.update(_feedback(batch, [0.5, 0.5, 2.0, 0.25]))
+    assert buffer.sample(1, 0)[0]["priority"] == 0.25  # the last entry wins
+    buffer.push(_items(1, start=1))
+    assert buffer.sample(1, 0)[0]["priority"] == 2.0  # new items get the max over every entry seen
+
+
 def test_update_accepts_tensors_and_ignores_empty_feedback():
     buffer = _buffer(replay_buffer_size=8)
     buffer.push(_items(4))

@@ -223,11 +223,11 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             slots, priority = slots[current], priority[current]
             if slots.size == 0:
                 return
+            self._max_priority = max(self._max_priority, float(priority.max()))
             if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
                 slots, last = np.unique(slots[::-1], return_index=True)
                 priority = priority[::-1][last]
             self._set_priority(slots, priority)
-            self._max_priority = max(self._max_priority, float(priority.max()))
 
     # ------------------------------------------------------------------ data out
     def sample(self, size: int, cur_learner_iter: int = 0, sample_range: slice | None = None) -> list | None:
