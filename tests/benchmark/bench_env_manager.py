@@ -13,16 +13,17 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import gymnasium as gym  # noqa: E402
-import numpy as np  # noqa: E402
+import gymnasium as gym
+import numpy as np
 
-from ding.envs import create_env_manager  # noqa: E402
-from dizoo.classic_control.cartpole.envs import CartPoleEnv  # noqa: E402
+from ding.envs import create_env_manager
+from dizoo.classic_control.cartpole.envs import CartPoleEnv
 
 MANAGERS = ("base", "subprocess", "async_subprocess")
 
@@ -97,13 +98,15 @@ def run(env_num: int, steps: int, subprocess_steps: int, repeats: int, managers:
     return results
 
 
+def _col(row: dict, key: str, width: int) -> str:
+    return f"{row[key]:>{width}}" if key in row else f"{'-':>{width}}"
+
+
 def print_report(results: list[dict], out: Callable[[str], Any] = print) -> None:
     out(f"{'contender':<18}{'env steps/s':>14}{'x SyncVectorEnv':>17}{'x AsyncVectorEnv':>18}{'launch s':>10}")
     for r in results:
-        def col(key: str, width: int) -> str:
-            return f"{r[key]:>{width}}" if key in r else f"{'-':>{width}}"
-        out(f"{r['name']:<18}{r['env_steps_per_s']:>14,.0f}{col('ratio_to_sync_vector_env', 17)}"
-            f"{col('ratio_to_async_vector_env', 18)}{col('launch_s', 10)}")
+        out(f"{r['name']:<18}{r['env_steps_per_s']:>14,.0f}{_col(r, 'ratio_to_sync_vector_env', 17)}"
+            f"{_col(r, 'ratio_to_async_vector_env', 18)}{_col(r, 'launch_s', 10)}")
     for r in results:
         out(json.dumps(r))
 

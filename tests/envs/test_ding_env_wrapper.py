@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from ding.envs import (
-    BaseEnvTimestep, DingEnvWrapper, InvalidActionError, create_env, get_env_cls, get_vec_env_setting
-)
+from ding.envs import BaseEnvTimestep, DingEnvWrapper, InvalidActionError, create_env, get_env_cls, get_vec_env_setting
 from ding.utils import ENV_WRAPPER_REGISTRY, ConfigError, EnvError, RegistryError
 
 
@@ -209,8 +207,6 @@ def test_default_config_and_env_as_cfg_positional():
 
 
 def test_vec_env_setting_and_factory():
-    import dizoo.classic_control.cartpole.envs  # noqa: F401  (registers 'cartpole')
-
     cfg = dict(type="cartpole", import_names=["dizoo.classic_control.cartpole.envs.cartpole_env"],
                collector_env_num=3, evaluator_env_num=2, nested=dict(x=1))
     before = copy.deepcopy(cfg)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import importlib.util
 import sys
 
 import gymnasium as gym
@@ -25,11 +26,7 @@ CLASSIC = [k for k in DIZOO if k != "lunarlander"]
 
 
 def _box2d_installed() -> bool:
-    try:
-        import Box2D  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("Box2D") is not None
 
 
 @pytest.mark.parametrize("name", sorted(DIZOO))
@@ -46,7 +43,7 @@ def test_registered_under_di_engine_name_and_path(name):
 
 @pytest.mark.parametrize("name", CLASSIC)
 def test_classic_env_spaces_dtypes_and_time_limit(name):
-    module, cls_name, shape, act_space = DIZOO[name]
+    module, _, shape, act_space = DIZOO[name]
     env = get_env_cls(dict(type=name, import_names=[module]))({})
     assert env.observation_space.shape == shape and env.action_space == act_space
     env.seed(0)
@@ -127,7 +124,7 @@ def test_create_env_cfgs_do_not_mutate_input(name):
     module = DIZOO[name][0]
     cfg = dict(type=name, import_names=[module], collector_env_num=2, evaluator_env_num=3, manager=dict(x=1))
     before = copy.deepcopy(cfg)
-    env_fn, col, ev = get_vec_env_setting(cfg)
+    _, col, ev = get_vec_env_setting(cfg)
     assert cfg == before and len(col) == 2 and len(ev) == 3
     col[0]["manager"]["x"] = 2
     assert cfg["manager"]["x"] == 1 and ev[0]["manager"]["x"] == 1

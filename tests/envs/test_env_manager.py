@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from ding.envs import (
-    AsyncSubprocessEnvManager, BaseEnvManager, DingEnvWrapper, EnvState, SyncSubprocessEnvManager, create_env_manager,
-    get_env_manager_cls
+    AsyncSubprocessEnvManager,
+    BaseEnvManager,
+    DingEnvWrapper,
+    EnvState,
+    SyncSubprocessEnvManager,
+    create_env_manager,
+    get_env_manager_cls,
 )
 from ding.utils import ConfigError, EnvError, RegistryError
 from dizoo.classic_control.cartpole.envs import CartPoleEnv

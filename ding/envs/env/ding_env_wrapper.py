@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -113,7 +113,7 @@ class DingEnvWrapper(BaseEnv):
 
     # ---- BaseEnv interface --------------------------------------------------------------------------------------
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` every reset draws a fresh seed from an RNG seeded by ``seed``; else each reset uses it."""
+        """With ``dynamic_seed`` each reset draws a fresh seed from an RNG seeded by ``seed``; else each reset uses it."""
         self._seed = int(seed)
         self._dynamic_seed = bool(dynamic_seed)
         self._rng = np.random.default_rng(self._seed)

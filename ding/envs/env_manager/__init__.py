@@ -1,3 +1,4 @@
-from .base_env_manager import BaseEnvManager, EnvState
+from .base_env_manager import BaseEnvManager
 from .env_manager_factory import create_env_manager, get_env_manager_cls
+from .manager_utils import EnvState
 from .subprocess_env_manager import AsyncSubprocessEnvManager, SyncSubprocessEnvManager

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import copy
-import difflib
-import enum
+import logging
 import os
 import pickle
 import time
@@ -14,40 +13,21 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.utils import ENV_MANAGER_REGISTRY, ConfigError, EnvError, deep_merge_dicts
+from ding.utils import ENV_MANAGER_REGISTRY, EnvError
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
+from .manager_utils import (
+    EnvState,
+    abnormal_timestep,
+    apply_seed,
+    check_manager_cfg,
+    obs_shape_of,
+    pickle_env,
+    shape_error,
+)
 
-# Keys of the other built-in managers: accepted (and ignored) so one ``env.manager`` dict works for every type.
-_OTHER_MANAGER_KEYS = frozenset({"shared_memory", "context", "wait_num", "step_wait_timeout"})
-_META_KEYS = frozenset({"type", "import_names", "cfg_type"})
-# pickle errors an unpicklable env raises
-_PICKLE_ERRORS = (pickle.PicklingError, TypeError, AttributeError)
-
-
-class EnvState(enum.IntEnum):
-    VOID = 0  # not launched, or closed
-    INIT = 1  # created, not reset yet
-    RUN = 2  # has an observation and waits for an action (or, async, is stepping)
-    RESET = 3  # being reset
-    DONE = 4  # finished its ``episode_num`` episodes
-    ERROR = 5  # failed beyond ``max_retry``
-    NEED_RESET = 6  # episode over with ``auto_reset=False``: waits for ``reset({env_id: ...})``
-
-
-def obs_shape_of(space: Any) -> tuple[int, ...] | None:
-    """The fixed shape every observation must have, or None when the space has none to check (Dict, Tuple, ...)."""
-    shape = getattr(space, "shape", None)
-    return tuple(shape) if shape is not None and getattr(space, "is_np_flattenable", False) else None
-
-
-def shape_error(env_id: int, op: str, space: Any, expected: tuple, got: Any) -> EnvError:
-    return EnvError(
-        f"env {env_id}: {op}() returned an observation of shape {got}, but its observation_space {space} expects "
-        f"{expected}. Fix the env's observation or its observation_space."
-    )
-
+logger = logging.getLogger(__name__)
 
 @ENV_MANAGER_REGISTRY.register("base")
 class BaseEnvManager:
@@ -83,7 +63,7 @@ class BaseEnvManager:
             )
         self._env_fn = list(env_fn)
         self._env_num = len(self._env_fn)
-        self._cfg = self._check_cfg(cfg)
+        self._cfg = check_manager_cfg(self, cfg)
         c = self._cfg
         self._episode_num = c.episode_num
         self._max_retry = int(c.max_retry)
@@ -101,33 +81,12 @@ class BaseEnvManager:
         self._reset_param: dict[int, dict] = {i: {} for i in range(self._env_num)}
         self._init_state()
 
-    def _check_cfg(self, cfg: Mapping | None) -> EasyDict:
-        cfg = dict(cfg or {})
-        known = set(self.config) | _META_KEYS
-        bad = [k for k in cfg if k not in known and k not in _OTHER_MANAGER_KEYS]
-        if bad:
-            lines = []
-            for k in bad:
-                close = difflib.get_close_matches(k, sorted(self.config), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
-                lines.append(f"env.manager.{k}: unknown key for {type(self).__name__}{hint}")
-            raise ConfigError("\n".join(lines) + f"\nValid keys: {', '.join(sorted(self.config))}")
-        merged = deep_merge_dicts(self.default_config(), cfg)
-        if merged.retry_type not in ("reset", "renew"):
-            raise ConfigError(f"env.manager.retry_type: {merged.retry_type!r} is not 'reset' or 'renew'")
-        if int(merged.max_retry) < 1:
-            raise ConfigError(f"env.manager.max_retry: must be >= 1 (number of attempts), got {merged.max_retry}")
-        if not merged.episode_num > 0:
-            raise ConfigError(f"env.manager.episode_num: must be > 0, got {merged.episode_num}")
-        return merged
-
     def _init_state(self) -> None:
         n = self._env_num
         self._env_states = [EnvState.VOID] * n
         self._episode_count = [0] * n
         self._fail_count = [0] * n
         self._ready_obs: dict[int, Any] = {}
-        self._last_error: list[str | None] = [None] * n
 
     # ---- properties ---------------------------------------------------------------------------------------------
     @property
@@ -140,14 +99,15 @@ class BaseEnvManager:
 
     @property
     def ready_obs(self) -> dict[int, Any]:
-        """``{env_id: obs}`` of every env waiting for an action."""
+        """``{env_id: obs}`` of every env waiting for an action, in env id order (so a batch built from it, and any
+        random draws made per entry, do not depend on which worker answered first)."""
         self._check_open()
-        return dict(self._ready_obs)
+        return dict(sorted(self._ready_obs.items()))
 
     @property
     def ready_obs_id(self) -> list[int]:
         self._check_open()
-        return list(self._ready_obs)
+        return sorted(self._ready_obs)
 
     @property
     def done(self) -> bool:
@@ -183,10 +143,10 @@ class BaseEnvManager:
         state = "closed" if self._closed else "running"
         return f"{type(self).__name__}(env_num={self._env_num}, {state})"
 
-    def __enter__(self) -> "BaseEnvManager":
+    def __enter__(self) -> BaseEnvManager:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _check_open(self) -> None:
@@ -262,9 +222,9 @@ class BaseEnvManager:
             seed = self._seed_args(env_id)
             try:
                 if seed is not None:
-                    _apply_seed(env, seed)
+                    apply_seed(env, seed)
                 obs = env.reset(**self._reset_param[env_id])
-            except Exception:
+            except Exception:  # noqa: BLE001 -- any env error is reported with its traceback
                 self._on_failure(env_id, "reset", traceback.format_exc(), lost=False)
                 continue
             self._check_obs(env_id, "reset", obs)
@@ -283,7 +243,6 @@ class BaseEnvManager:
     def _on_failure(self, env_id: int, op: str, error_text: str, lost: bool) -> None:
         """Count a failed attempt; raise ``EnvError`` (after closing) when out of attempts, else recover the env."""
         self._fail_count[env_id] += 1
-        self._last_error[env_id] = error_text
         if self._fail_count[env_id] >= self._max_retry:
             self._env_states[env_id] = EnvState.ERROR
             self.close()
@@ -302,8 +261,8 @@ class BaseEnvManager:
         old = self._envs[env_id]
         try:
             old.close()
-        except Exception:  # the env is being replaced because it is broken; its close may fail too
-            pass
+        except Exception:  # a broken env may fail to close too: log it, go on
+            logger.warning("env %d: close() of the broken env failed", env_id, exc_info=True)
         self._envs[env_id] = self._env_fn[env_id]()
         if self._replay_path is not None:
             self._envs[env_id].enable_save_replay(self._replay_path[env_id])
@@ -320,7 +279,7 @@ class BaseEnvManager:
         for e in envs:
             try:
                 e.close()
-            except Exception as err:  # close the others first, then report the first failure
+            except Exception as err:  # noqa: BLE001 -- close the others first, then report the first failure
                 first_error = first_error or err
         if first_error is not None:
             raise first_error
@@ -339,11 +298,16 @@ class BaseEnvManager:
                 reasons.append(f"env {i} is {self._env_states[i].name} (not waiting for an action)")
         raise EnvError(
             "step(): actions for envs that are not ready: " + "; ".join(reasons)
-            + f". Send actions only for ready_obs_id = {list(self._ready_obs)}."
+            + f". Send actions only for ready_obs_id = {sorted(self._ready_obs)}."
         )
 
     def step(self, actions: dict[int, Any]) -> dict[int, BaseEnvTimestep]:
-        """Step the given ready envs; returns ``{env_id: timestep}`` (a finished episode's timestep keeps its last obs)."""
+        """Step the given ready envs; returns ``{env_id: timestep}`` (a finished episode's timestep keeps its last obs).
+
+        An env that raises is recovered (``max_retry``, ``retry_type``) and reports a ``done`` timestep with
+        ``info['abnormal']``; out of attempts, the manager closes and raises ``EnvError``. An ``InvalidActionError``
+        (the caller's mistake) propagates at once: the results of envs stepped before it in this call are lost.
+        """
         self._check_open()
         ready = self._ready_obs
         if not isinstance(actions, Mapping) or not ready.keys() >= actions.keys():
@@ -355,7 +319,7 @@ class BaseEnvManager:
                 ts = envs[env_id].step(action)
             except InvalidActionError:
                 raise  # the caller's action is wrong: no retry can fix that
-            except Exception:
+            except Exception:  # noqa: BLE001 -- any env error is reported with its traceback
                 timesteps[env_id] = self._step_failed(env_id, traceback.format_exc())
                 continue
             shape = shapes[env_id]
@@ -432,7 +396,7 @@ class BaseEnvManager:
         """Everything needed to continue the same episodes after ``load_state_dict`` (envs are pickled)."""
         self._check_open()
         state = self._common_state()
-        state["envs"] = [_pickle_env(i, e) for i, e in enumerate(self._envs)]
+        state["envs"] = [pickle_env(i, e) for i, e in enumerate(self._envs)]
         return state
 
     def _common_state(self) -> dict[str, Any]:
@@ -456,7 +420,7 @@ class BaseEnvManager:
                 f"{type(self).__name__}: this state holds results of steps still in flight in an async manager; "
                 "load it into an AsyncSubprocessEnvManager"
             )
-        envs = [pickle.loads(blob) for blob in state["envs"]]
+        envs = [pickle.loads(b) if b is not None else self._env_fn[i]() for i, b in enumerate(state["envs"])]
         if not self._closed:
             old, self._envs = self._envs, []
             for e in old:
@@ -482,26 +446,3 @@ class BaseEnvManager:
         self._env_seed = list(state["env_seed"])
         self._applied_seed = list(state["applied_seed"])
         self._reset_param = {int(k): dict(v) for k, v in state["reset_param"].items()}
-
-
-def abnormal_timestep(last_obs: Any, error_text: str) -> BaseEnvTimestep:
-    """The timestep reported for a step that failed: ``done`` with ``info['abnormal']`` (collectors drop it)."""
-    return BaseEnvTimestep(last_obs, np.zeros(1, dtype=np.float32), True, {"abnormal": True, "error": error_text})
-
-
-def _apply_seed(env: BaseEnv, seed: tuple[int, bool | None]) -> None:
-    s, dynamic = seed
-    if dynamic is None:
-        env.seed(s)
-    else:
-        env.seed(s, dynamic)
-
-
-def _pickle_env(env_id: int, env: Any) -> bytes:
-    try:
-        return pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
-    except _PICKLE_ERRORS as e:
-        raise EnvError(
-            f"env {env_id}: cannot pickle {env!r} ({type(e).__name__}: {e}), so state_dict() cannot save it and a "
-            "resumed run cannot restore it mid-episode. Make the env picklable (e.g. define __getstate__/__setstate__)."
-        ) from e

@@ -15,8 +15,9 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 import cloudpickle
 import numpy as np
@@ -120,7 +121,7 @@ def worker_main(conn: Connection, env_fn_blob: bytes, obs_buffer: Any, obs_shape
         w.env_fn = cloudpickle.loads(env_fn_blob)
         _limit_torch_threads()
         running = True
-    except Exception:
+    except Exception:  # noqa: BLE001 -- any env error is reported with its traceback
         conn.send(("err", "cannot load env_fn in the worker:\n" + traceback.format_exc()))
         running = False
     while running:
@@ -139,7 +140,7 @@ def worker_main(conn: Connection, env_fn_blob: bytes, obs_buffer: Any, obs_shape
         try:
             reply = w.handle(cmd, payload)
             _limit_torch_threads()
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 -- any env error is reported with its traceback
             status = "action" if isinstance(e, InvalidActionError) else "err"
             reply = (status, str(e) if status == "action" else traceback.format_exc())
         try:
@@ -163,7 +164,7 @@ def _close_quietly(env: Any) -> None:
         return
     try:
         env.close()
-    except Exception:  # the worker is exiting; a failing env.close must not hide why
+    except Exception:  # noqa: BLE001 -- the worker is exiting; a failing env.close must not hide why
         traceback.print_exc()
 
 

@@ -16,8 +16,9 @@ from ding.utils import ENV_MANAGER_REGISTRY, ConfigError, EnvError
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
-from .base_env_manager import BaseEnvManager, EnvState, abnormal_timestep, obs_shape_of, shape_error
+from .base_env_manager import BaseEnvManager
 from .env_worker import HAS_POLL, POLL_MASK, EnvWorkerHandle
+from .manager_utils import EnvState, abnormal_timestep, obs_shape_of, shape_error
 
 _CLOSE_GRACE = 5.0  # seconds idle workers get to close their env before they are terminated
 # (env_id, kind, sent payload, status, reply): one answer of a worker, or a failure noticed by the parent
@@ -142,16 +143,16 @@ class _SubprocessEnvManager(BaseEnvManager):
                 limit = self._step_timeout if kind == "step" else self._reset_timeout
                 pid = self._workers[i].process.pid
                 self._workers[i].stop()
-                out.append((i, kind, payload, "timeout",
-                            f"env {i}: {kind} did not finish within {limit}s (env.manager.{kind}_timeout); its worker "
-                            f"process {pid} was stopped"))
+                message = (f"env {i}: {kind} did not finish within {limit}s (env.manager.{kind}_timeout); its worker "
+                           f"process {pid} was stopped")
+                out.append((i, kind, payload, "timeout", message))
         return out
 
     def _handle(self, reply: Reply, results: dict[int, BaseEnvTimestep] | None) -> None:
         """Apply one answer: update ready obs / counters, auto-reset, or recover a failed env.
 
         ``results`` receives step timesteps; None discards step answers (their env is about to be reset)."""
-        env_id, kind, payload, status, value = reply
+        env_id, kind, _, status, value = reply
         if status == "ok":
             if kind == "reset":
                 self._ready_obs[env_id] = value
@@ -272,7 +273,7 @@ class _SubprocessEnvManager(BaseEnvManager):
     def random_action(self) -> dict[int, Any]:
         self._check_open()
         space = self.action_space
-        return {i: space.sample() for i in self._ready_obs}
+        return {i: space.sample() for i in sorted(self._ready_obs)}
 
     def _apply_replay_paths(self) -> None:
         self._park_in_flight()
@@ -296,7 +297,8 @@ class _SubprocessEnvManager(BaseEnvManager):
         """Run one command per env on idle workers and wait for every answer (``reset_timeout`` bounds each); an env
         that raised makes an ``EnvError`` with its traceback (after every answer was read)."""
         answers = self._guarded(lambda: self._call_inner(commands))
-        errors = [f"env {i}: {commands[i][0]} failed in its worker:\n{v}" for i, (st, v) in answers.items() if st != "ok"]
+        errors = [f"env {i}: {commands[i][0]} failed in its worker:\n{value}"
+                  for i, (status, value) in answers.items() if status != "ok"]
         if errors:
             raise EnvError("\n".join(errors))
         return {i: v for i, (_, v) in answers.items()}
@@ -388,6 +390,9 @@ class SyncSubprocessEnvManager(_SubprocessEnvManager):
         context="spawn",  # process start method: 'spawn' (safe with threads), 'fork' or 'forkserver'
     )
 
+    def _step(self, actions: Mapping[int, Any]) -> dict[int, BaseEnvTimestep]:
+        return dict(sorted(super()._step(actions).items()))  # env id order, whatever the order of the answers
+
     def _pump(self, results: dict[int, BaseEnvTimestep]) -> None:
         while self._pending or self._arrived:
             for r in self._collect_in_order():
@@ -449,7 +454,7 @@ class AsyncSubprocessEnvManager(_SubprocessEnvManager):
             resetting |= {i for i, a in self._arrived.items() if a[0] == "reset"}
             if resetting:
                 self._guarded(lambda: self._wait_ready(resetting))
-        return dict(self._ready_obs)
+        return dict(sorted(self._ready_obs.items()))
 
     @property
     def ready_obs_id(self) -> list[int]:

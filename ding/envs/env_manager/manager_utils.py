@@ -1,0 +1,89 @@
+"""Small pieces the env managers share: env states, config checks, observation checks, pickling envs."""
+from __future__ import annotations
+
+import difflib
+import enum
+import pickle
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from easydict import EasyDict
+
+from ding.utils import ConfigError, EnvError, deep_merge_dicts
+
+from ..env.base_env import BaseEnv, BaseEnvTimestep
+
+# Keys of the other built-in managers: accepted (and ignored) so one ``env.manager`` dict works for every type.
+_OTHER_MANAGER_KEYS = frozenset({"shared_memory", "context", "wait_num", "step_wait_timeout"})
+_META_KEYS = frozenset({"type", "import_names", "cfg_type"})
+# pickle errors an unpicklable env raises
+_PICKLE_ERRORS = (pickle.PicklingError, TypeError, AttributeError)
+
+
+class EnvState(enum.IntEnum):
+    VOID = 0  # not launched, or closed
+    INIT = 1  # created, not reset yet
+    RUN = 2  # has an observation and waits for an action (or, async, is stepping)
+    RESET = 3  # being reset
+    DONE = 4  # finished its ``episode_num`` episodes
+    ERROR = 5  # failed beyond ``max_retry``
+    NEED_RESET = 6  # episode over with ``auto_reset=False``: waits for ``reset({env_id: ...})``
+
+
+def obs_shape_of(space: Any) -> tuple[int, ...] | None:
+    """The fixed shape every observation must have, or None when the space has none to check (Dict, Tuple, ...)."""
+    shape = getattr(space, "shape", None)
+    return tuple(shape) if shape is not None and getattr(space, "is_np_flattenable", False) else None
+
+
+def shape_error(env_id: int, op: str, space: Any, expected: tuple, got: Any) -> EnvError:
+    return EnvError(
+        f"env {env_id}: {op}() returned an observation of shape {got}, but its observation_space {space} expects "
+        f"{expected}. Fix the env's observation or its observation_space."
+    )
+
+
+def check_manager_cfg(manager: Any, cfg: Mapping | None) -> EasyDict:
+    """``cfg`` merged over the manager's defaults; unknown keys and bad values raise ``ConfigError``."""
+    cfg = dict(cfg or {})
+    name = type(manager).__name__
+    bad = [k for k in cfg if k not in manager.config and k not in _META_KEYS and k not in _OTHER_MANAGER_KEYS]
+    if bad:
+        lines = []
+        for k in bad:
+            close = difflib.get_close_matches(k, sorted(manager.config), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            lines.append(f"env.manager.{k}: unknown key for {name}{hint}")
+        raise ConfigError("\n".join(lines) + f"\nValid keys: {', '.join(sorted(manager.config))}")
+    merged = deep_merge_dicts(manager.default_config(), cfg)
+    if merged.retry_type not in ("reset", "renew"):
+        raise ConfigError(f"env.manager.retry_type: {merged.retry_type!r} is not 'reset' or 'renew'")
+    if int(merged.max_retry) < 1:
+        raise ConfigError(f"env.manager.max_retry: must be >= 1 (number of attempts), got {merged.max_retry}")
+    if not merged.episode_num > 0:
+        raise ConfigError(f"env.manager.episode_num: must be > 0, got {merged.episode_num}")
+    return merged
+
+
+def abnormal_timestep(last_obs: Any, error_text: str) -> BaseEnvTimestep:
+    """The timestep reported for a step that failed: ``done`` with ``info['abnormal']`` (collectors drop it)."""
+    return BaseEnvTimestep(last_obs, np.zeros(1, dtype=np.float32), True, {"abnormal": True, "error": error_text})
+
+
+def apply_seed(env: BaseEnv, seed: tuple[int, bool | None]) -> None:
+    s, dynamic = seed
+    if dynamic is None:
+        env.seed(s)
+    else:
+        env.seed(s, dynamic)
+
+
+def pickle_env(env_id: int, env: Any) -> bytes:
+    try:
+        return pickle.dumps(env, protocol=pickle.HIGHEST_PROTOCOL)
+    except _PICKLE_ERRORS as e:
+        raise EnvError(
+            f"env {env_id}: cannot pickle {env!r} ({type(e).__name__}: {e}), so state_dict() cannot save it and a "
+            "resumed run cannot restore it mid-episode. Make the env picklable (e.g. define __getstate__/__setstate__)."
+        ) from e
