@@ -163,3 +163,13 @@ def test_ctrl_c_during_step_stops_every_worker(kind):
     with pytest.raises(KeyboardInterrupt):
         m.step({0: _InterruptOnPickle(), 1: np.int64(0)})
     assert m.closed and mp.active_children() == []
+
+
+def test_a_dead_spawned_worker_is_restarted(tmp_path):
+    cfgs = [dict(), dict(fault="die", at=2, marker=str(tmp_path / "once"))]
+    with make("subprocess", env_cfgs=cfgs, context="spawn", max_retry=2, episode_num=1, retry_waiting_time=0) as m:
+        m.seed(0)
+        m.launch()
+        traj = step_until_done(m)
+    assert sum(bool(ts.info.get("abnormal")) for ts in traj[1]) == 1
+    assert sum(ts.done and not ts.info.get("abnormal") for ts in traj[1]) == 1

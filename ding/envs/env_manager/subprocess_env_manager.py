@@ -75,8 +75,7 @@ class _SubprocessEnvManager(BaseEnvManager):
 
     def _renew(self, env_id: int) -> None:
         """Replace the worker (and so the env) of ``env_id`` by a fresh process."""
-        if env_id in self._pending:
-            self._done_waiting(env_id)
+        self._pending.pop(env_id, None)
         self._workers[env_id].stop()
         self._arrived.pop(env_id, None)
         self._workers[env_id] = self._start_worker(env_id)
@@ -90,10 +89,6 @@ class _SubprocessEnvManager(BaseEnvManager):
             self._arrived[env_id] = (kind, payload, "lost", w.death_message())
             return
         self._pending[env_id] = (kind, time.monotonic() + limit if limit else math.inf, payload)
-
-    def _done_waiting(self, env_id: int) -> tuple[str, float, Any]:
-        """Forget the in-flight command of ``env_id`` (its answer arrived, or its worker is being stopped)."""
-        return self._pending.pop(env_id)
 
     def _wait_any(self, pending: Mapping[int, Any], timeout: float | None) -> list[int]:
         """Env ids among ``pending`` whose worker answered (or died) within ``timeout`` seconds."""
@@ -130,7 +125,7 @@ class _SubprocessEnvManager(BaseEnvManager):
             wait_for = min(wait_for, timeout)
         out: list[Reply] = []
         for i in self._wait_any(pending, None if wait_for == math.inf else wait_for):
-            kind, _, payload = self._done_waiting(i)
+            kind, _, payload = self._pending.pop(i)
             w = self._workers[i]
             status, reply = w.recv() if w.readable(0.0) else ("lost", w.death_message())
             if status == "ok":
@@ -139,7 +134,7 @@ class _SubprocessEnvManager(BaseEnvManager):
         now = time.monotonic()
         for i, (kind, deadline, payload) in pending.items():
             if deadline <= now and i in self._pending:
-                self._done_waiting(i)
+                self._pending.pop(i)
                 limit = self._step_timeout if kind == "step" else self._reset_timeout
                 pid = self._workers[i].process.pid
                 self._workers[i].stop()
@@ -410,7 +405,7 @@ class SyncSubprocessEnvManager(_SubprocessEnvManager):
             left = deadline - time.monotonic()
             if not w.readable(None if left == math.inf else max(0.0, left)):
                 return out + self._collect(0.0, only={i})  # past its deadline: reported as a timeout
-            self._done_waiting(i)
+            self._pending.pop(i)
             status, reply = w.recv()  # a dead worker's pipe reads as EOF: ('lost', ...)
             if status == "ok":
                 reply = (w.take_obs(reply[0]), *reply[1:]) if kind == "step" else w.take_obs(reply)
