@@ -108,6 +108,27 @@ def test_min_tree_matches_brute_force(capacity):
     assert tree.min(start, end) == (leaves[start:end].min() if end > start else np.inf)
 
 
+def test_min_tree_when_the_minimum_leaves_are_raised():
+    """Raising the leaves that hold the minimum (priority updates of sampled items, removals) forces rescans; ties
+    (several leaves holding a block's minimum) are the tricky case of the incremental update."""
+    rng = np.random.default_rng(5)
+    capacity = 1 << 14  # the lowest level is large enough to be updated incrementally
+    tree = MinSegmentTree(capacity)
+    leaves = np.full(capacity, np.inf)
+    for _ in range(200):
+        idx = np.unique(rng.integers(0, capacity, 64))
+        values = np.where(rng.random(idx.size) < 0.2, np.inf, rng.integers(1, 30, idx.size).astype(float))
+        tree.update(idx, values)
+        leaves[idx] = values
+        assert tree.min() == leaves.min()
+        holders = np.flatnonzero(leaves == leaves.min())[:64]
+        raised = np.where(rng.random(holders.size) < 0.5, np.inf, leaves[holders] + rng.integers(0, 3, holders.size))
+        tree.update(holders, raised)
+        leaves[holders] = raised
+        assert tree.min() == leaves.min()
+    np.testing.assert_array_equal(tree.values, leaves)
+
+
 def test_min_tree_binary_fanout_gives_the_same_answers():
     rng = np.random.default_rng(2)
     wide, binary = MinSegmentTree(1024), MinSegmentTree(1024, fanout_shift=1)

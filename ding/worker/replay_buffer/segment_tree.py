@@ -9,7 +9,8 @@ The cost of a batch is a fixed number of numpy calls, not a Python loop per item
   inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass that
   costs well under a microsecond per write when amortised).
 * ``MinSegmentTree`` has a fan-out of 64 (three levels above 2^17 leaves), because only its root is ever read on the
-  hot path; an update recomputes the touched nodes of each level exactly (small levels in one whole pass).
+  hot path; an update rescans a touched block only when the changed leaf may have held its minimum (small levels
+  are recomputed in one whole pass).
 """
 from __future__ import annotations
 
@@ -53,18 +54,19 @@ class SumSegmentTree:
         self.capacity = _check_capacity(capacity)
         self._depth = self.capacity.bit_length() - 1
         self._tree = np.zeros(2 * self.capacity, dtype=np.float64)
+        self._leaves = self._tree[self.capacity:]  # a view; the tree array is never reallocated
         self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
         self._writes_since_rebuild = 0
 
     @property
     def values(self) -> np.ndarray:
         """Read-only view of the leaves."""
-        view = self._tree[self.capacity:]
+        view = self._leaves.view()
         view.flags.writeable = False
         return view
 
     def __getitem__(self, idx: Any) -> Any:
-        return self._tree[self.capacity:][idx]
+        return self._leaves[idx]
 
     def update(self, idx: Any, values: Any) -> None:
         """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
@@ -151,9 +153,8 @@ class SumSegmentTree:
         return idx
 
     def _exact_find(self, targets: np.ndarray) -> np.ndarray:
-        leaves = self._tree[self.capacity:]
-        positive = np.flatnonzero(leaves > 0)
-        cumulative = np.cumsum(leaves[positive])
+        positive = np.flatnonzero(self._leaves > 0)
+        cumulative = np.cumsum(self._leaves[positive])
         k = np.searchsorted(cumulative, targets, side="right")
         return positive[np.minimum(k, positive.size - 1)]
 
@@ -198,15 +199,25 @@ class MinSegmentTree:
         """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
         if idx.size == 0:
             return
-        self._levels[0][idx] = values
+        leaves = self._levels[0]
+        child_old, child_new = leaves[idx], values
+        leaves[idx] = values
         node = idx
         for level, (shift, rows) in enumerate(self._plan):
             parent = self._levels[level + 1]
-            if rows.size <= _FULL_RECOMPUTE_SIZE:  # small level: one pass beats gathering the touched rows
+            if rows.size <= _FULL_RECOMPUTE_SIZE:  # small level: one pass over it beats anything clever
                 np.min(rows, axis=1, out=parent)
                 continue
+            # A parent only needs its block rescanned if a changed child may have held its minimum; otherwise
+            # the new minimum is min(old minimum, new child values).
             node = node >> shift
-            parent[node] = rows[node].min(axis=1)
+            parent_old = parent[node]
+            np.minimum.at(parent, node, child_new)
+            rescan = child_old <= parent_old
+            if rescan.any():
+                again = node[rescan]
+                parent[again] = rows[again].min(axis=1)
+            child_old, child_new = parent_old, parent[node]
 
     def min(self, start: int = 0, end: int | None = None) -> float:
         """Minimum of leaves ``[start, end)`` (``inf`` if they are all empty)."""
