@@ -195,7 +195,8 @@ class _FakeWriter:
 def test_monitoring_writes_sampled_attributes_and_throughput():
     writer = _FakeWriter()
     buffer = AdvancedReplayBuffer(
-        dict(seed=0, monitor=dict(sampled_data_attr=dict(average_range=2, print_freq=3), periodic_thruput=dict(seconds=0))),
+        dict(seed=0, monitor=dict(sampled_data_attr=dict(average_range=2, print_freq=3),
+                                  periodic_thruput=dict(seconds=0))),
         tb_logger=writer, instance_name="buf")
     buffer.push(_items(8))
     for it in range(6):
@@ -323,6 +324,24 @@ def test_update_errors():
         buffer.update([1.0])
     with pytest.raises(ReplayBufferError, match="push.. got priority -2"):
         buffer.push({"i": 0, "priority": -2.0})
+    with pytest.raises(ReplayBufferError, match="push.. got priority nan"):
+        buffer.push([{"i": 0}, {"i": 1, "priority": float("nan")}])
+    with pytest.raises(ReplayBufferError, match="'priority' key of a pushed item must be a number"):
+        buffer.push({"i": 0, "priority": "high"})
+    with pytest.raises(ReplayBufferError, match="priority with 2 values"):
+        buffer.push({"i": 0, "priority": np.array([1.0, 2.0])})
+
+
+def test_other_mappings_and_array_priorities_are_accepted():
+    from types import MappingProxyType
+
+    from easydict import EasyDict
+    buffer = _buffer()
+    buffer.push([MappingProxyType({"i": 0}), EasyDict(i=1, priority=np.array([3.0])),
+                 {"i": 2, "priority": torch.tensor(2.0)}])
+    items = {d["i"]: d for _ in range(30) for d in buffer.sample(3, 0)}
+    assert isinstance(items[1], EasyDict) and items[1].priority == 3.0
+    assert items[0]["priority"] == 1.0 and items[2]["priority"] == 2.0
 
 
 def test_push_errors_name_the_bad_item():
@@ -337,7 +356,8 @@ def test_push_errors_name_the_bad_item():
 def test_config_errors():
     with pytest.raises(ConfigError, match="alpah: unknown key; did you mean 'alpha'"):
         AdvancedReplayBuffer(dict(alpah=0.5))
-    with pytest.raises(ConfigError, match=r"thruput_controller.window_second: unknown key; did you mean 'window_seconds'"):
+    with pytest.raises(ConfigError,
+                       match=r"thruput_controller.window_second: unknown key; did you mean 'window_seconds'"):
         AdvancedReplayBuffer(dict(thruput_controller=dict(window_second=3)))
     with pytest.raises(ConfigError, match=r"beta must be a number in \[0, 1\], got 1.5"):
         AdvancedReplayBuffer(dict(beta=1.5))
@@ -345,6 +365,10 @@ def test_config_errors():
         AdvancedReplayBuffer(dict(max_use=0))
     with pytest.raises(ConfigError, match="alpha must be a number >= 0, got 'high'"):
         AdvancedReplayBuffer(dict(alpha="high"))
+    with pytest.raises(ConfigError, match="window_seconds must be a number of seconds > 0"):
+        AdvancedReplayBuffer(dict(thruput_controller=dict(window_seconds=0)))
+    with pytest.raises(ConfigError, match=r"push_sample_rate_limit.min must be a number >= 0"):
+        AdvancedReplayBuffer(dict(thruput_controller=dict(push_sample_rate_limit=dict(min=-1))))
 
 
 def test_default_config_is_a_fresh_copy_with_cfg_type():

@@ -27,8 +27,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
     Item ``i`` is drawn with probability ``P(i) = p_i^alpha / sum_j p_j^alpha`` by stratified sampling (one draw per
     equal slice of the total), and carries the importance weight ``IS = (N P(i))^-beta / max_j (N P(j))^-beta`` (the
     max over every stored item), with ``beta`` annealed linearly to 1. New items get the largest priority seen so far
-    unless they carry a ``priority`` key. Items must be dicts; a sampled item is a shallow copy plus the keys
-    ``replay_unique_id, replay_buffer_idx, IS, use, staleness, priority``.
+    unless they carry a ``priority`` key. Items must be mappings (stored as dicts); a sampled item is a shallow copy
+    plus the keys ``replay_unique_id, replay_buffer_idx, IS, use, staleness, priority``.
     """
 
     config = dict(
@@ -107,6 +107,12 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             ("max_staleness", cfg.max_staleness, _num(cfg.max_staleness) >= 0, "a number >= 0 (inf: no limit)"),
             ("thruput_controller.sample_min_limit_ratio", cfg.thruput_controller.sample_min_limit_ratio,
              _num(cfg.thruput_controller.sample_min_limit_ratio) > 0, "a number > 0"),
+            ("thruput_controller.window_seconds", cfg.thruput_controller.window_seconds,
+             _num(cfg.thruput_controller.window_seconds) > 0, "a number of seconds > 0"),
+            ("thruput_controller.push_sample_rate_limit.max", cfg.thruput_controller.push_sample_rate_limit.max,
+             _num(cfg.thruput_controller.push_sample_rate_limit.max) > 0, "a number > 0 (inf: no limit)"),
+            ("thruput_controller.push_sample_rate_limit.min", cfg.thruput_controller.push_sample_rate_limit.min,
+             0 <= _num(cfg.thruput_controller.push_sample_rate_limit.min) < math.inf, "a number >= 0 (0: no limit)"),
         ]
         for key, value, ok, expected in checks:
             if not ok:
@@ -152,8 +158,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         if n == 0:
             return
         if priorities is not None:
-            priorities = np.array([np.nan if p is None else p for p in priorities], dtype=np.float64)
-            _check_priorities(self._instance_name, "push", priorities[~np.isnan(priorities)])
+            missing = np.array([p is None for p in priorities])
+            priorities = np.array([0.0 if p is None else _scalar(p, self._instance_name) for p in priorities])
+            _check_priorities(self._instance_name, "push", priorities[~missing])
         collect_iter = [item.get("collect_iter") for item in items]
         with self._lock:
             self._check_open("push")
@@ -167,7 +174,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             if priorities is None:
                 new_priority = np.full(k, self._max_priority)
             else:
-                new_priority = np.where(np.isnan(priorities[n - k:]), self._max_priority, priorities[n - k:])
+                new_priority = np.where(missing[n - k:], self._max_priority, priorities[n - k:])
                 self._max_priority = max(self._max_priority, float(new_priority.max()))
             self._uid[slots] = np.arange(first, first + k, dtype=np.int64)
             self._use[slots] = 0
@@ -196,13 +203,14 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         """Set new priorities: ``{'priority', 'replay_unique_id', 'replay_buffer_idx'}``, lists of equal length.
 
         A slot whose item was overwritten or removed since it was sampled (its unique id differs) is skipped.
-        ``None`` or ``{}`` (a policy without priorities) does nothing.
+        ``None`` or ``{}`` (a policy without priorities) does nothing, and so does any update after ``close()``
+        (a learner thread may still send one while the pipeline shuts down).
         """
         if not info:
             return
         if not isinstance(info, Mapping):
-            raise ReplayBufferError(f"buffer '{self._instance_name}': update() takes a dict "
-                                    f"{{'priority', 'replay_unique_id', 'replay_buffer_idx'}}, got {type(info).__name__}")
+            raise ReplayBufferError(f"buffer '{self._instance_name}': update() takes a dict with keys "
+                                    f"{list(_UPDATE_KEYS)}, got {type(info).__name__}")
         present = [k for k in _UPDATE_KEYS if k in info]
         if not present:
             return
@@ -218,9 +226,11 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                                     f"{uid.size} replay_unique_id and {slots.size} replay_buffer_idx; they must have "
                                     "the same length (one entry per sampled item)")
         _check_priorities(self._instance_name, "update", priority)
-        if slots.size and (slots.min() < 0 or slots.max() >= self._storage.capacity):
-            raise ReplayBufferError(f"buffer '{self._instance_name}': replay_buffer_idx out of range [0, "
-                                    f"{self._storage.capacity}): {slots[(slots < 0) | (slots >= self._storage.capacity)][:5].tolist()}")
+        capacity = self._storage.capacity
+        if slots.size and (slots.min() < 0 or slots.max() >= capacity):
+            bad = slots[(slots < 0) | (slots >= capacity)][:5].tolist()
+            raise ReplayBufferError(f"buffer '{self._instance_name}': replay_buffer_idx out of range [0, {capacity}): "
+                                    f"{bad}")
         with self._lock:
             if self._closed or not self._use_priority:
                 return
@@ -437,11 +447,26 @@ def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarr
                                 f"(as sampled from this buffer), got {value!r:.80}") from e
 
 
+def _scalar(value: Any, instance_name: str) -> float:
+    """A pushed item's ``priority`` as a float (a python number, a numpy scalar or a one-element array/tensor)."""
+    if hasattr(value, "detach"):
+        value = value.detach().cpu().numpy()
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ReplayBufferError(f"buffer '{instance_name}': push() got priority {value!r:.60}; the 'priority' key of "
+                                "a pushed item must be a number") from e
+    if array.size != 1:
+        raise ReplayBufferError(f"buffer '{instance_name}': push() got a priority with {array.size} values; the "
+                                "'priority' key of a pushed item must be one number")
+    return float(array.reshape(()))
+
+
 def _check_priorities(instance_name: str, where: str, priority: np.ndarray) -> None:
     if priority.size == 0 or (priority.min() >= 0 and priority.max() < math.inf):  # NaN fails both comparisons
         return
     bad = ~np.isfinite(priority) | (priority < 0)
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at position "
-                                f"{first}; priorities must be finite and >= 0 (e.g. abs(td_error) + 1e-6)")
+        raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at "
+                                f"position {first}; priorities must be finite and >= 0 (e.g. abs(td_error) + 1e-6)")

@@ -159,7 +159,8 @@ class SumSegmentTree:
         return positive[np.minimum(k, positive.size - 1)]
 
     def state_dict(self) -> dict[str, Any]:
-        return {"capacity": self.capacity, "tree": self._tree.copy(), "writes_since_rebuild": self._writes_since_rebuild}
+        return {"capacity": self.capacity, "tree": self._tree.copy(),
+                "writes_since_rebuild": self._writes_since_rebuild}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["capacity"]) != self.capacity:
@@ -174,7 +175,7 @@ class MinSegmentTree:
     def __init__(self, capacity: int, fanout_shift: int = _MIN_FANOUT_SHIFT) -> None:
         self.capacity = _check_capacity(capacity)
         self._levels: list[np.ndarray] = [np.full(self.capacity, np.inf)]
-        self._plan: list[tuple[int, np.ndarray]] = []  # (shift to the next level, this level viewed as rows of children)
+        self._plan: list[tuple[int, np.ndarray]] = []  # (shift to the next level, this level as rows of children)
         size = self.capacity
         while size > 1:
             shift = min(fanout_shift, size.bit_length() - 1)

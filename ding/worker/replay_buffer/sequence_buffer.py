@@ -47,7 +47,8 @@ class SequenceReplayBuffer(NaiveReplayBuffer):
             cur_learner_iter = _merge_arg("cur_learner_iter", args[0], cur_learner_iter)
         elif len(args) >= 2:
             if len(args) > 4:
-                raise TypeError(f"SequenceReplayBuffer.sample: takes at most 5 positional arguments, got {len(args) + 1}")
+                raise TypeError("SequenceReplayBuffer.sample: takes at most 5 positional arguments, "
+                                f"got {len(args) + 1}")
             sequence = _merge_arg("sequence", args[0], sequence)
             cur_learner_iter = _merge_arg("cur_learner_iter", args[1], cur_learner_iter)
             if len(args) >= 3:
