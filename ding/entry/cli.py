@@ -3,21 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from typing import Sequence
 
 from ding import __version__
-
-# Each mode maps to a function taking the parsed args and returning an exit code. Later features add modes here.
-MODES: dict[str, Callable[[argparse.Namespace], int]] = {}
-
-
-def mode(name: str) -> Callable:
-    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        MODES[name] = fn
-        return fn
-
-    return register
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -98,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.mode is None:
         parser.print_help()
         return 0
-    from . import cli_modes  # noqa: F401  (registers the modes)
+    from .cli_modes import MODES
 
     fn = MODES.get(args.mode)
     if fn is None:

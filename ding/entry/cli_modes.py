@@ -5,7 +5,18 @@ import argparse
 import re
 import sys
 
-from .cli import mode
+from typing import Callable
+
+# Each mode maps to a function taking the parsed args and returning an exit code. New modes register here.
+MODES: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def mode(name: str) -> Callable:
+    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        MODES[name] = fn
+        return fn
+
+    return register
 
 
 def _need_config(args: argparse.Namespace) -> str:

@@ -141,8 +141,9 @@ class _SerialRun:
         stop_flag = False
         while True:
             for i in range(state.next_update, update_per_collect):
-                train_data = buffer.sample(batch_size, learner.train_iter)
-                if train_data is None:  # too few samples yet (the buffer logged why): collect more first
+                # warm-up: too few samples for a batch yet (quietly); any other refusal is logged by the buffer
+                train_data = buffer.sample(batch_size, learner.train_iter) if buffer.count() >= batch_size else None
+                if train_data is None:
                     state.next_update = update_per_collect
                     break
                 state.begin_update(i)

@@ -122,6 +122,10 @@ class EvalCSV:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if not os.path.exists(path):
             atomic_write_text(path, ",".join(_EVAL_FIELDS) + "\n")
+        else:  # a resumed run: wall time continues from the last row
+            rows = read_eval_csv(path)
+            if rows:
+                self._t0 -= rows[-1]["wall_time"]
 
     def append(self, train_iter: int, env_step: int, mean: float, std: float) -> None:
         with open(self.path, "a", newline="") as f:

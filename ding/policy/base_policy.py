@@ -62,6 +62,9 @@ class Policy(ABC):
             learner=dict(),
         ),
         collect=dict(
+            # Episodes per collect call, for episode collectors. Set n_sample (sample collector) or n_episode, not
+            # both.
+            n_episode=None,
             # Consecutive samples grouped into one train sample (1 = single transitions).
             unroll_len=1,
             # Collector config (filled with the collector's defaults by compile_config).

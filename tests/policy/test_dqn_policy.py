@@ -298,7 +298,7 @@ def test_default_config_schema():
         assert key in cfg
     assert set(cfg.learn) == {"update_per_collect", "batch_size", "learning_rate", "target_update_freq",
                               "target_theta", "ignore_done", "learner"}
-    assert set(cfg.collect) == {"n_sample", "unroll_len", "collector"}
+    assert set(cfg.collect) == {"n_sample", "n_episode", "unroll_len", "collector"}
     assert set(cfg.other) == {"eps", "replay_buffer", "commander"}
     assert DQNPolicy.open_config_keys == ("model",)
     cfg.learn.batch_size = 1

@@ -1,0 +1,6 @@
+"""``python -m ding`` is the ``ding`` command."""
+import sys
+
+from ding.entry.cli import main
+
+sys.exit(main())

@@ -1,0 +1,136 @@
+"""serial_pipeline end to end on CartPole DQN: convergence, determinism, output files, bad input."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from ding.entry import serial_pipeline
+from ding.entry.training_view import read_eval_csv
+from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError
+
+from .conftest import read_result
+
+
+def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
+    """The shipped config trains CartPole to 195 within the promised budget (fixed seed)."""
+    policy = serial_pipeline(cartpole_dqn("conv"), seed=0, max_env_step=5000)
+    result = read_result("conv")
+    assert result["stop_flag"] is True
+    assert result["eval_return"] >= 195
+    assert result["env_step"] <= 5000
+    assert result["train_iter"] > 0
+    assert policy.eval_mode is not None
+    # the output layout of SPEC section 6
+    for rel in ("total_config.py", "formatted_total_config.py", "log/eval.csv", "log/serial",
+                "ckpt/ckpt_best.pth.tar", f"ckpt/iteration_{result['train_iter']}.pth.tar"):
+        assert os.path.exists(os.path.join("conv", rel)), rel
+    rows = read_eval_csv("conv/log/eval.csv")
+    assert rows[-1]["eval_return_mean"] == pytest.approx(result["eval_return"], rel=1e-5)
+
+
+def test_same_seed_same_evaluations(in_tmp_dir, cartpole_dqn):
+    serial_pipeline(cartpole_dqn("a"), seed=3, max_train_iter=200)
+    serial_pipeline(cartpole_dqn("b"), seed=3, max_train_iter=200)
+    a, b = read_eval_csv("a/log/eval.csv"), read_eval_csv("b/log/eval.csv")
+    assert len(a) >= 5
+    assert [(r["train_iter"], r["env_step"], r["eval_return_mean"]) for r in a] == \
+        [(r["train_iter"], r["env_step"], r["eval_return_mean"]) for r in b]
+
+
+def test_different_seeds_differ(in_tmp_dir, cartpole_dqn):
+    serial_pipeline(cartpole_dqn("s0"), seed=0, max_train_iter=120)
+    serial_pipeline(cartpole_dqn("s1"), seed=1, max_train_iter=120)
+    a, b = read_eval_csv("s0/log/eval.csv"), read_eval_csv("s1/log/eval.csv")
+    assert [r["eval_return_mean"] for r in a] != [r["eval_return_mean"] for r in b]
+
+
+def test_limits_stop_the_run(in_tmp_dir, cartpole_dqn):
+    serial_pipeline(cartpole_dqn("lim"), seed=0, max_env_step=200)
+    result = read_result("lim")
+    assert result["stop_flag"] is False
+    assert 200 <= result["env_step"] < 200 + 16
+
+
+def test_existing_exp_dir_is_not_overwritten(in_tmp_dir, cartpole_dqn):
+    serial_pipeline(cartpole_dqn("same"), seed=0, max_train_iter=10)
+    serial_pipeline(cartpole_dqn("same"), seed=0, max_train_iter=10)
+    renewed = [d for d in os.listdir(".") if d.startswith("same_")]
+    assert len(renewed) == 1 and os.path.exists(os.path.join(renewed[0], "result"))
+
+
+def test_unknown_policy_type(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn()
+    create.policy.type = "dqm"
+    with pytest.raises(RegistryError, match="(?s)unknown policy type 'dqm'.*Did you mean 'dqn'"):
+        serial_pipeline((main, create), seed=0)
+
+
+def test_config_typo_names_key_and_suggestion(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn()
+    main.policy.learn.update_per_colect = 3
+    with pytest.raises(ConfigError, match=r"policy\.learn\.update_per_colect.*update_per_collect"):
+        serial_pipeline((main, create), seed=0)
+
+
+def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn()
+    main.policy.collect.n_episode = 2
+    with pytest.raises(ConfigError, match="(?s)n_sample.*n_episode"):
+        serial_pipeline((main, create), seed=0)
+
+
+def test_env_with_wrong_observation_shape(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn()
+    create.env.type = "test_wrong_obs_shape_cartpole"
+    create.env.import_names = ["tests.entry._envs"]
+    with pytest.raises(EnvError, match=r"(?s)env 0.*shape \(5,\).*expects \(4,\)"):
+        serial_pipeline((main, create), seed=0, max_train_iter=5)
+
+
+def test_model_given_by_the_caller(in_tmp_dir, cartpole_dqn):
+    from ding.model import DQN
+
+    model = DQN(obs_shape=4, action_shape=2, encoder_hidden_size_list=[32, 32], dueling=False)
+    policy = serial_pipeline(cartpole_dqn("own_model"), seed=0, model=model, max_train_iter=20)
+    assert policy.learn_mode.get_attribute("model") is model or any(
+        p is q for p, q in zip(model.parameters(), policy.eval_mode.state_dict()["model"].values()))
+
+
+def test_resume_with_other_model_shape_is_a_clear_error(in_tmp_dir, cartpole_dqn):
+    serial_pipeline(cartpole_dqn("shape"), seed=0, max_train_iter=20)
+    main, create = cartpole_dqn("shape")
+    main.policy.model.encoder_hidden_size_list = [64, 64, 32]
+    with pytest.raises(CheckpointError, match="(?s)iteration_20.pth.tar.*(shape|size)"):
+        serial_pipeline((main, create), seed=0, max_train_iter=40, resume=True)
+
+
+def test_resume_without_checkpoint(in_tmp_dir, cartpole_dqn):
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from.*without --resume"):
+        serial_pipeline(cartpole_dqn("never_ran"), seed=0, resume=True)
+
+
+def test_workers_closed_after_an_error(in_tmp_dir, cartpole_dqn, monkeypatch):
+    """An exception inside the loop still closes every worker and env manager."""
+    from ding.worker import SampleSerialCollector
+
+    closed = []
+    real_close = SampleSerialCollector.close
+
+    def boom(self, *a, **k):
+        raise RuntimeError("collector exploded")
+
+    def spy_close(self):
+        closed.append(True)
+        real_close(self)
+
+    monkeypatch.setattr(SampleSerialCollector, "collect", boom)
+    monkeypatch.setattr(SampleSerialCollector, "close", spy_close)
+    with pytest.raises(RuntimeError, match="collector exploded"):
+        serial_pipeline(cartpole_dqn("err"), seed=0)
+    assert closed
+    import multiprocessing
+
+    assert multiprocessing.active_children() == []
+    assert torch.get_num_threads() == 1
