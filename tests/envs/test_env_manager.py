@@ -182,6 +182,18 @@ def test_spaces_and_random_action(kind):
         m.step(acts)
 
 
+def test_random_actions_agree_across_manager_types():
+    draws = {}
+    for kind in MANAGERS:
+        cfg = dict(type=kind) if kind == "base" else dict(type=kind, context=FAST_CTX)
+        with create_env_manager(cfg, [partial(CartPoleEnv, {}) for _ in range(3)]) as m:
+            m.seed(4)
+            m.launch()
+            draws[kind] = [m.random_action() for _ in range(20)]
+    assert draws["base"] == draws["subprocess"] == draws["async_subprocess"]
+    assert len({tuple(d.values()) for d in draws["base"]}) > 1
+
+
 @pytest.mark.parametrize("kind", MANAGERS)
 def test_enable_save_replay_gives_each_env_its_folder(kind, tmp_path):
     with make(kind, n=2) as m:

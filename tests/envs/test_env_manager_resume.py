@@ -52,9 +52,11 @@ def test_restored_manager_continues_the_same_episodes(kind):
         m.launch()
         play(m, 40)  # several episodes in (dynamic seeds: each reset drew a new seed)
         state = pickle.loads(pickle.dumps(m.state_dict()))  # as a checkpoint would store it
+        expected_random = [m.random_action() for _ in range(3)]
         expected = play(m, 60)
     with cartpole_manager(kind) as fresh:  # never launched: load_state_dict starts it
         fresh.load_state_dict(state)
+        assert [fresh.random_action() for _ in range(3)] == expected_random
         got = play(fresh, 60)
     assert same(expected, got, async_=kind == "async_subprocess")
     assert any(d for seq in got.values() for (_, _, d, _) in seq)  # episodes ended and were re-seeded identically

@@ -364,15 +364,15 @@ class BaseEnvManager:
         else:
             raise EnvError(f"seed(): expected an int or a list of ints, got {type(seed).__name__}")
         self._env_seed = [(s, dynamic_seed) for s in seeds]
-        self._seed_action_space(seeds[0])
+        self._seed_action_spaces(seeds)
 
-    def _seed_action_space(self, seed: int) -> None:
-        """Random actions come from each env's own (seeded) action space here."""
+    def _seed_action_spaces(self, seeds: list[int]) -> None:
+        """Random actions come from each env's own action space here, which ``env.seed`` seeds."""
 
     def random_action(self) -> dict[int, Any]:
         """A random action for every ready env."""
         self._check_open()
-        return {i: self._envs[i].random_action() for i in self._ready_obs}
+        return {i: self._envs[i].random_action() for i in sorted(self._ready_obs)}
 
     def enable_save_replay(self, replay_path: str | list[str]) -> None:
         """Record videos: one folder per env (a single path gets an ``env_<i>`` subfolder per env)."""

@@ -46,6 +46,7 @@ class _SubprocessEnvManager(BaseEnvManager):
         self._arrived: dict[int, tuple[str, Any, str, Any]] = {}  # received answers not processed yet
         self._last_obs: dict[int, Any] = {}  # obs an in-flight step acted on (for an abnormal timestep)
         self._shm_spec: tuple[tuple | None, Any] = (None, None)
+        self._action_spaces: list[Any] | None = None  # per-env copies in the parent, for random_action
 
     # ---- workers ------------------------------------------------------------------------------------------------
     def _create_envs(self, envs: list[BaseEnv] | None = None) -> None:
@@ -259,16 +260,19 @@ class _SubprocessEnvManager(BaseEnvManager):
         raise NotImplementedError
 
     # ---- random actions, replays --------------------------------------------------------------------------------
-    def _seed_action_space(self, seed: int) -> None:
-        """Random actions are drawn here in the parent from env 0's action space, seeded with the first env seed."""
-        space = self.action_space
-        if hasattr(space, "seed"):
-            space.seed(seed)
+    def _seed_action_spaces(self, seeds: list[int]) -> None:
+        """Random actions are drawn in the parent (no round trip), from one copy of env 0's action space per env,
+        seeded like the env seeds its own (``seed + i``): the same actions ``BaseEnvManager.random_action`` gives
+        for envs such as ``DingEnvWrapper`` that seed their action space with their seed."""
+        self._action_spaces = [copy.deepcopy(self.action_space) for _ in seeds]
+        for space, s in zip(self._action_spaces, seeds):
+            space.seed(s)
 
     def random_action(self) -> dict[int, Any]:
         self._check_open()
-        space = self.action_space
-        return {i: space.sample() for i in sorted(self._ready_obs)}
+        if self._action_spaces is None:
+            self._action_spaces = [copy.deepcopy(self.action_space) for _ in range(self._env_num)]
+        return {i: self._action_spaces[i].sample() for i in sorted(self._ready_obs)}
 
     def _apply_replay_paths(self) -> None:
         self._park_in_flight()
@@ -341,9 +345,7 @@ class _SubprocessEnvManager(BaseEnvManager):
         state["envs"] = [answers[i][1] if i in answers else None for i in range(self._env_num)]
         state["arrived"] = copy.deepcopy(self._arrived)
         state["last_obs"] = copy.deepcopy(self._last_obs)
-        space = self.action_space
-        rng = getattr(space, "_np_random", None)
-        state["action_space_rng"] = copy.deepcopy(rng.bit_generator.state) if rng is not None else None
+        state["action_spaces"] = copy.deepcopy(self._action_spaces)
         return state
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -358,10 +360,8 @@ class _SubprocessEnvManager(BaseEnvManager):
         self._load_common_state(state)
         self._arrived = copy.deepcopy(dict(state.get("arrived") or {}))
         self._last_obs = copy.deepcopy(dict(state.get("last_obs") or {}))
-        if state.get("action_space_rng") is not None:
-            space = self.action_space
-            space.seed(0)
-            space.np_random.bit_generator.state = copy.deepcopy(state["action_space_rng"])
+        if state.get("action_spaces") is not None:
+            self._action_spaces = copy.deepcopy(state["action_spaces"])
 
     def _drain_all(self) -> None:
         while self._pending or self._arrived:
