@@ -94,6 +94,12 @@ class CounterEnv(BaseEnv):
         self._ret += float(reward[0])
         done = self._t >= self._length
         info = {"truncated": False}
+        if self._cfg.get("report_worker"):  # what the worker process set up for its env
+            import torch
+
+            info["omp_wait_policy"] = os.environ.get("OMP_WAIT_POLICY")
+            info["torch_threads"] = torch.get_num_threads()
+            torch.set_num_threads(3)  # the worker must bring it back to 1 after this command
         if done:
             info["eval_episode_return"] = self._ret
         return BaseEnvTimestep(obs, reward, done, info)

@@ -259,6 +259,15 @@ def test_subprocess_shared_memory_on_and_off_agree(shared_memory):
         assert all(np.array_equal(x[0], y[0]) and x[1] == y[1] for x, y in zip(traj[i], ref[i]))
 
 
+def test_workers_use_passive_omp_waits_and_one_torch_thread(monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with make("subprocess", n=1, env_cfg=dict(report_worker=True)) as m:
+        m.launch()
+        for _ in range(2):
+            info = m.step({0: 0})[0].info
+            assert info["omp_wait_policy"] == "PASSIVE" and info["torch_threads"] == 1
+
+
 def test_spawned_workers_accept_a_lambda_env_fn():
     fns = [lambda: DingEnvWrapper(gym.make("CartPole-v1")) for _ in range(2)]
     with SyncSubprocessEnvManager(fns, dict(context="spawn")) as m:
