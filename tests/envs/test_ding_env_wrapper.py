@@ -185,8 +185,15 @@ def test_env_wrappers_callable_and_registry_name():
     env = DingEnvWrapper(cfg=dict(env_id="CartPole-v1", env_wrapper="test_clip_reward"))
     env.reset()
     assert env.step(0).reward[0] == 0.25
+    ENV_WRAPPER_REGISTRY.register("test_clip", gym.wrappers.ClipReward, force_overwrite=True)
+    clip = dict(type="test_clip", kwargs=dict(max_reward=0.5))
+    env = DingEnvWrapper(cfg=dict(env_id="CartPole-v1", env_wrapper=[clip]))
+    env.reset()
+    assert env.step(0).reward[0] == 0.5
     with pytest.raises(RegistryError, match="env.env_wrapper: unknown env_wrapper type 'test_clip_rewrd'"):
         DingEnvWrapper(cfg=dict(env_id="CartPole-v1", env_wrapper=["test_clip_rewrd"]))
+    with pytest.raises(EnvError, match="env.env_wrapper: 3 is not a wrapper"):
+        DingEnvWrapper(cfg=dict(env_id="CartPole-v1", env_wrapper=[3]))
 
 
 def test_save_replay_errors(monkeypatch, tmp_path):

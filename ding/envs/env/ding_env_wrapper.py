@@ -35,7 +35,7 @@ class DingEnvWrapper(BaseEnv):
 
     config = dict(
         env_id=None,  # gymnasium id passed to gym.make when no env instance is given, e.g. 'CartPole-v1'
-        env_wrapper="default",  # 'default' (no extra wrappers) or a list of ENV_WRAPPER_REGISTRY names / callables
+        env_wrapper="default",  # 'default' (none), or a list of registry names, dict(type, kwargs) or callables
         max_episode_steps=None,  # truncate episodes after this many steps (None: only the env's own time limit)
         act_scale=False,  # Box actions: the agent acts in [-1, 1], mapped affinely onto the env's [low, high]
         render_mode=None,  # passed to the env constructor; enable_save_replay switches it to 'rgb_array'
@@ -74,15 +74,25 @@ class DingEnvWrapper(BaseEnv):
         return self._apply_wrappers(env)
 
     def _apply_wrappers(self, env: gym.Env) -> gym.Env:
+        """Apply ``cfg.env_wrapper`` in order: registry names, ``dict(type=name, kwargs={...})`` or ``env -> env``."""
         spec = self._cfg.env_wrapper
         if spec in (None, "default"):
             return env
-        if isinstance(spec, str) or callable(spec):
+        if isinstance(spec, (str, Mapping)) or callable(spec):
             spec = [spec]
         for w in spec:
-            fn: Callable[[gym.Env], gym.Env] = ENV_WRAPPER_REGISTRY.get(w, where="env.env_wrapper") \
-                if isinstance(w, str) else w
-            env = fn(env)
+            kwargs: dict = {}
+            if isinstance(w, Mapping):
+                kwargs = dict(w.get("kwargs") or {})
+                w = w.get("type")
+            if isinstance(w, str):
+                w = ENV_WRAPPER_REGISTRY.get(w, where="env.env_wrapper")
+            if not callable(w):
+                raise EnvError(
+                    f"env.env_wrapper: {w!r} is not a wrapper; give a registered wrapper name, "
+                    "dict(type=name, kwargs={...}) or a callable taking the env"
+                )
+            env = w(env, **kwargs)
         return env
 
     def _setup_spaces(self) -> None:
@@ -113,7 +123,7 @@ class DingEnvWrapper(BaseEnv):
 
     # ---- BaseEnv interface --------------------------------------------------------------------------------------
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` each reset draws a fresh seed from an RNG seeded by ``seed``; else each reset uses it."""
+        """With ``dynamic_seed`` each reset draws a new seed from an RNG seeded by ``seed``; else each reset uses it."""
         self._seed = int(seed)
         self._dynamic_seed = bool(dynamic_seed)
         self._rng = np.random.default_rng(self._seed)
