@@ -18,6 +18,8 @@ from .segment_tree import MinSegmentTree, SumSegmentTree
 
 MIN_PRIORITY = 1e-6  # priorities below this (including 0) are sampled as if they were this: items stay reachable
 _UPDATE_KEYS = ("priority", "replay_unique_id", "replay_buffer_idx")
+# Columns of the per-slot integer table (one row per slot, so a batch's metadata is one gather).
+_UID, _USE, _COLLECT_ITER = 0, 1, 2
 
 
 @BUFFER_REGISTRY.register("advanced")
@@ -77,11 +79,13 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         tree_capacity = 1 << (capacity - 1).bit_length()
         self._sum_tree = SumSegmentTree(tree_capacity)
         self._min_tree = MinSegmentTree(tree_capacity)
-        self._uid = np.full(capacity, -1, dtype=np.int64)  # number of the item in each slot (push order)
-        self._use = np.zeros(capacity, dtype=np.int64)
-        self._collect_iter = np.zeros(capacity, dtype=np.int64)
-        self._priority = np.zeros(capacity, dtype=np.float64)
+        # per slot: the item's number in push order (-1: empty), times sampled, learner iteration of collection
+        self._meta = np.zeros((capacity, 3), dtype=np.int64)
+        self._meta[:, _UID] = -1
+        self._priority = np.zeros(capacity, dtype=np.float64)  # raw priority of each slot
         self._use_priority = bool(cfg.priority)
+        self._use_is_weight = self._use_priority and bool(cfg.priority_IS_weight)
+        self._min_limit_ratio = float(cfg.thruput_controller.sample_min_limit_ratio)
         self._alpha = float(cfg.alpha)
         self._max_use = float(cfg.max_use)
         self._max_staleness = float(cfg.max_staleness)
@@ -176,9 +180,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             else:
                 new_priority = np.where(missing[n - k:], self._max_priority, priorities[n - k:])
                 self._max_priority = max(self._max_priority, float(new_priority.max()))
-            self._uid[slots] = np.arange(first, first + k, dtype=np.int64)
-            self._use[slots] = 0
-            self._collect_iter[slots] = [self._last_learner_iter if c is None else c for c in collect_iter[n - k:]]
+            self._meta[slots, _UID] = np.arange(first, first + k, dtype=np.int64)
+            self._meta[slots, _USE] = 0
+            self._meta[slots, _COLLECT_ITER] = [self._last_learner_iter if c is None else c
+                                                for c in collect_iter[n - k:]]
             self._set_priority(slots, new_priority)
             self._thruput.record(pushed=n)
             self._rate_monitor.add("pushed", n)
@@ -196,6 +201,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         """Empty distinct valid ``slots`` (trees included); returns the removed items."""
         self._sum_tree.update_unique(slots, np.zeros(slots.size))
         self._min_tree.update_unique(slots, np.full(slots.size, np.inf))
+        self._meta[slots, _UID] = -1
         self._rate_monitor.add("removed", slots.size)
         return self._storage.remove(slots)
 
@@ -234,7 +240,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         with self._lock:
             if self._closed or not self._use_priority:
                 return
-            current = self._storage.valid[slots] & (self._uid[slots] == uid)
+            current = self._meta[slots, _UID] == uid  # empty slots hold -1, which no sampled item carries
             slots, priority = slots[current], priority[current]
             if slots.size == 0:
                 return
@@ -275,12 +281,13 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         return result
 
     def _drop_stale(self, cur_learner_iter: int) -> list:
-        stale = np.flatnonzero(self._storage.valid & (cur_learner_iter - self._collect_iter > self._max_staleness))
+        age = cur_learner_iter - self._meta[:, _COLLECT_ITER]
+        stale = np.flatnonzero(self._storage.valid & (age > self._max_staleness))
         return self._remove(stale) if stale.size else []
 
     def _refusal(self, size: int, start: int, stop: int, in_range: bool) -> str | None:
         count = self._storage.valid_count
-        needed = max(1, math.ceil(size * float(self._cfg.thruput_controller.sample_min_limit_ratio)))
+        needed = max(1, math.ceil(size * self._min_limit_ratio))
         reason = self._start_size_refusal()
         if reason is None and count < needed:
             reason = (f"buffer '{self._instance_name}': asked for {size} items but {count} are stored (sampling needs "
@@ -305,19 +312,20 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             slots = self._sum_tree.find_prefixsum_idx(u * self._sum_tree.sum())
         else:
             slots = self._find_in_range(u, start, stop)
-        leaf = self._sum_tree[slots]
+        priority = self._priority[slots]
         beta = self.beta
-        if self._use_priority and self._cfg.priority_IS_weight:
+        if self._use_is_weight:
+            leaf = np.maximum(priority, MIN_PRIORITY) ** self._alpha  # the same arithmetic as the stored leaves
             weight = (leaf / self._min_tree.min()) ** (-beta)
         else:
             weight = np.ones(size)
-        np.add.at(self._use, slots, 1)
-        use = self._use[slots]
-        staleness = cur_learner_iter - self._collect_iter[slots]
-        priority = self._priority[slots]
+        np.add.at(self._meta[:, _USE], slots, 1)
+        meta = self._meta[slots]
+        use = meta[:, _USE]
+        staleness = cur_learner_iter - meta[:, _COLLECT_ITER]
         data = self._storage.data
         result = []
-        for s, uid, w, n, st, p in zip(slots.tolist(), self._uid[slots].tolist(), weight.tolist(), use.tolist(),
+        for s, uid, w, n, st, p in zip(slots.tolist(), meta[:, _UID].tolist(), weight.tolist(), use.tolist(),
                                        staleness.tolist(), priority.tolist()):
             item = data[s]
             # copy + setitem measured fastest; the copy's cache misses (one per stored value) dominate anyway
@@ -368,8 +376,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
     def _on_clear(self) -> None:
         self._sum_tree = SumSegmentTree(self._sum_tree.capacity)
         self._min_tree = MinSegmentTree(self._min_tree.capacity)
-        self._uid[:] = -1
-        self._use[:] = 0
+        self._meta[:, _UID] = -1
+        self._meta[:, _USE] = 0
 
     def save_data(self, file_name: str) -> None:
         """Write the stored items, oldest first, with their priorities (see ``buffer_io`` for the format)."""
@@ -396,7 +404,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         with self._lock:
             state = super().state_dict()
             state.update(
-                uid=self._uid.copy(), use=self._use.copy(), collect_iter=self._collect_iter.copy(),
+                uid=self._meta[:, _UID].copy(), use=self._meta[:, _USE].copy(),
+                collect_iter=self._meta[:, _COLLECT_ITER].copy(),
                 priority=self._priority.copy(), sum_tree=self._sum_tree.state_dict(),
                 min_tree=self._min_tree.state_dict(), max_priority=self._max_priority, alpha=self._alpha,
                 use_priority=self._use_priority, beta_start=self._beta_start, anneal_origin=self._anneal_origin,
@@ -411,9 +420,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             state = _state_dict
             if deepcopy:
                 self._storage.data = copy.deepcopy(self._storage.data)
-            self._uid[:] = state["uid"]
-            self._use[:] = state["use"]
-            self._collect_iter[:] = state["collect_iter"]
+            self._meta[:, _UID] = state["uid"]
+            self._meta[:, _USE] = state["use"]
+            self._meta[:, _COLLECT_ITER] = state["collect_iter"]
             self._priority[:] = state["priority"]
             if state["alpha"] == self._alpha and state["use_priority"] == self._use_priority:
                 self._sum_tree.load_state_dict(state["sum_tree"])
