@@ -81,6 +81,7 @@ def test_update_accepts_tensors_and_ignores_empty_feedback():
     buffer.update(None)
     buffer.update({})
     buffer.update({"total_loss": 1.0})  # a learner info without priority keys
+    buffer.update({"priority": [], "replay_unique_id": [], "replay_buffer_idx": []})
     buffer.update({"priority": torch.tensor([2.0, 2.0, 2.0, 2.0], requires_grad=True),
                    "replay_unique_id": torch.tensor([d["replay_unique_id"] for d in batch]),
                    "replay_buffer_idx": np.array([d["replay_buffer_idx"] for d in batch])})

@@ -232,8 +232,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                                     f"{uid.size} replay_unique_id and {slots.size} replay_buffer_idx; they must have "
                                     "the same length (one entry per sampled item)")
         _check_priorities(self._instance_name, "update", priority)
+        if slots.size == 0:
+            return
         capacity = self._storage.capacity
-        if slots.size and (slots.min() < 0 or slots.max() >= capacity):
+        if slots.view(np.uint64).max() >= capacity:  # negative indices wrap to huge unsigned ones
             bad = slots[(slots < 0) | (slots >= capacity)][:5].tolist()
             raise ReplayBufferError(f"buffer '{self._instance_name}': replay_buffer_idx out of range [0, {capacity}): "
                                     f"{bad}")
@@ -241,9 +243,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             if self._closed or not self._use_priority:
                 return
             current = self._meta[slots, _UID] == uid  # empty slots hold -1, which no sampled item carries
-            slots, priority = slots[current], priority[current]
-            if slots.size == 0:
-                return
+            if not current.all():
+                slots, priority = slots[current], priority[current]
+                if slots.size == 0:
+                    return
             self._max_priority = max(self._max_priority, float(priority.max()))
             if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
                 slots, last = np.unique(slots[::-1], return_index=True)
