@@ -79,8 +79,10 @@ class SumSegmentTree:
         leaf = idx + self.capacity
         delta = values - self._tree[leaf]
         self._tree[leaf] = values
-        ancestors = leaf[None, :] >> self._shifts
-        np.add.at(self._tree, ancestors.reshape(-1), np.broadcast_to(delta, ancestors.shape).reshape(-1))
+        ancestors = leaf[None, :] >> self._shifts  # (depth, n): row k holds the ancestors k + 1 levels up
+        # Flat index and value arrays: np.add.at with a broadcast value array is slow, and wrong in numpy 2.4.6 when
+        # the index array is 2-D.
+        np.add.at(self._tree, ancestors.reshape(-1), delta.reshape(1, -1).repeat(self._depth, axis=0).reshape(-1))
         self._writes_since_rebuild += idx.size
         if self._writes_since_rebuild >= self.capacity:
             self.rebuild()
@@ -207,7 +209,7 @@ class MinSegmentTree:
         for level, (shift, rows) in enumerate(self._plan):
             parent = self._levels[level + 1]
             if rows.size <= _FULL_RECOMPUTE_SIZE:  # small level: one pass over it beats anything clever
-                np.min(rows, axis=1, out=parent)
+                rows.min(axis=1, out=parent)
                 continue
             # A parent only needs its block rescanned if a changed child may have held its minimum; otherwise
             # the new minimum is min(old minimum, new child values).
