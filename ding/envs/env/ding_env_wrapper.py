@@ -20,7 +20,6 @@ class InvalidActionError(EnvError, ValueError):
     """An action does not fit the env's action space (a caller's mistake: env managers never retry it)."""
 
 
-_SEED_HIGH = 2**31 - 1
 
 
 @ENV_REGISTRY.register("ding_env_wrapper")
@@ -53,7 +52,7 @@ class DingEnvWrapper(BaseEnv):
         self._setup_spaces()
         self._seed: int | None = None
         self._dynamic_seed = True
-        self._rng: np.random.Generator | None = None
+        self._seed_pending = False
         self._max_steps = math.inf if self._cfg.max_episode_steps is None else int(self._cfg.max_episode_steps)
         self._elapsed = -1  # -1 until the first reset
         self._episode_return = 0.0
@@ -123,15 +122,18 @@ class DingEnvWrapper(BaseEnv):
 
     # ---- BaseEnv interface --------------------------------------------------------------------------------------
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
-        """With ``dynamic_seed`` each reset draws a new seed from an RNG seeded by ``seed``; else each reset uses it."""
+        """With ``dynamic_seed`` the next reset seeds the gymnasium env once and later episodes continue its RNG
+        (every episode differs, reproducibly); else every reset uses ``seed`` (the same episode each time)."""
         self._seed = int(seed)
         self._dynamic_seed = bool(dynamic_seed)
-        self._rng = np.random.default_rng(self._seed)
+        self._seed_pending = True
         self._action_space.seed(self._seed)
 
     def reset(self, **kwargs: Any) -> np.ndarray:
-        if self._seed is not None:
-            kwargs.setdefault("seed", int(self._rng.integers(_SEED_HIGH)) if self._dynamic_seed else self._seed)
+        if self._seed is not None and (self._seed_pending or not self._dynamic_seed):
+            # Re-seeding gymnasium builds a new Generator (~25 us); a dynamic seed does it once, not per episode.
+            kwargs.setdefault("seed", self._seed)
+            self._seed_pending = False
         obs, _ = self._env.reset(**kwargs)
         self._elapsed = 0
         self._episode_return = 0.0
@@ -148,7 +150,7 @@ class DingEnvWrapper(BaseEnv):
             truncated = True
         self._episode_return += rew
         info = dict(info)
-        info["truncated"] = bool(truncated)
+        info["truncated"] = bool(truncated) and not terminated  # a terminal step is never bootstrapped
         done = bool(terminated or truncated)
         if done:
             info["eval_episode_return"] = float(self._episode_return)

@@ -137,6 +137,10 @@ class BaseSerialCollector(ISerialCollector):
         self._env_steps = [0] * n  # steps of each env's current episode
         self._env_samples = [0] * n  # train samples from each env's current episode
         self._episode_open = [False] * n  # on_episode_start fired for the current episode
+        # The observation and policy output each env last acted on. An async env manager may answer an action in a
+        # later step() call, so the transition must pair the timestep with what was sent, not the latest ready_obs.
+        self._sent_obs: dict[int, Any] = {}
+        self._sent_out: dict[int, Any] = {}
 
     def _check_ready(self, where: str) -> None:
         if self._closed:
@@ -306,6 +310,8 @@ class BaseSerialCollector(ISerialCollector):
             "env_steps": list(self._env_steps),
             "env_samples": list(self._env_samples),
             "episode_open": list(self._episode_open),
+            "sent_obs": dict(self._sent_obs),
+            "sent_out": dict(self._sent_out),
         }
         if self._env is not None and callable(getattr(self._env, "state_dict", None)):
             state["env"] = self._env.state_dict()
@@ -325,6 +331,8 @@ class BaseSerialCollector(ISerialCollector):
         self._env_steps = list(state["env_steps"])
         self._env_samples = list(state["env_samples"])
         self._episode_open = list(state["episode_open"])
+        self._sent_obs = dict(state.get("sent_obs", {}))
+        self._sent_out = dict(state.get("sent_out", {}))
 
     def close(self) -> None:
         """Close the env manager, flush the TensorBoard writer (close it if the collector made it). Idempotent."""

@@ -55,6 +55,7 @@ class EpisodeSerialCollector(BaseSerialCollector):
         policy_kwargs = policy_kwargs or {}
         env = self._env
         forward = self._policy.forward
+        sent_obs, sent_out = self._sent_obs, self._sent_out
         process = self._policy.process_transition
         caches, env_steps = self._caches, self._env_steps
         has_cb = bool(self._callbacks)
@@ -71,12 +72,14 @@ class EpisodeSerialCollector(BaseSerialCollector):
             if deepcopy_obs:
                 obs = copy.deepcopy(obs)
             policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
+            sent_obs.update(obs)
+            sent_out.update(policy_output)
             timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)
                     continue
-                transition = process(obs[env_id], policy_output[env_id], timestep)
+                transition = process(sent_obs[env_id], sent_out[env_id], timestep)
                 transition["collect_iter"] = train_iter
                 caches[env_id].append(transition)
                 env_steps[env_id] += 1

@@ -77,6 +77,7 @@ class SampleSerialCollector(BaseSerialCollector):
         policy_kwargs = policy_kwargs or {}
         env = self._env
         forward = self._policy.forward
+        sent_obs, sent_out = self._sent_obs, self._sent_out
         process = self._policy.process_transition
         get_train_sample = self._policy.get_train_sample
         caches, env_steps, env_samples = self._caches, self._env_steps, self._env_samples
@@ -96,12 +97,14 @@ class SampleSerialCollector(BaseSerialCollector):
             if deepcopy_obs:
                 obs = copy.deepcopy(obs)
             policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
+            sent_obs.update(obs)
+            sent_out.update(policy_output)
             timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)
                     continue
-                transition = process(obs[env_id], policy_output[env_id], timestep)
+                transition = process(sent_obs[env_id], sent_out[env_id], timestep)
                 transition["collect_iter"] = train_iter
                 if add_seed:
                     transition["seed"] = level_seeds[env_id]
