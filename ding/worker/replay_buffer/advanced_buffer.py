@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._meta = np.zeros((capacity, 3), dtype=np.int64)
         self._meta[:, _UID] = -1
         self._priority = np.zeros(capacity, dtype=np.float64)  # raw priority of each slot
+        self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
+        self._last_seen = np.full(capacity, -1, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._use_priority = bool(cfg.priority)
         self._use_is_weight = self._use_priority and bool(cfg.priority_IS_weight)
         self._min_limit_ratio = float(cfg.thruput_controller.sample_min_limit_ratio)
@@ -146,12 +149,15 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         items = data if isinstance(data, list) else [data]
         other_mappings = False
         for i, item in enumerate(items):
-            if not isinstance(item, dict):
+            if type(item) is not dict:
                 if not isinstance(item, Mapping):
                     where = f"item {i} of the pushed list" if isinstance(data, list) else "the pushed item"
                     raise ReplayBufferError(f"buffer '{self._instance_name}' (advanced): {where} is a "
                                             f"{type(item).__name__}; push dicts (transitions) or a list of dicts")
-                other_mappings = True
+                if isinstance(item, dict):
+                    self._dict_subclasses = True
+                else:
+                    other_mappings = True
         if other_mappings:  # stored as plain dicts, so sample() can copy them cheaply
             items = [item if isinstance(item, dict) else dict(item) for item in items]
         given = [item.get("priority") for item in items]
@@ -249,8 +255,12 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                     return
             self._max_priority = max(self._max_priority, float(priority.max()))
             if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
-                slots, last = np.unique(slots[::-1], return_index=True)
-                priority = priority[::-1][last]
+                position = np.arange(slots.size)
+                np.maximum.at(self._last_seen, slots, position)
+                last = self._last_seen[slots] == position
+                self._last_seen[slots] = -1
+                if not last.all():
+                    slots, priority = slots[last], priority[last]
             self._set_priority(slots, priority)
 
     # ------------------------------------------------------------------ data out
@@ -326,20 +336,19 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         meta = self._meta[slots]
         use = meta[:, _USE]
         staleness = cur_learner_iter - meta[:, _COLLECT_ITER]
-        data = self._storage.data
-        result = []
-        for s, uid, w, n, st, p in zip(slots.tolist(), meta[:, _UID].tolist(), weight.tolist(), use.tolist(),
-                                       staleness.tolist(), priority.tolist()):
-            item = data[s]
-            # copy + setitem measured fastest; the copy's cache misses (one per stored value) dominate anyway
-            item = item.copy() if type(item) is dict else copy.copy(item)
+        # Copy in C loops (itemgetter, map): the copies wait on memory (the stored dicts are spread over the heap),
+        # and a tight loop lets the CPU overlap those waits; then add the meta keys to the fresh, cached copies.
+        slot_list = slots.tolist()
+        stored = itemgetter(*slot_list)(self._storage.data) if size > 1 else (self._storage.data[slot_list[0]],)
+        result = list(map(_copy_item if self._dict_subclasses else dict.copy, stored))
+        for item, s, uid, w, n, st, p in zip(result, slot_list, meta[:, _UID].tolist(), weight.tolist(), use.tolist(),
+                                             staleness.tolist(), priority.tolist()):
             item["replay_unique_id"] = uid
             item["replay_buffer_idx"] = s
             item["IS"] = w
             item["use"] = n
             item["staleness"] = st
             item["priority"] = p
-            result.append(item)
         self._sample_calls += 1
         used_up: list = []
         if self._max_use < math.inf:
@@ -423,6 +432,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             state = _state_dict
             if deepcopy:
                 self._storage.data = copy.deepcopy(self._storage.data)
+            self._dict_subclasses = any(type(item) is not dict for item in self._storage.data if item is not None)
             self._meta[:, _UID] = state["uid"]
             self._meta[:, _USE] = state["use"]
             self._meta[:, _COLLECT_ITER] = state["collect_iter"]
@@ -442,6 +452,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             self._last_learner_iter = int(state["last_learner_iter"])
 
 
+def _copy_item(item: dict) -> dict:
+    return item.copy() if type(item) is dict else copy.copy(item)
+
+
 def _num(value: Any) -> float:
     """``value`` as a float, or NaN (which fails every range check) if it is not a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
@@ -453,7 +467,7 @@ def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarr
     if hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
         value = value.detach().cpu().numpy()
     try:
-        return np.asarray(value).astype(dtype, copy=False).reshape(-1)
+        return np.asarray(value, dtype=dtype).reshape(-1)
     except (TypeError, ValueError) as e:
         raise ReplayBufferError(f"buffer '{instance_name}': update() {key} must be a list or array of numbers "
                                 f"(as sampled from this buffer), got {value!r:.80}") from e
