@@ -50,7 +50,7 @@ def test_collect_forward_output_format():
     for value in out.values():
         assert set(value) == {"action", "logit"}
         action = value["action"]
-        assert isinstance(action, np.ndarray) and action.shape == () and action.dtype == np.int64
+        assert isinstance(action, (np.ndarray, np.integer)) and action.shape == () and action.dtype == np.int64
         assert isinstance(value["logit"], np.ndarray) and value["logit"].shape == (2,)
         assert value["logit"].dtype == np.float32
 
