@@ -85,7 +85,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._meta[:, _UID] = -1
         self._priority = np.zeros(capacity, dtype=np.float64)  # raw priority of each slot
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
-        self._last_seen = np.full(capacity, -1, dtype=np.int64)  # scratch for de-duplicating update() entries
+        self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._use_priority = bool(cfg.priority)
         self._use_is_weight = self._use_priority and bool(cfg.priority_IS_weight)
         self._min_limit_ratio = float(cfg.thruput_controller.sample_min_limit_ratio)
@@ -237,7 +237,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             raise ReplayBufferError(f"buffer '{self._instance_name}': update() got {priority.size} priorities, "
                                     f"{uid.size} replay_unique_id and {slots.size} replay_buffer_idx; they must have "
                                     "the same length (one entry per sampled item)")
-        _check_priorities(self._instance_name, "update", priority)
+        highest = _check_priorities(self._instance_name, "update", priority)
         if slots.size == 0:
             return
         capacity = self._storage.capacity
@@ -253,13 +253,15 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 slots, priority = slots[current], priority[current]
                 if slots.size == 0:
                     return
-            self._max_priority = max(self._max_priority, float(priority.max()))
+                highest = float(priority.max())
+            self._max_priority = max(self._max_priority, highest)
             if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
-                position = np.arange(slots.size)
-                np.maximum.at(self._last_seen, slots, position)
-                last = self._last_seen[slots] == position
-                self._last_seen[slots] = -1
+                seen, position = self._last_seen, np.arange(slots.size)
+                seen[slots] = position  # with repeated slots, any one of their positions lands here...
+                last = seen[slots] == position
                 if not last.all():
+                    np.maximum.at(seen, slots, position)  # ...so take the largest explicitly
+                    last = seen[slots] == position
                     slots, priority = slots[last], priority[last]
             self._set_priority(slots, priority)
 
@@ -319,8 +321,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         return np.concatenate([np.arange(lo, hi, dtype=np.int64) for lo, hi in segments] or [np.zeros(0, np.int64)])
 
     def _draw(self, size: int, cur_learner_iter: int, start: int, stop: int) -> tuple[list, list]:
-        # Stratified: one uniform draw in each of `size` equal slices of the mass (shuffled so the batch is unordered).
-        u = (self._rng.permutation(size) + self._rng.random(size)) / size
+        # Stratified: one uniform draw in each of `size` equal slices of the mass. The draws stay in increasing order
+        # until the batch is built (tree and item memory is then read front to back, which caches and prefetchers
+        # like); the finished batch is shuffled.
+        u = (np.arange(size) + self._rng.random(size)) / size
         if (start, stop) == (0, self._storage.filled):
             slots = self._sum_tree.find_prefixsum_idx(u * self._sum_tree.sum())
         else:
@@ -349,6 +353,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             item["use"] = n
             item["staleness"] = st
             item["priority"] = p
+        if size > 1:
+            result = list(itemgetter(*self._rng.permutation(size).tolist())(result))
         self._sample_calls += 1
         used_up: list = []
         if self._max_use < math.inf:
@@ -467,7 +473,8 @@ def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarr
     if hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
         value = value.detach().cpu().numpy()
     try:
-        return np.asarray(value, dtype=dtype).reshape(-1)
+        array = np.asarray(value, dtype=dtype)
+        return array if array.ndim == 1 else array.reshape(-1)
     except (TypeError, ValueError) as e:
         raise ReplayBufferError(f"buffer '{instance_name}': update() {key} must be a list or array of numbers "
                                 f"(as sampled from this buffer), got {value!r:.80}") from e
@@ -488,11 +495,13 @@ def _scalar(value: Any, instance_name: str) -> float:
     return float(array.reshape(()))
 
 
-def _check_priorities(instance_name: str, where: str, priority: np.ndarray) -> None:
-    if priority.size == 0 or (priority.min() >= 0 and priority.max() < math.inf):  # NaN fails both comparisons
-        return
-    bad = ~np.isfinite(priority) | (priority < 0)
-    if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at "
-                                f"position {first}; priorities must be finite and >= 0 (e.g. abs(td_error) + 1e-6)")
+def _check_priorities(instance_name: str, where: str, priority: np.ndarray) -> float:
+    """Raise on a negative, NaN or infinite priority; return the largest (-inf if there are none)."""
+    if priority.size == 0:
+        return -math.inf
+    highest = float(priority.max())
+    if priority.min() >= 0 and highest < math.inf:  # NaN fails both comparisons
+        return highest
+    first = int(np.flatnonzero(~np.isfinite(priority) | (priority < 0))[0])  # there is one: a check above failed
+    raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at "
+                            f"position {first}; priorities must be finite and >= 0 (e.g. abs(td_error) + 1e-6)")
