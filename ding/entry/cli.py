@@ -68,14 +68,13 @@ def _query(name: str) -> int:
 
 
 def _import_everything() -> None:
-    """Import the built-in components so their registrations are visible."""
+    """Import the built-in components and dizoo envs so their registrations are visible."""
     import importlib
 
-    for mod in ("ding.envs", "ding.policy", "ding.model", "ding.worker", "dizoo.classic_control", "dizoo.box2d"):
-        try:
-            importlib.import_module(mod)
-        except ImportError:
-            pass  # optional parts (e.g. box2d envs) may be absent; their registry entries are then absent too
+    for mod in ("ding.envs", "ding.policy", "ding.model", "ding.worker", "dizoo.classic_control.cartpole.envs",
+                "dizoo.classic_control.pendulum.envs", "dizoo.classic_control.acrobot.envs",
+                "dizoo.classic_control.mountain_car.envs", "dizoo.box2d.lunarlander.envs"):
+        importlib.import_module(mod)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,10 +47,11 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
             r = runs[0]
             ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=name, marker=".")
         else:
-            grid = np.linspace(0, min(max(x["env_step"] for x in r) for r in runs), 100)
+            # a run that ended (e.g. reached the stop value) holds its last evaluation until the longest run ends
+            grid = np.linspace(0, max(max(x["env_step"] for x in r) for r in runs), 200)
             ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r])
                            for r in runs])
-            line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds)")
+            line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds, band: min-max)")
             ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
         stop = _stop_value(exp_dirs[0])
         if stop is not None and not stop_drawn:

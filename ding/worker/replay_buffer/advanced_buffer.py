@@ -19,8 +19,13 @@ from .segment_tree import MinSegmentTree, SumSegmentTree
 
 MIN_PRIORITY = 1e-6  # priorities below this (including 0) are sampled as if they were this: items stay reachable
 _UPDATE_KEYS = ("priority", "replay_unique_id", "replay_buffer_idx")
-# Columns of the per-slot integer table (one row per slot, so a batch's metadata is one gather).
-_UID, _USE, _COLLECT_ITER = 0, 1, 2
+# What the buffer keeps per slot, as one record (a batch's metadata then sits in 64 cache lines, not 4 x 64).
+_SLOT_INFO = np.dtype([
+    ("uid", np.int64),  # the item's number in push order; -1: the slot is empty
+    ("use", np.int64),  # times sampled
+    ("collect_iter", np.int64),  # learner iteration when it was collected
+    ("priority", np.float64),  # raw priority
+])
 
 
 @BUFFER_REGISTRY.register("advanced")
@@ -80,10 +85,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         tree_capacity = 1 << (capacity - 1).bit_length()
         self._sum_tree = SumSegmentTree(tree_capacity)
         self._min_tree = MinSegmentTree(tree_capacity)
-        # per slot: the item's number in push order (-1: empty), times sampled, learner iteration of collection
-        self._meta = np.zeros((capacity, 3), dtype=np.int64)
-        self._meta[:, _UID] = -1
-        self._priority = np.zeros(capacity, dtype=np.float64)  # raw priority of each slot
+        self._info = np.zeros(capacity, dtype=_SLOT_INFO)
+        self._info["uid"] = -1
+        # field views (the record array is never reallocated, so they stay valid)
+        self._uid, self._use, self._collect_iter, self._priority = (self._info[f] for f in _SLOT_INFO.names)
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._use_priority = bool(cfg.priority)
@@ -186,10 +191,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             else:
                 new_priority = np.where(missing[n - k:], self._max_priority, priorities[n - k:])
                 self._max_priority = max(self._max_priority, float(new_priority.max()))
-            self._meta[slots, _UID] = np.arange(first, first + k, dtype=np.int64)
-            self._meta[slots, _USE] = 0
-            self._meta[slots, _COLLECT_ITER] = [self._last_learner_iter if c is None else c
-                                                for c in collect_iter[n - k:]]
+            self._uid[slots] = np.arange(first, first + k, dtype=np.int64)
+            self._use[slots] = 0
+            self._collect_iter[slots] = [self._last_learner_iter if c is None else c for c in collect_iter[n - k:]]
             self._set_priority(slots, new_priority)
             self._thruput.record(pushed=n)
             self._rate_monitor.add("pushed", n)
@@ -207,7 +211,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         """Empty distinct valid ``slots`` (trees included); returns the removed items."""
         self._sum_tree.update_unique(slots, np.zeros(slots.size))
         self._min_tree.update_unique(slots, np.full(slots.size, np.inf))
-        self._meta[slots, _UID] = -1
+        self._uid[slots] = -1
         self._rate_monitor.add("removed", slots.size)
         return self._storage.remove(slots)
 
@@ -248,7 +252,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         with self._lock:
             if self._closed or not self._use_priority:
                 return
-            current = self._meta[slots, _UID] == uid  # empty slots hold -1, which no sampled item carries
+            current = self._uid[slots] == uid  # empty slots hold -1, which no sampled item carries
             if not current.all():
                 slots, priority = slots[current], priority[current]
                 if slots.size == 0:
@@ -296,7 +300,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         return result
 
     def _drop_stale(self, cur_learner_iter: int) -> list:
-        age = cur_learner_iter - self._meta[:, _COLLECT_ITER]
+        age = cur_learner_iter - self._collect_iter
         stale = np.flatnonzero(self._storage.valid & (age > self._max_staleness))
         return self._remove(stale) if stale.size else []
 
@@ -329,23 +333,23 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             slots = self._sum_tree.find_prefixsum_idx(u * self._sum_tree.sum())
         else:
             slots = self._find_in_range(u, start, stop)
-        priority = self._priority[slots]
+        np.add.at(self._use, slots, 1)
+        info = self._info[slots]
+        priority = info["priority"]
         beta = self.beta
         if self._use_is_weight:
             leaf = np.maximum(priority, MIN_PRIORITY) ** self._alpha  # the same arithmetic as the stored leaves
             weight = (leaf / self._min_tree.min()) ** (-beta)
         else:
             weight = np.ones(size)
-        np.add.at(self._meta[:, _USE], slots, 1)
-        meta = self._meta[slots]
-        use = meta[:, _USE]
-        staleness = cur_learner_iter - meta[:, _COLLECT_ITER]
+        use = info["use"]
+        staleness = cur_learner_iter - info["collect_iter"]
         # Copy in C loops (itemgetter, map): the copies wait on memory (the stored dicts are spread over the heap),
         # and a tight loop lets the CPU overlap those waits; then add the meta keys to the fresh, cached copies.
         slot_list = slots.tolist()
         stored = itemgetter(*slot_list)(self._storage.data) if size > 1 else (self._storage.data[slot_list[0]],)
         result = list(map(_copy_item if self._dict_subclasses else dict.copy, stored))
-        for item, s, uid, w, n, st, p in zip(result, slot_list, meta[:, _UID].tolist(), weight.tolist(), use.tolist(),
+        for item, s, uid, w, n, st, p in zip(result, slot_list, info["uid"].tolist(), weight.tolist(), use.tolist(),
                                              staleness.tolist(), priority.tolist()):
             item["replay_unique_id"] = uid
             item["replay_buffer_idx"] = s
@@ -394,8 +398,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
     def _on_clear(self) -> None:
         self._sum_tree = SumSegmentTree(self._sum_tree.capacity)
         self._min_tree = MinSegmentTree(self._min_tree.capacity)
-        self._meta[:, _UID] = -1
-        self._meta[:, _USE] = 0
+        self._uid[:] = -1
+        self._use[:] = 0
 
     def save_data(self, file_name: str) -> None:
         """Write the stored items, oldest first, with their priorities (see ``buffer_io`` for the format)."""
@@ -422,8 +426,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         with self._lock:
             state = super().state_dict()
             state.update(
-                uid=self._meta[:, _UID].copy(), use=self._meta[:, _USE].copy(),
-                collect_iter=self._meta[:, _COLLECT_ITER].copy(),
+                uid=self._uid.copy(), use=self._use.copy(), collect_iter=self._collect_iter.copy(),
                 priority=self._priority.copy(), sum_tree=self._sum_tree.state_dict(),
                 min_tree=self._min_tree.state_dict(), max_priority=self._max_priority, alpha=self._alpha,
                 use_priority=self._use_priority, beta_start=self._beta_start, anneal_origin=self._anneal_origin,
@@ -439,9 +442,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             if deepcopy:
                 self._storage.data = copy.deepcopy(self._storage.data)
             self._dict_subclasses = any(type(item) is not dict for item in self._storage.data if item is not None)
-            self._meta[:, _UID] = state["uid"]
-            self._meta[:, _USE] = state["use"]
-            self._meta[:, _COLLECT_ITER] = state["collect_iter"]
+            self._uid[:] = state["uid"]
+            self._use[:] = state["use"]
+            self._collect_iter[:] = state["collect_iter"]
             self._priority[:] = state["priority"]
             if state["alpha"] == self._alpha and state["use_priority"] == self._use_priority:
                 self._sum_tree.load_state_dict(state["sum_tree"])
