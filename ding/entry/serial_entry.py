@@ -59,6 +59,7 @@ def serial_pipeline(
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
     cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
                          renew_dir=not resume, source=source)
+    _share_priority_settings(cfg)
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
     resume_path = find_resume_checkpoint(cfg.exp_name) if resume else None
@@ -205,6 +206,15 @@ class _SerialRun:
         for obj in reversed(self._closables):
             obj.close()
         self._closables.clear()
+
+
+def _share_priority_settings(cfg: Any) -> None:
+    """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it."""
+    buffer_cfg = cfg.policy.other.get("replay_buffer")
+    if buffer_cfg is not None and "priority" in buffer_cfg:
+        buffer_cfg.priority = bool(cfg.policy.get("priority", False))
+        if "priority_IS_weight" in buffer_cfg:
+            buffer_cfg.priority_IS_weight = bool(cfg.policy.get("priority_IS_weight", False))
 
 
 def _eval_returns(episode_info: Any) -> dict[str, float]:

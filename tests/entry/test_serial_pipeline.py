@@ -134,3 +134,26 @@ def test_workers_closed_after_an_error(in_tmp_dir, cartpole_dqn, monkeypatch):
 
     assert multiprocessing.active_children() == []
     assert torch.get_num_threads() == 1
+
+
+def test_prioritized_dqn_reaches_stop_value_and_feeds_priorities_back(in_tmp_dir, monkeypatch):
+    import copy
+
+    from ding.worker import AdvancedReplayBuffer
+    from dizoo.classic_control.cartpole.config.cartpole_dqn_priority_config import create_config, main_config
+
+    updates = []
+    real_update = AdvancedReplayBuffer.update
+
+    def spy(self, info):
+        updates.append(len(info["priority"]))
+        return real_update(self, info)
+
+    monkeypatch.setattr(AdvancedReplayBuffer, "update", spy)
+    main = copy.deepcopy(main_config)
+    main.exp_name = "prio"
+    serial_pipeline((main, copy.deepcopy(create_config)), seed=0, max_env_step=5000)
+    result = read_result("prio")
+    assert result["stop_flag"] is True and result["eval_return"] >= 195
+    assert len(updates) == result["train_iter"]  # one priority update per training iteration
+    assert set(updates) == {main.policy.learn.batch_size}
