@@ -473,7 +473,7 @@ def _num(value: Any) -> float:
 
 
 def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarray:
-    if hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
+    if type(value) is not list and hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
         value = value.detach().cpu().numpy()
     try:
         array = np.asarray(value, dtype=dtype)

@@ -55,7 +55,7 @@ class SumSegmentTree:
         self._depth = self.capacity.bit_length() - 1
         self._tree = np.zeros(2 * self.capacity, dtype=np.float64)
         self._leaves = self._tree[self.capacity:]  # a view; the tree array is never reallocated
-        self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[:, None]
+        self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[None, :]
         self._writes_since_rebuild = 0
 
     @property
@@ -79,10 +79,10 @@ class SumSegmentTree:
         leaf = idx + self.capacity
         delta = values - self._tree[leaf]
         self._tree[leaf] = values
-        ancestors = leaf[None, :] >> self._shifts  # (depth, n): row k holds the ancestors k + 1 levels up
+        ancestors = leaf[:, None] >> self._shifts  # (n, depth): row j holds leaf j's ancestors, parent first
         # Flat index and value arrays: np.add.at with a broadcast value array is slow, and wrong in numpy 2.4.6 when
         # the index array is 2-D.
-        np.add.at(self._tree, ancestors.reshape(-1), delta.reshape(1, -1).repeat(self._depth, axis=0).reshape(-1))
+        np.add.at(self._tree, ancestors.ravel(), delta.repeat(self._depth))
         self._writes_since_rebuild += idx.size
         if self._writes_since_rebuild >= self.capacity:
             self.rebuild()
@@ -220,7 +220,8 @@ class MinSegmentTree:
             if rescan.any():
                 again = node[rescan]
                 parent[again] = rows[again].min(axis=1)
-            child_old, child_new = parent_old, parent[node]
+            if level + 1 < len(self._plan) and self._plan[level + 1][1].size > _FULL_RECOMPUTE_SIZE:
+                child_old, child_new = parent_old, parent[node]  # the next level is updated incrementally too
 
     def min(self, start: int = 0, end: int | None = None) -> float:
         """Minimum of leaves ``[start, end)`` (``inf`` if they are all empty)."""
