@@ -190,6 +190,11 @@ class _SerialRun:
         self.last_eval = {"train_iter": self.learner.train_iter, "env_step": self.collector.envstep, **ret}
         self.eval_csv.append(self.learner.train_iter, self.collector.envstep, ret["eval_return_mean"],
                              ret["eval_return_std"])
+        # every buffer type reports its fill level (the prioritized one also logs sample statistics itself)
+        self.tb_logger.add_scalar("buffer_iter/count", self.buffer.count(), self.learner.train_iter)
+        pushed = getattr(self.buffer, "push_count", None)
+        if isinstance(pushed, int):
+            self.tb_logger.add_scalar("buffer_iter/push_count", pushed, self.learner.train_iter)
         view.eval(ret["eval_return_mean"])
 
     def _write_result(self, stop_flag: bool, wall: float, interrupted: bool) -> None:

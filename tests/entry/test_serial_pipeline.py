@@ -28,6 +28,29 @@ def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
         assert os.path.exists(os.path.join("conv", rel)), rel
     rows = read_eval_csv("conv/log/eval.csv")
     assert rows[-1]["eval_return_mean"] == pytest.approx(result["eval_return"], rel=1e-5)
+    groups = {tag.split("/")[0] for tag in _tensorboard_tags("conv/log/serial")}
+    assert {"learner_iter", "collector_step", "evaluator_step", "buffer_iter"} <= groups
+
+
+def _tensorboard_tags(log_dir: str) -> set[str]:
+    """Scalar tags in a tensorboardX event file (TFRecord framing: length, crc, Event proto, crc)."""
+    import glob
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    tags = set()
+    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents*")):
+        with open(path, "rb") as f:
+            data = f.read()
+        i = 0
+        while i < len(data):
+            (n,) = struct.unpack("<Q", data[i:i + 8])
+            event = event_pb2.Event()
+            event.ParseFromString(data[i + 12:i + 12 + n])
+            tags.update(v.tag for v in event.summary.value)
+            i += 12 + n + 4
+    return tags
 
 
 def test_same_seed_same_evaluations(in_tmp_dir, cartpole_dqn):
