@@ -14,7 +14,9 @@ def cartpole_dqn():
 
         main, create = copy.deepcopy(main_config), copy.deepcopy(create_config)
         main.exp_name = exp_name
-        main.policy.learn.learner = dict(hook=dict(log_show_after_iter=100000, **learner_hooks))
+        hook = dict(log_show_after_iter=100000)
+        hook.update(learner_hooks)
+        main.policy.learn.learner = dict(hook=hook)
         return main, create
 
     return make

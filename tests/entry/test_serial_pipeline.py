@@ -15,7 +15,7 @@ from .conftest import read_result
 
 def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
     """The shipped config trains CartPole to 195 within the promised budget (fixed seed)."""
-    policy = serial_pipeline(cartpole_dqn("conv"), seed=0, max_env_step=5000)
+    policy = serial_pipeline(cartpole_dqn("conv", log_show_after_iter=100), seed=0, max_env_step=5000)
     result = read_result("conv")
     assert result["stop_flag"] is True
     assert result["eval_return"] >= 195
