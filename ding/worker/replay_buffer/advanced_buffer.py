@@ -328,11 +328,11 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         # Stratified: one uniform draw in each of `size` equal slices of the mass. The draws stay in increasing order
         # until the batch is built (tree and item memory is then read front to back, which caches and prefetchers
         # like); the finished batch is shuffled.
-        u = (np.arange(size) + self._rng.random(size)) / size
+        strata = np.arange(size) + self._rng.random(size)  # stratum index + uniform offset, in [0, size)
         if (start, stop) == (0, self._storage.filled):
-            slots = self._sum_tree.find_prefixsum_idx(u * self._sum_tree.sum())
+            slots = self._sum_tree.find_prefixsum_idx(strata * (self._sum_tree.sum() / size))
         else:
-            slots = self._find_in_range(u, start, stop)
+            slots = self._find_in_range(strata / size, start, stop)
         np.add.at(self._use, slots, 1)
         info = self._info[slots]
         priority = info["priority"]

@@ -1,7 +1,6 @@
 """The replay-buffer interface, config resolution, and the factory that builds a buffer from its config."""
 from __future__ import annotations
 
-import copy
 import difflib
 import logging
 import time
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.utils import BUFFER_REGISTRY, ConfigError, deep_merge_dicts, import_module
+from ding.utils import BUFFER_REGISTRY, ConfigError, config_of, deep_merge_dicts, import_module
 
 # Keys any component config may carry without declaring them (plugin imports, free-form extras).
 _FREE_KEYS = frozenset({"import_names", "ext_args"})
@@ -30,9 +29,7 @@ class IBuffer(ABC):
     @classmethod
     def default_config(cls) -> EasyDict:
         """A fresh deep copy of ``cls.config`` plus ``cfg_type``."""
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     @abstractmethod
     def push(self, data: Any, cur_collector_envstep: int) -> None:
@@ -76,7 +73,7 @@ class IBuffer(ABC):
     def close(self) -> None:
         """Release the buffer. Calling it again is harmless."""
 
-    def __enter__(self) -> "IBuffer":
+    def __enter__(self) -> IBuffer:
         self.start()
         return self
 

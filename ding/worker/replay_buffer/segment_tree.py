@@ -126,7 +126,7 @@ class SumSegmentTree:
 
         ``r`` should lie in ``[0, sum())``; values at or beyond the total map to the last non-zero leaf.
         """
-        target = np.array(prefixsum, dtype=np.float64).reshape(-1)
+        target = np.asarray(prefixsum, dtype=np.float64).reshape(-1)  # read only: the walk works on a copy
         if target.size == 0:
             return np.zeros(0, dtype=np.int64)
         if not self._tree[1] > 0:
