@@ -5,7 +5,6 @@ Run from the repository root: ``python entry/cartpole_dqn_main.py``.
 from __future__ import annotations
 
 import os
-from functools import partial
 
 from tensorboardX import SummaryWriter
 

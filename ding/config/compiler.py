@@ -13,8 +13,18 @@ from easydict import EasyDict
 from ding.utils import ConfigError, deep_merge_dicts
 
 from .components import (
-    ENV_COMMON_CONFIG, PARTS, PARTS_BY_NAME, POLICY_TEMPLATE, Part, check_import_names, default_config_of, get_path,
-    lookup_type, open_keys_of, registered_name, set_path,
+    ENV_COMMON_CONFIG,
+    PARTS,
+    PARTS_BY_NAME,
+    POLICY_TEMPLATE,
+    Part,
+    check_import_names,
+    default_config_of,
+    get_path,
+    lookup_type,
+    open_keys_of,
+    registered_name,
+    set_path,
 )
 from .validation import find_config_problems, format_problems
 from .writer import save_config, save_config_formatted

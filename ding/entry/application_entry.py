@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
 
 import torch
 

@@ -7,6 +7,7 @@ from typing import Sequence
 
 from ding import __version__
 
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ding",

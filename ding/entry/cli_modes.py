@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-
 from typing import Callable
 
 # Each mode maps to a function taking the parsed args and returning an exit code. New modes register here.

@@ -15,8 +15,12 @@ from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import create_policy, get_random_policy
 from ding.utils import atomic_write_text, set_pkg_seed, setup_torch_threads
 from ding.worker import (
-    BaseLearner, BaseSerialCommander, create_buffer, create_serial_collector, create_serial_evaluator,
-    iteration_ckpt_name
+    BaseLearner,
+    BaseSerialCommander,
+    create_buffer,
+    create_serial_collector,
+    create_serial_evaluator,
+    iteration_ckpt_name,
 )
 
 from .resume import RunState, find_resume_checkpoint
@@ -84,8 +88,10 @@ class _SerialRun:
             env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
         else:
             env_fn, collector_env_cfg, evaluator_env_cfg = env_setting
-        self.collector_env = self._own(create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
-        self.evaluator_env = self._own(create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
+        self.collector_env = self._own(
+            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
+        self.evaluator_env = self._own(
+            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
         self.collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
         self.evaluator_env.seed(cfg.seed, dynamic_seed=False)
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
@@ -96,7 +102,8 @@ class _SerialRun:
         self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
         self._closables.append(self.tb_logger)
         p = self.policy
-        self.learner = self._own(BaseLearner(cfg.policy.learn.learner, p.learn_mode, self.tb_logger, exp_name=cfg.exp_name))
+        self.learner = self._own(
+            BaseLearner(cfg.policy.learn.learner, p.learn_mode, self.tb_logger, exp_name=cfg.exp_name))
         self.collector = self._own(create_serial_collector(
             cfg.policy.collect.collector, env=self.collector_env, policy=p.collect_mode,
             tb_logger=self.tb_logger, exp_name=cfg.exp_name))
@@ -185,7 +192,7 @@ class _SerialRun:
         self.buffer.push(data, cur_collector_envstep=self.collector.envstep)
         self.collector.reset_policy(self.policy.collect_mode)
 
-    def _record_eval(self, episode_info: Any, view: "ProgressView") -> None:
+    def _record_eval(self, episode_info: Any, view: ProgressView) -> None:
         ret = _eval_returns(episode_info)
         self.last_eval = {"train_iter": self.learner.train_iter, "env_step": self.collector.envstep, **ret}
         self.eval_csv.append(self.learner.train_iter, self.collector.envstep, ret["eval_return_mean"],

@@ -28,7 +28,7 @@ class GracefulStop:
         self.signal_name: str | None = None
         self._old: dict[int, Any] = {}
 
-    def __enter__(self) -> "GracefulStop":
+    def __enter__(self) -> GracefulStop:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self._old[sig] = signal.signal(sig, self._handle)

@@ -1,6 +1,12 @@
 """Policies: the Policy base with its mode views, the registry helpers, and the algorithms."""
 from .base_policy import (
-    Policy, PolicyCollectMode, PolicyCommandMode, PolicyEvalMode, PolicyLearnMode, create_policy, get_policy_cls,
+    Policy,
+    PolicyCollectMode,
+    PolicyCommandMode,
+    PolicyEvalMode,
+    PolicyLearnMode,
+    create_policy,
+    get_policy_cls,
 )
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy

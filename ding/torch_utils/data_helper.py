@@ -96,7 +96,9 @@ def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
     return list(batch)
 
 
-def default_decollate(batch: Any, ignore: Sequence[str] = ("prev_state", "prev_actor_state", "prev_critic_state")) -> list:
+def default_decollate(
+    batch: Any, ignore: Sequence[str] = ("prev_state", "prev_actor_state", "prev_critic_state")
+) -> list:
     """Inverse of :func:`default_collate`: split a batched structure into a list of per-sample structures."""
     if isinstance(batch, torch.Tensor):
         return list(torch.unbind(batch, 0))

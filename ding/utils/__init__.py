@@ -1,5 +1,13 @@
 from .default_helper import (
-    EasyTimer, deep_merge_dicts, deep_update, get_rng_state, set_pkg_seed, set_rng_state, setup_torch_threads, squeeze
+    EasyTimer,
+    config_of,
+    deep_merge_dicts,
+    deep_update,
+    get_rng_state,
+    set_pkg_seed,
+    set_rng_state,
+    setup_torch_threads,
+    squeeze,
 )
 from .errors import CheckpointError, ConfigError, DingError, EnvError, RegistryError, ReplayBufferError
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic

@@ -29,6 +29,17 @@ def deep_update(original: dict, new_dict: Mapping) -> dict:
     return original
 
 
+def config_of(cls: type) -> EasyDict:
+    """A component's default config: a deep copy of its class attribute ``config`` with ``cfg_type`` set.
+
+    Components implement ``default_config`` as ``return config_of(cls)``; the ``config`` dict is the one place
+    where their keys and defaults are written (each with a comment), and the schema the config validator checks.
+    """
+    cfg = EasyDict(copy.deepcopy(dict(getattr(cls, "config", {}))))
+    cfg.cfg_type = cls.__name__ + "Dict"
+    return cfg
+
+
 def set_pkg_seed(seed: int, use_cuda: bool = False) -> None:
     """Seed python's ``random``, numpy's global RNG and torch (CPU and, if asked, CUDA)."""
     import torch
@@ -82,7 +93,7 @@ class EasyTimer:
     def __init__(self) -> None:
         self.value = 0.0
 
-    def __enter__(self) -> "EasyTimer":
+    def __enter__(self) -> EasyTimer:
         self._start = time.perf_counter()
         return self
 

@@ -87,7 +87,9 @@ class Registry(dict):
         return f"Registry({self.name!r}, {self.query()})"
 
 
-def lookup(registry: Registry, name: str, import_names: Iterable[str] | None = None, where: str | None = None) -> Callable:
+def lookup(
+    registry: Registry, name: str, import_names: Iterable[str] | None = None, where: str | None = None
+) -> Callable:
     """Import ``import_names`` then return ``registry[name]`` with a helpful error."""
     import_module(import_names)
     return registry.get(name, where=where)

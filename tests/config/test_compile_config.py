@@ -10,16 +10,31 @@ import textwrap
 import types
 
 import pytest
-from easydict import EasyDict
-
 from _config_fakes import (
-    CREATE, MAIN, REGISTRATIONS, FakeBuffer, FakeCollector, FakeEnv, FakeEnvManager, FakeEvaluator, FakeLearner,
+    CREATE,
+    MAIN,
+    REGISTRATIONS,
+    FakeBuffer,
+    FakeCollector,
+    FakeEnv,
+    FakeEnvManager,
+    FakeEvaluator,
+    FakeLearner,
     FakePolicy,
 )
+from easydict import EasyDict
+
 from ding.config import compile_config, read_config
 from ding.utils import (
-    BUFFER_REGISTRY, ENV_MANAGER_REGISTRY, ENV_REGISTRY, LEARNER_REGISTRY, SERIAL_COLLECTOR_REGISTRY,
-    SERIAL_COMMANDER_REGISTRY, SERIAL_EVALUATOR_REGISTRY, ConfigError, RegistryError,
+    BUFFER_REGISTRY,
+    ENV_MANAGER_REGISTRY,
+    ENV_REGISTRY,
+    LEARNER_REGISTRY,
+    SERIAL_COLLECTOR_REGISTRY,
+    SERIAL_COMMANDER_REGISTRY,
+    SERIAL_EVALUATOR_REGISTRY,
+    ConfigError,
+    RegistryError,
 )
 
 

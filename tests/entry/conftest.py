@@ -2,8 +2,6 @@ import copy
 
 import pytest
 
-from ding.config import read_config
-
 
 @pytest.fixture
 def cartpole_dqn():

@@ -8,7 +8,12 @@ import pytest
 
 from ding.utils import BUFFER_REGISTRY, ConfigError, RegistryError
 from ding.worker.replay_buffer import (
-    AdvancedReplayBuffer, EpisodeReplayBuffer, IBuffer, NaiveReplayBuffer, SequenceReplayBuffer, create_buffer,
+    AdvancedReplayBuffer,
+    EpisodeReplayBuffer,
+    IBuffer,
+    NaiveReplayBuffer,
+    SequenceReplayBuffer,
+    create_buffer,
     get_buffer_cls,
 )
 

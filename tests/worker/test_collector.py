@@ -15,8 +15,12 @@ from ding.envs.env_manager.base_env_manager import BaseEnvManager
 from ding.rl_utils import get_nstep_return_data
 from ding.utils import EPISODE_CALLBACK_REGISTRY, ConfigError, EnvError, RegistryError
 from ding.worker.collector import (
-    EpisodeCallback, EpisodeSerialCollector, SampleSerialCollector, create_serial_collector, get_serial_collector_cls,
-    to_tensor_transitions
+    EpisodeCallback,
+    EpisodeSerialCollector,
+    SampleSerialCollector,
+    create_serial_collector,
+    get_serial_collector_cls,
+    to_tensor_transitions,
 )
 
 CollectMode = namedtuple("CollectMode", ["forward", "process_transition", "get_train_sample", "reset",

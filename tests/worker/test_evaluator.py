@@ -14,8 +14,12 @@ from ding.envs.env.base_env import BaseEnv, BaseEnvTimestep
 from ding.envs.env_manager.base_env_manager import BaseEnvManager
 from ding.utils import ConfigError, EnvError, RegistryError
 from ding.worker.collector import (
-    IMetric, InteractionSerialEvaluator, MetricSerialEvaluator, VectorEvalMonitor, create_serial_evaluator,
-    get_serial_evaluator_cls
+    IMetric,
+    InteractionSerialEvaluator,
+    MetricSerialEvaluator,
+    VectorEvalMonitor,
+    create_serial_evaluator,
+    get_serial_evaluator_cls,
 )
 
 EvalMode = namedtuple("EvalMode", ["forward", "reset", "get_attribute", "set_attribute", "state_dict",

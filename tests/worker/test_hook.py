@@ -12,8 +12,19 @@ from easydict import EasyDict
 
 from ding.utils import HOOK_REGISTRY, CheckpointError, ConfigError, RegistryError
 from ding.worker.learner import (
-    HOOK_SHORTHANDS, BaseLearner, LearnerHook, LearnerHookError, LoadCkptHook, LogReduceHook, LogShowHook,
-    SaveCkptHook, add_learner_hook, build_learner_hook_by_cfg, merge_hooks, register_learner_hook, show_hooks
+    HOOK_SHORTHANDS,
+    BaseLearner,
+    LearnerHook,
+    LearnerHookError,
+    LoadCkptHook,
+    LogReduceHook,
+    LogShowHook,
+    SaveCkptHook,
+    add_learner_hook,
+    build_learner_hook_by_cfg,
+    merge_hooks,
+    register_learner_hook,
+    show_hooks,
 )
 
 LearnMode = namedtuple("LearnMode", ["forward", "reset", "monitor_vars", "get_attribute", "state_dict",

@@ -12,7 +12,12 @@ from easydict import EasyDict
 
 from ding.utils import CheckpointError
 from ding.worker.learner import (
-    CKPT_BEST_NAME, BaseLearner, LearnerHook, create_learner, find_latest_checkpoint, load_checkpoint_file
+    CKPT_BEST_NAME,
+    BaseLearner,
+    LearnerHook,
+    create_learner,
+    find_latest_checkpoint,
+    load_checkpoint_file,
 )
 
 LearnMode = namedtuple("LearnMode", ["forward", "reset", "monitor_vars", "get_attribute", "state_dict",

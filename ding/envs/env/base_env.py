@@ -6,6 +6,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ding.utils import config_of
+
 
 class BaseEnvTimestep(NamedTuple):
     """What ``env.step`` returns. ``reward`` is a float32 array of shape (1,); ``done`` is ``terminated or truncated``.
@@ -33,12 +35,7 @@ class BaseEnv(ABC):
 
     @classmethod
     def default_config(cls) -> dict:
-        from easydict import EasyDict
-        import copy
-
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     def __init__(self, cfg: dict | None = None) -> None:
         self._cfg = cfg

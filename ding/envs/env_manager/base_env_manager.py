@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.utils import ENV_MANAGER_REGISTRY, EnvError
+from ding.utils import ENV_MANAGER_REGISTRY, EnvError, config_of
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
@@ -51,9 +51,7 @@ class BaseEnvManager:
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: Mapping | None = None) -> None:
         if not isinstance(env_fn, (list, tuple)) or not env_fn or not all(callable(f) for f in env_fn):

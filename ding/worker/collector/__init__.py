@@ -1,10 +1,18 @@
 """Serial collectors (``sample``, ``episode``), evaluators (``interaction``, ``metric``) and episode callbacks."""
 from .base_serial_collector import (
-    INF, BaseSerialCollector, ISerialCollector, create_serial_collector, get_serial_collector_cls,
-    to_tensor_transitions
+    INF,
+    BaseSerialCollector,
+    ISerialCollector,
+    create_serial_collector,
+    get_serial_collector_cls,
+    to_tensor_transitions,
 )
 from .base_serial_evaluator import (
-    BaseSerialEvaluator, ISerialEvaluator, VectorEvalMonitor, create_serial_evaluator, get_serial_evaluator_cls
+    BaseSerialEvaluator,
+    ISerialEvaluator,
+    VectorEvalMonitor,
+    create_serial_evaluator,
+    get_serial_evaluator_cls,
 )
 from .episode_callback import EpisodeCallback, build_episode_callbacks
 from .episode_serial_collector import EpisodeSerialCollector

@@ -1,7 +1,6 @@
 """The serial-collector interface, the plumbing the sample and episode collectors share, and their factory."""
 from __future__ import annotations
 
-import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -11,7 +10,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.torch_utils import to_tensor
-from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, deep_merge_dicts, import_module
+from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_of, deep_merge_dicts, import_module
 from ding.worker.learner.worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
 
 from .episode_callback import EpisodeCallback, build_episode_callbacks, check_callback
@@ -26,9 +25,7 @@ class ISerialCollector(ABC):
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     @abstractmethod
     def reset_env(self, _env: Any = None) -> None:

@@ -1,7 +1,6 @@
 """The serial-evaluator interface and shared plumbing, ``VectorEvalMonitor`` (fixed per-env episode quotas), factory."""
 from __future__ import annotations
 
-import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.utils import SERIAL_EVALUATOR_REGISTRY, deep_merge_dicts, import_module
+from ding.utils import SERIAL_EVALUATOR_REGISTRY, config_of, deep_merge_dicts, import_module
 from ding.worker.learner.worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
 
 
@@ -21,9 +20,7 @@ class ISerialEvaluator(ABC):
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     @abstractmethod
     def reset_env(self, _env: Any = None) -> None:

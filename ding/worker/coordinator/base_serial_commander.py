@@ -1,13 +1,12 @@
 """BaseSerialCommander: turns the learner's and collector's progress into the collector's policy kwargs."""
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from easydict import EasyDict
 
-from ding.utils import SERIAL_COMMANDER_REGISTRY, import_module
+from ding.utils import SERIAL_COMMANDER_REGISTRY, config_of, import_module
 
 
 @SERIAL_COMMANDER_REGISTRY.register("base")
@@ -19,9 +18,7 @@ class BaseSerialCommander:
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     def __init__(self, cfg: Mapping, learner: Any, collector: Any, evaluator: Any, replay_buffer: Any,
                  policy: Any = None) -> None:

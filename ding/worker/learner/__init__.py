@@ -1,12 +1,28 @@
 """The learner (``BaseLearner``), its hooks and checkpoint files."""
 from .base_learner import BaseLearner, CountVar, create_learner
 from .checkpoint import (
-    CKPT_BEST_NAME, find_latest_checkpoint, iteration_ckpt_name, list_iteration_checkpoints, load_checkpoint_file,
-    rotate_checkpoints
+    CKPT_BEST_NAME,
+    find_latest_checkpoint,
+    iteration_ckpt_name,
+    list_iteration_checkpoints,
+    load_checkpoint_file,
+    rotate_checkpoints,
 )
 from .learner_hook import (
-    HOOK_SHORTHANDS, POSITIONS, Hook, LearnerHook, LearnerHookError, LoadCkptHook, LogReduceHook, LogShowHook,
-    SaveCkptHook, add_learner_hook, build_learner_hook_by_cfg, merge_hooks, register_learner_hook, show_hooks
+    HOOK_SHORTHANDS,
+    POSITIONS,
+    Hook,
+    LearnerHook,
+    LearnerHookError,
+    LoadCkptHook,
+    LogReduceHook,
+    LogShowHook,
+    SaveCkptHook,
+    add_learner_hook,
+    build_learner_hook_by_cfg,
+    merge_hooks,
+    register_learner_hook,
+    show_hooks,
 )
 
 __all__ = [

@@ -1,7 +1,6 @@
 """BaseLearner: runs the policy's learn-mode update, calls hooks around it, and owns checkpointing."""
 from __future__ import annotations
 
-import copy
 import difflib
 import os
 import time
@@ -13,16 +12,29 @@ import torch
 from easydict import EasyDict
 
 import ding
-from ding.utils import LEARNER_REGISTRY, CheckpointError, deep_merge_dicts, import_module
+from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
 
 from .checkpoint import (
-    _ITER_RE, CKPT_BEST_NAME, RESERVED_KEYS, config_hash, find_latest_checkpoint, iteration_ckpt_name,
-    load_checkpoint_file, rotate_checkpoints, save_checkpoint_file
+    _ITER_RE,
+    CKPT_BEST_NAME,
+    RESERVED_KEYS,
+    config_hash,
+    find_latest_checkpoint,
+    iteration_ckpt_name,
+    load_checkpoint_file,
+    rotate_checkpoints,
+    save_checkpoint_file,
 )
 from .dataloader import LearnerDataLoader
 from .learner_hook import (
-    POSITIONS, Hooks, LearnerHook, LogReduceHook, add_learner_hook, build_learner_hook_by_cfg, call_hooks,
-    merge_hooks
+    POSITIONS,
+    Hooks,
+    LearnerHook,
+    LogReduceHook,
+    add_learner_hook,
+    build_learner_hook_by_cfg,
+    call_hooks,
+    merge_hooks,
 )
 from .worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
 
@@ -108,9 +120,7 @@ class BaseLearner:
 
     @classmethod
     def default_config(cls) -> EasyDict:
-        cfg = EasyDict(copy.deepcopy(cls.config))
-        cfg.cfg_type = cls.__name__ + "Dict"
-        return cfg
+        return config_of(cls)
 
     def __init__(
             self,

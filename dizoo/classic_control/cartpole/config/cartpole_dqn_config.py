@@ -1,6 +1,7 @@
 """CartPole DQN: DI-engine's dizoo hyperparameters. Reaches the stop value (195) in ~1-2k env steps.
 
-Run: ``ding -m serial -c config/serial/cartpole_dqn.py -s 0`` or ``python -m dizoo.classic_control.cartpole.config.cartpole_dqn_config``.
+Run: ``ding -m serial -c config/serial/cartpole_dqn.py -s 0``
+or ``python -m dizoo.classic_control.cartpole.config.cartpole_dqn_config``.
 """
 from easydict import EasyDict
 
