@@ -420,15 +420,7 @@ class AsyncSubprocessEnvManager(_SubprocessEnvManager):
     be ``step({})`` just to collect them. ``ready_obs`` holds only the envs that are waiting for an action."""
 
     config = dict(
-        episode_num=float("inf"),  # episodes each env runs before it is done (inf: until the caller stops)
-        max_retry=1,  # attempts per env before an error is raised; failures count since its last normal episode end
-        retry_type="reset",  # recovery between attempts: 'reset' the env or 'renew' it (a dead/hung worker: renew)
-        auto_reset=True,  # reset an env as soon as its episode ends (False: wait for reset({env_id: param}))
-        step_timeout=60.0,  # seconds a step may take before its worker is stopped (None: no limit)
-        reset_timeout=120.0,  # seconds a reset (including building the env in a new worker) may take (None: no limit)
-        retry_waiting_time=0.1,  # seconds to wait before recovering a failed env
-        shared_memory=True,  # fixed-shape Box observations travel through shared memory instead of the pipe
-        context="spawn",  # process start method: 'spawn' (safe with threads), 'fork' or 'forkserver'
+        SyncSubprocessEnvManager.config,  # every key of the synchronous manager, plus:
         wait_num=2,  # step() returns once this many stepping envs answered (fewer if fewer are stepping)
         step_wait_timeout=0.01,  # ...or once this many seconds passed and at least one env answered
     )
