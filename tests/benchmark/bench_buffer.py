@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import operator
 import random
 import statistics
 import time
@@ -28,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 BATCH = 64
+_UNIQUE_ID, _BUFFER_IDX = operator.itemgetter("replay_unique_id"), operator.itemgetter("replay_buffer_idx")
 DI_ENGINE_CYCLES_PER_S = 600.0  # docs: DI-engine 0.5.3 AdvancedReplayBuffer sample+update on this kind of machine
 TARGET_CYCLES_PER_S = 6000.0
 
@@ -113,8 +115,8 @@ class DingBuffer:
         batch = self.sample()
         if "replay_unique_id" in batch[0]:  # what the learner hands back as priority_info
             self.buffer.update({"priority": priorities,
-                                "replay_unique_id": [d["replay_unique_id"] for d in batch],
-                                "replay_buffer_idx": [d["replay_buffer_idx"] for d in batch]})
+                                "replay_unique_id": list(map(_UNIQUE_ID, batch)),
+                                "replay_buffer_idx": list(map(_BUFFER_IDX, batch))})
         else:
             self.buffer.update({})
 
