@@ -55,6 +55,9 @@ class SumSegmentTree:
         self._depth = self.capacity.bit_length() - 1
         self._tree = np.zeros(2 * self.capacity, dtype=np.float64)
         self._leaves = self._tree[self.capacity:]  # a view; the tree array is never reallocated
+        entry_level = min(self._depth, _ENTRY_LEVEL)
+        self._entry = (1 << entry_level, self._tree[1 << entry_level:2 << entry_level])  # (first node, its level)
+        self._walk = self._depth - entry_level  # levels walked one by one below the entry level
         self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[None, :]
         self._writes_since_rebuild = 0
 
@@ -133,15 +136,14 @@ class SumSegmentTree:
             raise ValueError("find_prefixsum_idx: the tree holds no mass (every leaf is 0)")
         # Enter the tree at a level of up to 1024 nodes through one cumsum + searchsorted (the same answer as walking
         # the top levels one by one, in 5 numpy calls instead of 50), then walk the remaining levels together.
-        entry_level = min(self._depth, _ENTRY_LEVEL)
-        first = 1 << entry_level
-        nodes = self._tree[first:2 * first]
+        first, nodes = self._entry
         cumulative = np.cumsum(nodes)
         pos = np.searchsorted(cumulative, target, side="right")
         np.minimum(pos, first - 1, out=pos)
-        r = target - (cumulative[pos] - nodes[pos])
+        cumulative -= nodes  # now the mass before each entry node
+        r = target - cumulative[pos]
         node = pos + first
-        for _ in range(self._depth - entry_level):
+        for _ in range(self._walk):
             node <<= 1
             left = self._tree[node]
             go_right = r >= left
@@ -184,6 +186,8 @@ class MinSegmentTree:
             size >>= shift
             self._plan.append((shift, self._levels[-1].reshape(-1, 1 << shift)))
             self._levels.append(np.full(size, np.inf))
+        # The lower levels, as long as they are big, are updated incrementally; the small upper ones in one pass each.
+        self._incremental = sum(1 for _, rows in self._plan if rows.size > _FULL_RECOMPUTE_SIZE)
 
     @property
     def values(self) -> np.ndarray:
@@ -202,17 +206,15 @@ class MinSegmentTree:
         """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
         if idx.size == 0:
             return
-        leaves = self._levels[0]
+        leaves, levels = self._levels[0], self._levels
         child_old, child_new = leaves[idx], values
         leaves[idx] = values
         node = idx
-        for level, (shift, rows) in enumerate(self._plan):
-            parent = self._levels[level + 1]
-            if rows.size <= _FULL_RECOMPUTE_SIZE:  # small level: one pass over it beats anything clever
-                rows.min(axis=1, out=parent)
-                continue
+        for level in range(self._incremental):
             # A parent only needs its block rescanned if a changed child may have held its minimum; otherwise
             # the new minimum is min(old minimum, new child values).
+            shift, rows = self._plan[level]
+            parent = levels[level + 1]
             node = node >> shift
             parent_old = parent[node]
             np.minimum.at(parent, node, child_new)
@@ -220,8 +222,10 @@ class MinSegmentTree:
             if rescan.any():
                 again = node[rescan]
                 parent[again] = rows[again].min(axis=1)
-            if level + 1 < len(self._plan) and self._plan[level + 1][1].size > _FULL_RECOMPUTE_SIZE:
-                child_old, child_new = parent_old, parent[node]  # the next level is updated incrementally too
+            if level + 1 < self._incremental:
+                child_old, child_new = parent_old, parent[node]
+        for level in range(self._incremental, len(self._plan)):  # small levels: one pass beats anything clever
+            self._plan[level][1].min(axis=1, out=levels[level + 1])
 
     def min(self, start: int = 0, end: int | None = None) -> float:
         """Minimum of leaves ``[start, end)`` (``inf`` if they are all empty)."""
