@@ -108,11 +108,11 @@ def test_min_tree_matches_brute_force(capacity):
     assert tree.min(start, end) == (leaves[start:end].min() if end > start else np.inf)
 
 
-def test_min_tree_when_the_minimum_leaves_are_raised():
+@pytest.mark.parametrize("capacity", [1 << 14, 1 << 19])  # one / two levels large enough for incremental updates
+def test_min_tree_when_the_minimum_leaves_are_raised(capacity):
     """Raising the leaves that hold the minimum (priority updates of sampled items, removals) forces rescans; ties
     (several leaves holding a block's minimum) are the tricky case of the incremental update."""
     rng = np.random.default_rng(5)
-    capacity = 1 << 14  # the lowest level is large enough to be updated incrementally
     tree = MinSegmentTree(capacity)
     leaves = np.full(capacity, np.inf)
     for _ in range(200):

@@ -207,23 +207,20 @@ class MinSegmentTree:
         if idx.size == 0:
             return
         leaves, levels = self._levels[0], self._levels
-        child_old, child_new = leaves[idx], values
+        old = leaves[idx]
         leaves[idx] = values
         node = idx
         for level in range(self._incremental):
-            # A parent only needs its block rescanned if a changed child may have held its minimum; otherwise
-            # the new minimum is min(old minimum, new child values).
+            # An ancestor's minimum can only rise if a changed leaf held it (old value <= the ancestor's): rescan
+            # those blocks. Otherwise the new minimum is min(old minimum, new leaf values).
             shift, rows = self._plan[level]
             parent = levels[level + 1]
             node = node >> shift
-            parent_old = parent[node]
-            np.minimum.at(parent, node, child_new)
-            rescan = child_old <= parent_old
+            rescan = old <= parent[node]
+            np.minimum.at(parent, node, values)
             if rescan.any():
                 again = node[rescan]
                 parent[again] = rows[again].min(axis=1)
-            if level + 1 < self._incremental:
-                child_old, child_new = parent_old, parent[node]
         for level in range(self._incremental, len(self._plan)):  # small levels: one pass beats anything clever
             self._plan[level][1].min(axis=1, out=levels[level + 1])
 
