@@ -91,6 +91,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._uid, self._use, self._collect_iter, self._priority = (self._info[f] for f in _SLOT_INFO.names)
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
+        self._positions = np.arange(64)  # 0, 1, 2, ...: entry positions in an update (grown on demand)
         self._use_priority = bool(cfg.priority)
         self._use_is_weight = self._use_priority and bool(cfg.priority_IS_weight)
         self._min_limit_ratio = float(cfg.thruput_controller.sample_min_limit_ratio)
@@ -260,7 +261,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 highest = float(priority.max())
             self._max_priority = max(self._max_priority, highest)
             if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
-                seen, position = self._last_seen, np.arange(slots.size)
+                if self._positions.size < slots.size:
+                    self._positions = np.arange(slots.size)
+                seen, position = self._last_seen, self._positions[:slots.size]
                 seen[slots] = position  # with repeated slots, any one of their positions lands here...
                 last = seen[slots] == position
                 if not last.all():
