@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from ding.utils import atomic_write_text
+from ding.utils import atomic_write_text, set_status_line
 
 _EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std", "wall_time")
 
@@ -56,9 +56,8 @@ class ProgressView:
     """A one-line progress display on a terminal; silent when stdout is not a TTY (logs stay clean)."""
 
     def __init__(self, max_env_step: int, max_train_iter: int, stop_value: float | None,
-                 stream: Any = None, min_interval: float = 0.5) -> None:
-        self.stream = stream or sys.stdout
-        self.enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+                 enabled: bool | None = None, min_interval: float = 0.5) -> None:
+        self.enabled = bool(getattr(sys.stdout, "isatty", lambda: False)()) if enabled is None else enabled
         self.max_env_step = max_env_step if max_env_step < int(1e10) else None
         self.max_train_iter = max_train_iter if max_train_iter < int(1e10) else None
         self.stop_value = stop_value
@@ -77,14 +76,10 @@ class ProgressView:
         now = time.time()
         if self.enabled and now - self._last_draw >= self.min_interval:
             self._last_draw = now
-            self.stream.write("\r" + self.line() + "\033[K")
-            self.stream.flush()
+            set_status_line(self.line())
 
     def eval(self, eval_return: float) -> None:
         self.last_eval = eval_return
-        if self.enabled:
-            self.stream.write("\r\033[K")  # the evaluator prints its own line; redraw after it
-            self.stream.flush()
 
     def line(self) -> str:
         parts = []
@@ -99,13 +94,12 @@ class ProgressView:
             bar = _bar(max(0.0, min(1.0, self.last_eval / self.stop_value))) if self.stop_value else ""
             parts.append(f"eval {self.last_eval:.1f}{target} {bar}".rstrip())
         elapsed = max(time.time() - self._t0, 1e-9)
-        parts.append(f"{(self.env_step - (self._env_step0 or 0)) / elapsed:,.0f} steps/s")
+        parts.append(f"{(self.env_step - (self._env_step0 or 0)) / elapsed:,.0f} env steps/s overall")
         return " | ".join(parts)
 
     def close(self) -> None:
         if self.enabled:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
+            set_status_line(None)
 
 
 def _bar(frac: float, width: int = 20) -> str:

@@ -48,3 +48,42 @@ def close_logger(logger: logging.Logger) -> None:
     for h in list(logger.handlers):
         logger.removeHandler(h)
         h.close()
+
+
+class ConsoleStream:
+    """``sys.stdout`` (looked up at each write) that keeps an optional status line below the log lines.
+
+    Console log handlers write through it; a progress display sets the status line with :func:`set_status_line`.
+    Each log line first clears the status line, then the status line is drawn again under it, so the two never mix
+    on one terminal line.
+    """
+
+    status: str | None = None
+
+    def write(self, s: str) -> int:
+        out = sys.stdout
+        if ConsoleStream.status is None:
+            return out.write(s)
+        out.write("\r\033[K")
+        n = out.write(s)
+        if s.endswith("\n"):
+            out.write(ConsoleStream.status)
+        out.flush()
+        return n
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+def set_status_line(text: str | None) -> None:
+    """Show ``text`` as the status line on stdout (None removes it). Only meant for terminals."""
+    out = sys.stdout
+    if text is None:
+        if ConsoleStream.status is not None:
+            out.write("\r\033[K")
+            out.flush()
+        ConsoleStream.status = None
+        return
+    ConsoleStream.status = text
+    out.write("\r\033[K" + text)
+    out.flush()

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from typing import Any
 
-from ding.utils import close_logger, get_text_logger
+from ding.utils import ConsoleStream, close_logger, get_text_logger
 
 CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
 
@@ -26,7 +25,7 @@ def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
     """
     path = os.path.join(".", exp_name, "log", instance_name, f"{instance_name}_logger.txt")
     logger = get_text_logger(path, f"{exp_name}.{instance_name}")
-    console = logging.StreamHandler(sys.stdout)
+    console = logging.StreamHandler(ConsoleStream())  # stdout, below any progress line
     console.setFormatter(logging.Formatter("%(message)s"))
     console.addFilter(_ConsoleOnly())
     logger.addHandler(console)
