@@ -84,6 +84,14 @@ class _SerialRun:
                  dynamic_seed: bool | None) -> None:
         self.cfg = cfg
         self._closables: list[Any] = []
+        try:
+            self._build(env_setting, model, dynamic_seed)
+        except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
+            self.close()
+            raise
+
+    def _build(self, env_setting: list | None, model: torch.nn.Module | None, dynamic_seed: bool | None) -> None:
+        cfg = self.cfg
         if env_setting is None:
             env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
         else:
@@ -215,9 +223,16 @@ class _SerialRun:
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
 
     def close(self) -> None:
-        for obj in reversed(self._closables):
-            obj.close()
-        self._closables.clear()
+        """Close every component (newest first), even if one fails; the first failure is raised afterwards."""
+        first_error: BaseException | None = None
+        while self._closables:
+            obj = self._closables.pop()
+            try:
+                obj.close()
+            except Exception as e:  # noqa: BLE001 -- keep closing the rest, then report
+                first_error = first_error or e
+        if first_error is not None:
+            raise first_error
 
 
 def _share_priority_settings(cfg: Any) -> None:

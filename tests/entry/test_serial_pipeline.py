@@ -180,3 +180,28 @@ def test_prioritized_dqn_reaches_stop_value_and_feeds_priorities_back(in_tmp_dir
     assert result["stop_flag"] is True and result["eval_return"] >= 195
     assert len(updates) == result["train_iter"]  # one priority update per training iteration
     assert set(updates) == {main.policy.learn.batch_size}
+
+
+def test_failed_setup_closes_what_it_started(in_tmp_dir, cartpole_dqn, monkeypatch):
+    """An error while building the workers closes the env managers and workers built before it."""
+    import ding.entry.serial_entry as entry
+    from ding.envs import SyncSubprocessEnvManager
+
+    closed = []
+    real_close = SyncSubprocessEnvManager.close
+
+    def spy_close(self):
+        closed.append(self)
+        real_close(self)
+
+    def broken_buffer(*args, **kwargs):
+        raise RuntimeError("buffer construction failed")
+
+    monkeypatch.setattr(SyncSubprocessEnvManager, "close", spy_close)
+    monkeypatch.setattr(entry, "create_buffer", broken_buffer)
+    main, create = cartpole_dqn("setupfail")
+    create.env_manager.type = "subprocess"
+    main.env.manager = dict(type="subprocess")
+    with pytest.raises(RuntimeError, match="buffer construction failed"):
+        serial_pipeline((main, create), seed=0)
+    assert len({id(m) for m in closed}) == 2  # the collector's and the evaluator's env managers
