@@ -60,6 +60,8 @@ class Policy(ABC):
         learn=dict(
             # Learner config (filled with the learner's defaults by compile_config).
             learner=dict(),
+            # Continue the run in ./<exp_name>/ from its latest checkpoint, exactly (same as `ding ... --resume`).
+            resume_training=False,
         ),
         collect=dict(
             # Episodes per collect call, for episode collectors. Set n_sample (sample collector) or n_episode, not

@@ -158,3 +158,13 @@ def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig):
     b = torch.load(f"part/ckpt/iteration_{n}.pth.tar", weights_only=False)["model"]
     assert _same_params(a, b)
     shutil.rmtree("full")
+
+
+def test_resume_from_the_config_key(in_tmp_dir, cartpole_dqn):
+    full = serial_pipeline(cartpole_dqn("full"), seed=0, max_train_iter=60)
+    serial_pipeline(cartpole_dqn("part"), seed=0, max_train_iter=30)
+    main, create = cartpole_dqn("part")
+    main.policy.learn.resume_training = True
+    resumed = serial_pipeline((main, create), seed=0, max_train_iter=60)
+    assert not [d for d in os.listdir(".") if d.startswith("part_")]  # continued in place, no renamed directory
+    assert _same_params(_params(full), _params(resumed))

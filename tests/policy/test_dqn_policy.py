@@ -297,7 +297,7 @@ def test_default_config_schema():
                 "random_collect_size"):
         assert key in cfg
     assert set(cfg.learn) == {"update_per_collect", "batch_size", "learning_rate", "target_update_freq",
-                              "target_theta", "ignore_done", "learner"}
+                              "target_theta", "ignore_done", "learner", "resume_training"}
     assert set(cfg.collect) == {"n_sample", "n_episode", "unroll_len", "collector"}
     assert set(cfg.other) == {"eps", "replay_buffer", "commander"}
     assert DQNPolicy.open_config_keys == ("model",)
