@@ -205,3 +205,21 @@ def test_failed_setup_closes_what_it_started(in_tmp_dir, cartpole_dqn, monkeypat
     with pytest.raises(RuntimeError, match="buffer construction failed"):
         serial_pipeline((main, create), seed=0)
     assert len({id(m) for m in closed}) == 2  # the collector's and the evaluator's env managers
+
+
+def test_random_collect_warm_up_fills_the_buffer_first(in_tmp_dir, cartpole_dqn, monkeypatch):
+    from ding.worker import SampleSerialCollector
+
+    calls = []
+    real_collect = SampleSerialCollector.collect
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("random_collect", False))
+        return real_collect(self, *args, **kwargs)
+
+    monkeypatch.setattr(SampleSerialCollector, "collect", spy)
+    main, create = cartpole_dqn("warmup")
+    main.policy.random_collect_size = 256
+    serial_pipeline((main, create), seed=0, max_train_iter=10)
+    assert calls[0] is True and not any(calls[1:])
+    assert read_result("warmup")["env_step"] >= 256
