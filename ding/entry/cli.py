@@ -91,11 +91,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     fn = MODES.get(args.mode)
     if fn is None:
         parser.error(f"unknown mode {args.mode!r}; choose one of: {', '.join(sorted(MODES))}")
+    from ding.utils import DingError
+
     try:
         return fn(args)
     except KeyboardInterrupt:
         print("ding: interrupted", file=sys.stderr)
         return 130
+    except DingError as e:  # a user-facing error already says what and where: no traceback needed
+        print(f"ding: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -91,3 +91,15 @@ def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):
     os.makedirs("empty")
     with pytest.raises(FileNotFoundError, match="has no log/eval.csv"):
         main(["-m", "plot", "empty"])
+
+
+def test_user_errors_are_one_message_without_traceback(in_tmp_dir, capsys):
+    with open("typo.py", "w") as f:
+        f.write("from dizoo.classic_control.cartpole.config.cartpole_dqn_config import main_config, create_config\n"
+                "main_config.policy.learn.batchsize = 32\n")
+    assert main(["-m", "serial", "-c", "typo.py"]) == 1
+    err = capsys.readouterr().err
+    assert "ding: ConfigError:" in err and "policy.learn.batchsize" in err and "batch_size" in err
+    assert "Traceback" not in err
+    assert main(["-m", "serial", "-c", "missing.py"]) == 1
+    assert "missing.py" in capsys.readouterr().err
