@@ -221,6 +221,10 @@ class _SerialRun:
             "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
+        why = ("reached the stop value" if stop_flag else "interrupted; resume with --resume" if interrupted
+               else "stopped at a limit or by a hook")
+        print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
+              f"({wall:.1f} s); results in ./{self.cfg.exp_name}/", flush=True)
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""
