@@ -61,12 +61,13 @@ def serial_pipeline(
     main_cfg, create_cfg, source = _load_input(input_cfg, source)
     if resume is None:
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
+    # find the checkpoint first: a resume with nothing to resume from must not leave a fresh directory behind
+    resume_path = find_resume_checkpoint(main_cfg.get("exp_name", "default_experiment")) if resume else None
     cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
                          renew_dir=not resume, source=source)
     _share_priority_settings(cfg)
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
-    resume_path = find_resume_checkpoint(cfg.exp_name) if resume else None
 
     run = _SerialRun(cfg, env_setting, model, dynamic_seed)
     try:

@@ -132,6 +132,7 @@ def test_resume_with_other_model_shape_is_a_clear_error(in_tmp_dir, cartpole_dqn
 def test_resume_without_checkpoint(in_tmp_dir, cartpole_dqn):
     with pytest.raises(CheckpointError, match="no checkpoint to resume from.*without --resume"):
         serial_pipeline(cartpole_dqn("never_ran"), seed=0, resume=True)
+    assert not os.path.exists("never_ran")
 
 
 def test_workers_closed_after_an_error(in_tmp_dir, cartpole_dqn, monkeypatch):
