@@ -121,6 +121,9 @@ class _SerialRun:
             tb_logger=self.tb_logger, exp_name=cfg.exp_name))
         self.buffer = self._own(create_buffer(cfg.policy.other.replay_buffer, tb_logger=self.tb_logger,
                                               exp_name=cfg.exp_name))
+        # the buffer logs through python logging; keep a text log of it beside the other workers'
+        self._own(_FileLog("ding.replay_buffer.buffer", os.path.join(cfg.exp_name, "log", "buffer",
+                                                                     "buffer_logger.txt")))
         self.commander = BaseSerialCommander(cfg.policy.other.commander, self.learner, self.collector,
                                              self.evaluator, self.buffer, p.command_mode)
         self.state = RunState(self)
@@ -238,6 +241,25 @@ class _SerialRun:
                 first_error = first_error or e
         if first_error is not None:
             raise first_error
+
+
+class _FileLog:
+    """A file handler on a named logger for the duration of a run."""
+
+    def __init__(self, name: str, path: str) -> None:
+        import logging
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._logger = logging.getLogger(name)
+        self._handler = logging.FileHandler(path)
+        self._handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+        self._logger.addHandler(self._handler)
+        if self._logger.level == logging.NOTSET or self._logger.level > logging.INFO:
+            self._logger.setLevel(logging.INFO)
+
+    def close(self) -> None:
+        self._logger.removeHandler(self._handler)
+        self._handler.close()
 
 
 def _share_priority_settings(cfg: Any) -> None:

@@ -24,6 +24,8 @@ def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
     assert policy.eval_mode is not None
     # the output layout of SPEC section 6
     for rel in ("total_config.py", "formatted_total_config.py", "log/eval.csv", "log/serial",
+                "log/learner/learner_logger.txt", "log/collector/collector_logger.txt",
+                "log/evaluator/evaluator_logger.txt", "log/buffer/buffer_logger.txt",
                 "ckpt/ckpt_best.pth.tar", f"ckpt/iteration_{result['train_iter']}.pth.tar"):
         assert os.path.exists(os.path.join("conv", rel)), rel
     rows = read_eval_csv("conv/log/eval.csv")
