@@ -10,10 +10,34 @@ makes the same decisions, bit for bit, as a run that never stopped.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from ding.utils import CheckpointError, get_rng_state, set_rng_state
 from ding.worker import find_latest_checkpoint, list_iteration_checkpoints
+
+
+_RENEWED = re.compile(r"_\d{6}_\d{6}(_\d+)?")  # the suffix compile_config gives a run whose directory existed
+
+
+def resume_dir(exp_name: str) -> str:
+    """The run directory ``--resume`` continues: ``./<exp_name>/`` or, when later runs of the same config went to
+    ``./<exp_name>_<YYMMDD_HHMMSS>/`` (because the directory existed), whichever holds the most recent checkpoint.
+    A directory given exactly by name (e.g. ``--exp-name cartpole_dqn_seed0_261121_101500``) is used as is."""
+    base = os.path.normpath(exp_name)
+    parent = os.path.dirname(base) or "."
+    prefix = os.path.basename(base) + "_"
+    candidates = [base]
+    if os.path.isdir(parent):
+        candidates += [os.path.join(parent, d) if parent != "." else d for d in sorted(os.listdir(parent))
+                       if d.startswith(prefix) and _RENEWED.fullmatch(d[len(prefix) - 1:])]
+
+    def newest_ckpt_time(d: str) -> float:
+        ckpts = list_iteration_checkpoints(os.path.join(d, "ckpt"))
+        return max((os.path.getmtime(p) for _, p in ckpts), default=-1.0)
+
+    best = max(candidates, key=newest_ckpt_time)
+    return best if newest_ckpt_time(best) >= 0 else base
 
 
 def find_resume_checkpoint(exp_name: str) -> str:

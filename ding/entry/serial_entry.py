@@ -23,7 +23,7 @@ from ding.worker import (
     iteration_ckpt_name,
 )
 
-from .resume import RunState, find_resume_checkpoint
+from .resume import RunState, find_resume_checkpoint, resume_dir
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
@@ -62,7 +62,10 @@ def serial_pipeline(
     if resume is None:
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
     # find the checkpoint first: a resume with nothing to resume from must not leave a fresh directory behind
-    resume_path = find_resume_checkpoint(main_cfg.get("exp_name", "default_experiment")) if resume else None
+    resume_path = None
+    if resume:
+        main_cfg["exp_name"] = resume_dir(main_cfg.get("exp_name", "default_experiment"))
+        resume_path = find_resume_checkpoint(main_cfg["exp_name"])
     cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
                          renew_dir=not resume, source=source)
     _share_priority_settings(cfg)

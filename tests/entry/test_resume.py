@@ -168,3 +168,15 @@ def test_resume_from_the_config_key(in_tmp_dir, cartpole_dqn):
     resumed = serial_pipeline((main, create), seed=0, max_train_iter=60)
     assert not [d for d in os.listdir(".") if d.startswith("part_")]  # continued in place, no renamed directory
     assert _same_params(_params(full), _params(resumed))
+
+
+def test_resume_continues_the_newest_run_of_the_config(in_tmp_dir, cartpole_dqn):
+    """A second run of the same config went to <exp>_<timestamp>/ (the directory existed); --resume continues
+    that one, the run stopped last, not the older one."""
+    serial_pipeline(cartpole_dqn("exp"), seed=0, max_train_iter=20)
+    serial_pipeline(cartpole_dqn("exp"), seed=0, max_train_iter=40)
+    renewed = [d for d in os.listdir(".") if d.startswith("exp_")]
+    assert len(renewed) == 1
+    serial_pipeline(cartpole_dqn("exp"), seed=0, max_train_iter=60, resume=True)
+    assert read_result(renewed[0])["train_iter"] == 60
+    assert read_result("exp")["train_iter"] == 20
