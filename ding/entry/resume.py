@@ -16,7 +16,6 @@ from typing import Any
 from ding.utils import CheckpointError, get_rng_state, set_rng_state
 from ding.worker import find_latest_checkpoint, list_iteration_checkpoints
 
-
 _RENEWED = re.compile(r"_\d{6}_\d{6}(_\d+)?")  # the suffix compile_config gives a run whose directory existed
 
 

@@ -226,3 +226,19 @@ def test_random_collect_warm_up_fills_the_buffer_first(in_tmp_dir, cartpole_dqn,
     serial_pipeline((main, create), seed=0, max_train_iter=10)
     assert calls[0] is True and not any(calls[1:])
     assert read_result("warmup")["env_step"] >= 256
+
+
+@pytest.mark.parametrize("manager", ["subprocess", "async_subprocess"])
+def test_pipeline_over_worker_process_managers(in_tmp_dir, cartpole_dqn, manager):
+    """Training and evaluation run over subprocess env managers (the async one answers out of order), and every
+    worker process is gone afterwards."""
+    import multiprocessing
+
+    main, create = cartpole_dqn(f"mgr_{manager}")
+    create.env_manager.type = manager
+    main.policy.eval.evaluator.eval_freq = 20
+    serial_pipeline((main, create), seed=0, max_env_step=400)
+    result = read_result(f"mgr_{manager}")
+    assert result["env_step"] >= 400 and result["eval_return"] is not None
+    assert len(read_eval_csv(f"mgr_{manager}/log/eval.csv")) >= 3
+    assert multiprocessing.active_children() == []

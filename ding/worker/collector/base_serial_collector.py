@@ -147,7 +147,10 @@ class BaseSerialCollector(ISerialCollector):
                 f"{type(self).__name__}.{where}: set the env manager and the policy first (constructor or reset)"
             )
 
-    def _no_ready_env(self) -> None:
+    def _no_ready_env(self) -> dict:
+        """No env waits for an action: collect the answers of envs still stepping (async managers), else fail."""
+        if in_flight(self._env):
+            return self._env.step({})
         if getattr(self._env, "done", False):
             raise EnvError(
                 f"{type(self).__name__}: every env finished its episode_num episodes, nothing is left to collect; "
@@ -349,6 +352,16 @@ class BaseSerialCollector(ISerialCollector):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def in_flight(env: Any) -> bool:
+    """Whether some env of ``env`` is stepping or resetting without being ready yet (an async manager's answer is
+    still to come, and ``env.step({})`` waits for it)."""
+    from ding.envs.env_manager.manager_utils import EnvState
+
+    ready = env.ready_obs
+    return any(state in (EnvState.RUN, EnvState.RESET) and i not in ready
+               for i, state in enumerate(getattr(env, "env_states", ())))
 
 
 def traj_len_of(n_sample: int | None, env_num: int, unroll_len: int) -> float:

@@ -11,6 +11,7 @@ from ding.utils import SERIAL_EVALUATOR_REGISTRY, ConfigError, EnvError
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
 from ding.worker.learner.worker_logger import CONSOLE
 
+from .base_serial_collector import in_flight
 from .base_serial_evaluator import BaseSerialEvaluator, VectorEvalMonitor, fmt_return
 
 
@@ -104,12 +105,15 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
         t0 = time.perf_counter()
         while not monitor.is_finished():
             obs = {i: o for i, o in env.ready_obs.items() if not monitor.env_finished(i)}
-            if not obs:
+            if obs:
+                if render:
+                    monitor.update_video(env.ready_imgs)
+                output = policy.forward(obs, **policy_kwargs)
+                timesteps = env.step({i: out["action"] for i, out in output.items()})
+            elif in_flight(env):  # an async manager: the envs still stepping answer in a later step() call
+                timesteps = env.step({})
+            else:
                 self._no_ready_env(monitor)
-            if render:
-                monitor.update_video(env.ready_imgs)
-            output = policy.forward(obs, **policy_kwargs)
-            timesteps = env.step({i: out["action"] for i, out in output.items()})
             for env_id, t in timesteps.items():
                 steps += 1
                 ep_len[env_id] += 1

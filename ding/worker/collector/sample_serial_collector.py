@@ -92,14 +92,15 @@ class SampleSerialCollector(BaseSerialCollector):
         t0 = time.perf_counter()
         while collected < n_sample:
             obs = env.ready_obs
-            if not obs:
-                self._no_ready_env()
-            if deepcopy_obs:
-                obs = copy.deepcopy(obs)
-            policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
-            sent_obs.update(obs)
-            sent_out.update(policy_output)
-            timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
+            if obs:
+                if deepcopy_obs:
+                    obs = copy.deepcopy(obs)
+                policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
+                sent_obs.update(obs)
+                sent_out.update(policy_output)
+                timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
+            else:  # an async manager may have every env still stepping: wait for them (or fail clearly)
+                timesteps = self._no_ready_env()
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)
