@@ -160,9 +160,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for _ in range(repeats):
         for impl in impls:
             n_chunks = len(chunks)
-            runs[impl.name, "push"].append(BATCH * _rate(lambda k: impl.push(chunks[k % n_chunks]), min_ops, budget))
-            runs[impl.name, "sample"].append(_rate(lambda k: impl.sample(), min_ops, budget))
-            runs[impl.name, "cycle"].append(_rate(lambda k: impl.cycle(new_priorities[k % 1024]), min_ops, budget))
+            push, sample, cycle = impl.push, impl.sample, impl.cycle  # bound now: the lambdas run in this iteration
+            runs[impl.name, "push"].append(
+                BATCH * _rate(lambda k, push=push, n=n_chunks: push(chunks[k % n]), min_ops, budget))
+            runs[impl.name, "sample"].append(_rate(lambda k, sample=sample: sample(), min_ops, budget))
+            runs[impl.name, "cycle"].append(
+                _rate(lambda k, cycle=cycle: cycle(new_priorities[k % 1024]), min_ops, budget))
 
     units = {"push": "items/s", "sample": "calls/s", "cycle": "calls/s"}
     results = [{"bench": "buffer", "impl": name, "op": op, "per_s": round(statistics.median(values), 1),
