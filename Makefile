@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup run test test-all bench clean
+.PHONY: setup run test test-all lint clean
 
 setup: $(VENV)/.ding-installed
 
@@ -27,6 +27,10 @@ test: setup
 # everything, including the slow convergence runs of every shipped config
 test-all: setup
 	$(PY) -m pytest -q -m "" tests
+
+lint: setup
+	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
