@@ -29,8 +29,13 @@ class DingEnvWrapper(BaseEnv):
     ``DingEnvWrapper(gym.make('CartPole-v1'))`` wraps an instance; ``DingEnvWrapper(cfg=dict(env_id='CartPole-v1'))``
     builds one with ``gym.make``. ``terminated or truncated`` becomes ``done``; ``info['truncated']`` is set on every
     step; observations are float32 arrays, rewards float32 arrays of shape (1,), and the last step of an episode
-    carries ``info['eval_episode_return']``. Subclasses that build their env differently override ``_make_env``.
+    carries ``info['eval_episode_return']``. A subclass names the gymnasium class to build directly with
+    ``gym_env_cls`` (and the config keys passed to its constructor with ``gym_env_cfg_keys``), or overrides
+    ``_make_env``.
     """
+
+    gym_env_cls: type | None = None  # built directly (no gym.make checker layers) instead of gym.make(env_id)
+    gym_env_cfg_keys: tuple[str, ...] = ()  # config keys passed to gym_env_cls as keyword arguments
 
     config = dict(
         env_id=None,  # gymnasium id passed to gym.make when no env instance is given, e.g. 'CartPole-v1'
@@ -59,7 +64,10 @@ class DingEnvWrapper(BaseEnv):
 
     # ---- construction -------------------------------------------------------------------------------------------
     def _make_env(self, render_mode: str | None = None) -> gym.Env:
-        """Build the gymnasium env from ``cfg.env_id`` (subclasses override this to build theirs directly)."""
+        """Build the gymnasium env: ``gym_env_cls(...)`` when the class names one, else ``gym.make(cfg.env_id)``."""
+        if self.gym_env_cls is not None:
+            kwargs = {k: self._cfg[k] for k in self.gym_env_cfg_keys}
+            return self._apply_wrappers(self.gym_env_cls(render_mode=render_mode or self._cfg.render_mode, **kwargs))
         env_id = self._cfg.env_id
         if env_id is None:
             raise EnvError(

@@ -1,7 +1,6 @@
 """MountainCar-v0: obs float32 (2,), Discrete(3), reward -1 per step, 200-step episodes."""
 from __future__ import annotations
 
-import gymnasium as gym
 from gymnasium.envs.classic_control.mountain_car import MountainCarEnv as _GymMountainCar
 
 from ding.envs import DingEnvWrapper
@@ -12,14 +11,9 @@ from ding.utils import ENV_REGISTRY
 class MountainCarEnv(DingEnvWrapper):
     """gymnasium's MountainCar built directly; the wrapper applies the time limit."""
 
+    gym_env_cls = _GymMountainCar
     config = dict(
         DingEnvWrapper.config,
         env_id="MountainCar-v0",  # only names the env here; it is always built from gymnasium's MountainCar class
         max_episode_steps=200,  # MountainCar-v0's time limit
     )
-
-    def __init__(self, cfg: dict | None = None) -> None:
-        super().__init__(env=None, cfg=cfg)
-
-    def _make_env(self, render_mode: str | None = None) -> gym.Env:
-        return self._apply_wrappers(_GymMountainCar(render_mode=render_mode or self._cfg.render_mode))

@@ -1,7 +1,6 @@
 """Pendulum-v1 with continuous Box(1,) actions; ``act_scale=True`` maps actions in [-1, 1] onto the torque [-2, 2]."""
 from __future__ import annotations
 
-import gymnasium as gym
 from gymnasium.envs.classic_control.pendulum import PendulumEnv as _GymPendulum
 
 from ding.envs import DingEnvWrapper
@@ -12,6 +11,8 @@ from ding.utils import ENV_REGISTRY
 class PendulumEnv(DingEnvWrapper):
     """gymnasium's Pendulum built directly; 200-step episodes that only end by truncation."""
 
+    gym_env_cls = _GymPendulum
+    gym_env_cfg_keys = ("g",)
     config = dict(
         DingEnvWrapper.config,
         env_id="Pendulum-v1",  # only names the env here; it is always built from gymnasium's Pendulum class
@@ -19,10 +20,3 @@ class PendulumEnv(DingEnvWrapper):
         act_scale=True,  # the agent acts in [-1, 1] (action_space is Box(-1, 1, (1,))), scaled onto [-2, 2]
         g=10.0,  # gravity
     )
-
-    def __init__(self, cfg: dict | None = None) -> None:
-        super().__init__(env=None, cfg=cfg)
-
-    def _make_env(self, render_mode: str | None = None) -> gym.Env:
-        env = _GymPendulum(render_mode=render_mode or self._cfg.render_mode, g=float(self._cfg.g))
-        return self._apply_wrappers(env)
