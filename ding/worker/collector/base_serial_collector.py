@@ -11,7 +11,7 @@ from easydict import EasyDict
 
 from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_of, deep_merge_dicts, import_module
-from ding.worker.learner.worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
+from ding.worker.learner.worker_logger import WorkerLogs
 
 from .episode_callback import EpisodeCallback, build_episode_callbacks, check_callback
 
@@ -80,9 +80,8 @@ class BaseSerialCollector(ISerialCollector):
         self._exp_name = exp_name
         self._instance_name = instance_name
         self._closed = False
-        self._logger = build_worker_logger(exp_name, instance_name)
-        self._own_tb = tb_logger is None
-        self._tb_logger = build_tb_logger(exp_name, instance_name) if self._own_tb else tb_logger
+        self._logs = WorkerLogs(exp_name, instance_name, tb_logger)
+        self._logger, self._tb_logger = self._logs.logger, self._logs.tb_logger
         self._env: Any = None
         self._env_num = 0
         self._policy: Any = None
@@ -341,11 +340,7 @@ class BaseSerialCollector(ISerialCollector):
         self._closed = True
         if self._env is not None:
             self._env.close()
-        if self._tb_logger is not None:
-            self._tb_logger.flush()
-            if self._own_tb:
-                self._tb_logger.close()
-        close_worker_logger(self._logger)
+        self._logs.close()
 
     def __enter__(self) -> BaseSerialCollector:
         return self

@@ -10,7 +10,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.utils import SERIAL_EVALUATOR_REGISTRY, config_of, deep_merge_dicts, import_module
-from ding.worker.learner.worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
+from ding.worker.learner.worker_logger import WorkerLogs
 
 
 class ISerialEvaluator(ABC):
@@ -64,9 +64,8 @@ class BaseSerialEvaluator(ISerialEvaluator):
         self._exp_name = exp_name
         self._instance_name = instance_name
         self._closed = False
-        self._logger = build_worker_logger(exp_name, instance_name)
-        self._own_tb = tb_logger is None
-        self._tb_logger = build_tb_logger(exp_name, instance_name) if self._own_tb else tb_logger
+        self._logs = WorkerLogs(exp_name, instance_name, tb_logger)
+        self._logger, self._tb_logger = self._logs.logger, self._logs.tb_logger
         self._env: Any = None
         self._policy: Any = None
         self.reset(policy, env)
@@ -141,11 +140,7 @@ class BaseSerialEvaluator(ISerialEvaluator):
             return
         self._closed = True
         self._close_env()
-        if self._tb_logger is not None:
-            self._tb_logger.flush()
-            if self._own_tb:
-                self._tb_logger.close()
-        close_worker_logger(self._logger)
+        self._logs.close()
 
     def __enter__(self) -> BaseSerialEvaluator:
         return self

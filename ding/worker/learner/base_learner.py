@@ -36,7 +36,7 @@ from .learner_hook import (
     call_hooks,
     merge_hooks,
 )
-from .worker_logger import build_tb_logger, build_worker_logger, close_worker_logger
+from .worker_logger import WorkerLogs
 
 
 class CountVar:
@@ -136,9 +136,8 @@ class BaseLearner:
         self._instance_name = instance_name
         self._rank, self._world_size = dist_info if dist_info is not None else _dist_info()
         self._closed = False
-        self._logger = build_worker_logger(exp_name, instance_name)
-        self._own_tb = tb_logger is None and self._rank == 0
-        self._tb_logger = build_tb_logger(exp_name, instance_name) if self._own_tb else tb_logger
+        self._logs = WorkerLogs(exp_name, instance_name, tb_logger, make_tb=self._rank == 0)
+        self._logger, self._tb_logger = self._logs.logger, self._logs.tb_logger
 
         self._log_buffer: dict[str, dict[str, Any]] = {"scalar": {}, "scalars": {}, "histogram": {}}
         self._last_iter = CountVar(0)
@@ -385,11 +384,7 @@ class BaseLearner:
         self._closed = True
         if self._dataloader is not None:
             self._dataloader.close()
-        if self._tb_logger is not None:
-            self._tb_logger.flush()
-            if self._own_tb:
-                self._tb_logger.close()
-        close_worker_logger(self._logger)
+        self._logs.close()
 
     def __enter__(self) -> BaseLearner:
         return self

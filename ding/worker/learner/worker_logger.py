@@ -41,3 +41,22 @@ def build_tb_logger(exp_name: str, instance_name: str) -> Any:
 
 def close_worker_logger(logger: logging.Logger) -> None:
     close_logger(logger)
+
+
+class WorkerLogs:
+    """A worker's text logger and TensorBoard writer: the given ``tb_logger``, or one of its own (``own_tb``).
+
+    ``close()`` flushes the writer, closes it only if the worker made it, and closes the text log.
+    """
+
+    def __init__(self, exp_name: str, instance_name: str, tb_logger: Any = None, make_tb: bool = True) -> None:
+        self.logger = build_worker_logger(exp_name, instance_name)
+        self.own_tb = tb_logger is None and make_tb
+        self.tb_logger = build_tb_logger(exp_name, instance_name) if self.own_tb else tb_logger
+
+    def close(self) -> None:
+        if self.tb_logger is not None:
+            self.tb_logger.flush()
+            if self.own_tb:
+                self.tb_logger.close()
+        close_worker_logger(self.logger)
