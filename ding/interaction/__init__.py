@@ -1,0 +1,29 @@
+"""Master/slave messaging over HTTP (Flask server in a thread, requests client) for parallel mode.
+
+See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
+"""
+from .base import (
+    API_PREFIX,
+    TOKEN_ENV,
+    TOKEN_HEADER,
+    ApiError,
+    InteractionError,
+    JsonServer,
+    PeerUnreachable,
+    RequestRejected,
+    SlaveLost,
+    TaskFailed,
+    TaskTimeout,
+    find_free_port,
+    new_token,
+    resolve_token,
+)
+from .client import HttpClient
+from .master import Master, SlaveConnection, TaskHandle
+from .slave import Slave
+
+__all__ = [
+    "API_PREFIX", "TOKEN_ENV", "TOKEN_HEADER", "ApiError", "InteractionError", "JsonServer", "PeerUnreachable",
+    "RequestRejected", "SlaveLost", "TaskFailed", "TaskTimeout", "find_free_port", "new_token", "resolve_token",
+    "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
+]

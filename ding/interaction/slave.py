@@ -1,0 +1,239 @@
+"""The slave side (a learner or collector process): serves ``connect``, ``disconnect``, ``task/new`` and ``ping``,
+runs tasks in worker threads and reports each one's completion or failure (with its traceback text) to the master.
+
+While connected it sends a heartbeat every ``heartbeat_interval`` seconds. If the master stays unreachable for
+``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .base import ApiError, InteractionError, JsonServer, PeerUnreachable, RequestRejected
+from .client import HttpClient
+
+TaskFn = Callable[[dict], Mapping[str, Any] | None]
+
+
+class Slave:
+    """A task server. ``handlers`` maps task names (e.g. ``'learner_learn_task'``) to ``fn(payload) -> dict``.
+
+    ``on_connect(master_info)`` / ``on_disconnect(reason)`` are called when the master connects or disconnects;
+    ``wait()`` blocks until the slave is closed (by ``close()``, a ``disconnect`` with ``shutdown`` or a lost master).
+    """
+
+    def __init__(self, name: str, role: str, host: str = "127.0.0.1", port: int = 0, *, token: str,
+                 handlers: Mapping[str, TaskFn] | None = None, advertise_host: str | None = None,
+                 heartbeat_interval: float = 1.0, master_lost_timeout: float = 30.0, request_timeout: float = 10.0,
+                 retries: int = 3, max_workers: int = 16, resource: Mapping[str, Any] | None = None,
+                 logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
+                 on_disconnect: Callable[[str], None] | None = None) -> None:
+        self.name = name
+        self.role = role
+        self._token = token
+        self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
+        self._logger = logger or logging.getLogger(f"ding.interaction.{name}")
+        self.handlers: dict[str, TaskFn] = dict(handlers or {})
+        self.heartbeat_interval = float(heartbeat_interval)
+        self.master_lost_timeout = float(master_lost_timeout)
+        self.request_timeout = float(request_timeout)
+        self.retries = int(retries)
+        self.resource = dict(resource or {})
+        self.on_connect = on_connect
+        self.on_disconnect = on_disconnect
+        self._server = JsonServer(name, host, port, token, self._logger)
+        for endpoint, fn in (("connect", self._on_connect), ("disconnect", self._on_disconnect),
+                             ("task/new", self._on_task), ("ping", self._on_ping)):
+            self._server.route(endpoint, fn)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"ding-{name}-task")
+        self._lock = threading.Lock()
+        self._master: HttpClient | None = None
+        self._master_info: dict[str, Any] = {}
+        self._seen_tasks: set[str] = set()
+        self._running: set[str] = set()
+        self._closed = threading.Event()
+        self._stopping = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._last_master_ok = time.monotonic()
+        self.close_reason = ""
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        self._server.start()
+        self._heartbeat = threading.Thread(target=self._beat, name=f"ding-{self.name}-heartbeat", daemon=True)
+        self._heartbeat.start()
+        self._logger.info(f"{self.role} '{self.name}' listening on {self._server.host}:{self.port}")
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def connected(self) -> bool:
+        return self._master is not None
+
+    @property
+    def stopping(self) -> bool:
+        """True once the slave is closing: long-running task handlers should return soon."""
+        return self._stopping.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the slave is closed; True if it is."""
+        return self._closed.wait(timeout)
+
+    def close(self, reason: str = "closed") -> None:
+        """Stop accepting tasks, let running ones see ``stopping``, stop the server (idempotent)."""
+        if self._stopping.is_set():
+            self._closed.wait(10.0)
+            return
+        self.close_reason = reason
+        self._stopping.set()
+        self._server.close()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join(timeout=5.0)
+        with self._lock:
+            master, self._master = self._master, None
+        if master is not None:
+            master.close()
+        self._logger.info(f"{self.role} '{self.name}' closed: {reason}")
+        self._closed.set()
+
+    def _close_soon(self, reason: str) -> None:
+        """Close from a request or task thread (the server cannot be shut down from inside its own request)."""
+        threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
+
+    # ---------------------------------------------------------------- joining
+    def join(self, master_host: str, master_port: int) -> None:
+        """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase)."""
+        client = HttpClient("master", master_host, master_port, self._token, timeout=self.request_timeout,
+                            retries=self.retries)
+        try:
+            client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
+        finally:
+            client.close()
+
+    # ---------------------------------------------------------------- endpoints
+    def _on_ping(self, payload: dict) -> dict:
+        return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running)}
+
+    def _on_connect(self, payload: dict) -> dict:
+        host, port = payload.get("master_host"), payload.get("master_port")
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise ApiError(400, "connect needs 'master_host' (str) and 'master_port' (int)")
+        client = HttpClient(str(payload.get("master_name", "master")), host, port, self._token,
+                            timeout=self.request_timeout, retries=self.retries)
+        with self._lock:
+            old, self._master = self._master, client
+            self._master_info = dict(payload)
+            self._last_master_ok = time.monotonic()
+        if old is not None:
+            old.close()
+        self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
+        if self.on_connect is not None:
+            self.on_connect(dict(payload))
+        return {"name": self.name, "role": self.role, "resource": self.resource}
+
+    def _on_disconnect(self, payload: dict) -> dict:
+        reason = str(payload.get("reason", ""))
+        with self._lock:
+            master, self._master = self._master, None
+        if master is not None:
+            master.close()
+        self._logger.info(f"disconnected by master: {reason}")
+        if self.on_disconnect is not None:
+            self.on_disconnect(reason)
+        if payload.get("shutdown"):
+            self._close_soon(f"shut down by master: {reason}")
+        return {}
+
+    def _on_task(self, payload: dict) -> dict:
+        task_id, name = payload.get("task_id"), payload.get("name")
+        if not isinstance(task_id, str) or not isinstance(name, str):
+            raise ApiError(400, "task/new needs 'task_id' (str) and 'name' (str)")
+        if self._stopping.is_set():
+            raise ApiError(503, f"{self.name} is shutting down")
+        if self._master is None:
+            raise ApiError(409, f"{self.name} is not connected to a master; connect first")
+        if name not in self.handlers:
+            raise ApiError(400, f"{self.role} '{self.name}' has no task '{name}'; known tasks: "
+                                f"{', '.join(sorted(self.handlers))}")
+        body = payload.get("payload", {})
+        if not isinstance(body, dict):
+            raise ApiError(400, "'payload' must be a JSON object")
+        with self._lock:
+            if task_id in self._seen_tasks:  # a retried request: the task already runs
+                return {"accepted": True, "duplicate": True}
+            self._seen_tasks.add(task_id)
+            self._running.add(task_id)
+        try:
+            self._pool.submit(self._run, task_id, name, body)
+        except RuntimeError as e:  # the pool was shut down between the check and the submit
+            with self._lock:
+                self._running.discard(task_id)
+            raise ApiError(503, f"{self.name} is shutting down") from e
+        return {"accepted": True}
+
+    def _run(self, task_id: str, name: str, body: dict) -> None:
+        try:
+            result = self.handlers[name](body)
+            self._report("task/complete", {"task_id": task_id, "data": dict(result or {})})
+        except Exception as e:  # noqa: BLE001 -- every failure goes back to the master with its traceback
+            self._logger.exception(f"task {name} ({task_id}) failed")
+            self._report("task/fail", {"task_id": task_id, "message": f"{type(e).__name__}: {e}",
+                                       "traceback": traceback.format_exc()})
+        finally:
+            with self._lock:
+                self._running.discard(task_id)
+
+    def _report(self, endpoint: str, body: dict) -> None:
+        master = self._master
+        if master is None:
+            self._logger.warning(f"task {body['task_id']} ended but no master is connected to hear it")
+            return
+        try:
+            master.post(endpoint, {"name": self.name, **body})
+        except (PeerUnreachable, RequestRejected) as e:
+            self._logger.warning(f"could not report task {body['task_id']} to the master: {e}")
+
+    # ---------------------------------------------------------------- heartbeats
+    def _beat(self) -> None:
+        unknown = 0
+        while not self._stopping.wait(self.heartbeat_interval):
+            master = self._master
+            if master is None:
+                continue
+            try:
+                reply = master.post("heartbeat", {"name": self.name, "role": self.role,
+                                                  "running": len(self._running)},
+                                    timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
+            except PeerUnreachable:
+                silent = time.monotonic() - self._last_master_ok
+                if silent > self.master_lost_timeout:
+                    self._logger.error(f"master unreachable for {silent:.0f} s (master_lost_timeout "
+                                       f"{self.master_lost_timeout:g} s): closing")
+                    self._close_soon("master lost")
+                    return
+                continue
+            except RequestRejected as e:
+                self._logger.warning(f"heartbeat rejected: {e}")
+                continue
+            self._last_master_ok = time.monotonic()
+            unknown = 0 if reply.get("known", True) else unknown + 1
+            if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
+                unknown = 0
+                try:
+                    self.join(master.host, master.port)
+                except InteractionError as e:
+                    self._logger.warning(f"re-join failed: {e}")
+
+    def __enter__(self) -> Slave:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
