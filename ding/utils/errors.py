@@ -27,3 +27,7 @@ class CheckpointError(DingError, RuntimeError):
 
 class ReplayBufferError(DingError, RuntimeError):
     """A replay buffer was used in a way it cannot serve."""
+
+
+class DataFileError(DingError, ValueError):
+    """A data or policy file exchanged between parallel-mode processes is missing, corrupt or of an unknown format."""
