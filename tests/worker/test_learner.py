@@ -341,10 +341,22 @@ def test_start_ends_when_data_ends(in_tmp_dir, num_workers):
     cfg = quiet_cfg()
     cfg.dataloader = dict(num_workers=num_workers)
     batches = [make_batch(seed=i) for i in range(3)]
-    with BaseLearner(cfg, pol.mode(), exp_name="exp") as lrn:
-        lrn.get_data = lambda bs: batches.pop(0) if batches else None
+    with BaseLearner(cfg, pol.mode(), exp_name="exp",
+                     data_source=lambda bs: batches.pop(0) if batches else None) as lrn:
         lrn.start()
         assert lrn.train_iter == 3
+
+
+def test_directories_and_data_source_come_through_the_constructor(in_tmp_dir):
+    pol = FakeLearnPolicy()
+    cfg = quiet_cfg(save_ckpt_after_run=True)
+    cfg.train_iterations = 2
+    with BaseLearner(cfg, pol.mode(), exp_name="exp", data_source=lambda bs: make_batch(seed=0),
+                     ckpt_dir=os.path.join("elsewhere", "ck"), log_dir=os.path.join("logs", "l0")) as lrn:
+        lrn.start()
+    assert os.path.exists(os.path.join("elsewhere", "ck", "iteration_2.pth.tar"))
+    assert os.path.exists(os.path.join("logs", "l0", "learner_logger.txt"))
+    assert not os.path.exists("exp")
 
 
 def test_start_without_data_source_errors(learner):

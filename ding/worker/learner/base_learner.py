@@ -130,13 +130,21 @@ class BaseLearner:
             dist_info: tuple[int, int] | None = None,
             exp_name: str = 'default_experiment',
             instance_name: str = 'learner',
+            *,
+            data_source: Callable[[int], Any] | None = None,
+            ckpt_dir: str | None = None,
+            log_dir: str | None = None,
     ) -> None:
+        """``data_source(batch_size) -> list of samples`` feeds :meth:`start` (parallel mode; None ends the data).
+        ``ckpt_dir`` (default ``./<exp_name>/ckpt``) and ``log_dir`` (default ``./<exp_name>/log/<instance_name>``)
+        place the learner's files."""
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._exp_name = exp_name
         self._instance_name = instance_name
+        self._ckpt_dir = ckpt_dir or os.path.join(".", exp_name, "ckpt")
         self._rank, self._world_size = dist_info if dist_info is not None else _dist_info()
         self._closed = False
-        self._logs = WorkerLogs(exp_name, instance_name, tb_logger, make_tb=self._rank == 0)
+        self._logs = WorkerLogs(exp_name, instance_name, tb_logger, make_tb=self._rank == 0, log_dir=log_dir)
         self._logger, self._tb_logger = self._logs.logger, self._logs.tb_logger
 
         self._log_buffer: dict[str, dict[str, Any]] = {"scalar": {}, "scalars": {}, "histogram": {}}
@@ -148,6 +156,8 @@ class BaseLearner:
         self._stop_requested = False
         self._learner_done = False
         self._dataloader: LearnerDataLoader | None = None
+        if data_source is not None:
+            self.get_data = data_source
         self._policy: Any = None
         if policy is not None:
             self.policy = policy
@@ -218,8 +228,8 @@ class BaseLearner:
             self.setup_dataloader()
         if self._dataloader is None:
             raise RuntimeError(
-                "BaseLearner.start: no data source; set learner.get_data = fn(batch_size) -> list of samples "
-                "(the comm learner does it in parallel mode) or call setup_dataloader()"
+                "BaseLearner.start: no data source; pass BaseLearner(..., data_source=fn) with fn(batch_size) -> "
+                "list of samples (the comm learner does it in parallel mode)"
             )
         while self.train_iter < self._cfg.train_iterations and not self._stop_requested:
             try:
@@ -233,10 +243,11 @@ class BaseLearner:
         self.call_hook("after_run")
 
     def setup_dataloader(self) -> None:
-        """Parallel mode: wrap ``self.get_data(batch_size)`` (set by the comm learner) as the data loader."""
+        """Parallel mode: wrap the data source (``data_source`` of the constructor, kept as ``self.get_data`` for
+        DI-engine compatibility) as the data loader."""
         get_data = getattr(self, "get_data", None)
         if not callable(get_data):
-            raise RuntimeError("BaseLearner.setup_dataloader: set learner.get_data = fn(batch_size) -> list first")
+            raise RuntimeError("BaseLearner.setup_dataloader: no data source; pass BaseLearner(..., data_source=fn)")
         if self._policy is None:
             raise RuntimeError("BaseLearner.setup_dataloader: set the policy first (its batch_size is needed)")
         batch_size = self._policy.get_attribute("batch_size")
@@ -273,7 +284,7 @@ class BaseLearner:
     # ------------------------------------------------------------------ checkpoints
     @property
     def ckpt_dir(self) -> str:
-        return os.path.join(".", self._exp_name, "ckpt")
+        return self._ckpt_dir
 
     def register_checkpoint_extra(
             self, name: str, get_fn: Callable[[], Any], set_fn: Callable[[Any], None], replace: bool = False

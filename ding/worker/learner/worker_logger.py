@@ -17,13 +17,15 @@ class _ConsoleOnly(logging.Filter):
         return bool(getattr(record, "console", False))
 
 
-def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
-    """Logger writing every record to ``./<exp_name>/log/<instance_name>/<instance_name>_logger.txt``.
+def build_worker_logger(exp_name: str, instance_name: str, log_dir: str | None = None) -> logging.Logger:
+    """Logger writing every record to ``<log_dir>/<instance_name>_logger.txt`` (default log_dir:
+    ``./<exp_name>/log/<instance_name>``).
 
     Records logged with ``extra=CONSOLE`` are also printed to stdout as the bare message (the compact console view of
     the run: one line per evaluation, one per ``log_show`` interval).
     """
-    path = os.path.join(".", exp_name, "log", instance_name, f"{instance_name}_logger.txt")
+    log_dir = log_dir or os.path.join(".", exp_name, "log", instance_name)
+    path = os.path.join(log_dir, f"{instance_name}_logger.txt")
     logger = get_text_logger(path, f"{exp_name}.{instance_name}")
     console = logging.StreamHandler(ConsoleStream())  # stdout, below any progress line
     console.setFormatter(logging.Formatter("%(message)s"))
@@ -32,11 +34,12 @@ def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
     return logger
 
 
-def build_tb_logger(exp_name: str, instance_name: str) -> Any:
-    """A tensorboardX writer at ``./<exp_name>/log/<instance_name>/`` for a worker that was not given one."""
+def build_tb_logger(exp_name: str, instance_name: str, log_dir: str | None = None) -> Any:
+    """A tensorboardX writer at ``log_dir`` (default ``./<exp_name>/log/<instance_name>/``) for a worker that was
+    not given one."""
     from tensorboardX import SummaryWriter
 
-    return SummaryWriter(os.path.join(".", exp_name, "log", instance_name))
+    return SummaryWriter(log_dir or os.path.join(".", exp_name, "log", instance_name))
 
 
 def close_worker_logger(logger: logging.Logger) -> None:
@@ -49,10 +52,11 @@ class WorkerLogs:
     ``close()`` flushes the writer, closes it only if the worker made it, and closes the text log.
     """
 
-    def __init__(self, exp_name: str, instance_name: str, tb_logger: Any = None, make_tb: bool = True) -> None:
-        self.logger = build_worker_logger(exp_name, instance_name)
+    def __init__(self, exp_name: str, instance_name: str, tb_logger: Any = None, make_tb: bool = True,
+                 log_dir: str | None = None) -> None:
+        self.logger = build_worker_logger(exp_name, instance_name, log_dir)
         self.own_tb = tb_logger is None and make_tb
-        self.tb_logger = build_tb_logger(exp_name, instance_name) if self.own_tb else tb_logger
+        self.tb_logger = build_tb_logger(exp_name, instance_name, log_dir) if self.own_tb else tb_logger
 
     def close(self) -> None:
         if self.tb_logger is not None:
