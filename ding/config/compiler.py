@@ -68,6 +68,8 @@ def compile_config(
     renew_dir: bool = True,
     *,
     source: str | None = None,
+    parts: tuple[Part, ...] = PARTS,
+    extra_defaults: Mapping | None = None,
 ) -> EasyDict:
     """Merge the components' default configs, the create_config types and ``cfg``; validate; save; return the result.
 
@@ -75,7 +77,11 @@ def compile_config(
     passed as an argument still wins). ``learner``/``evaluator`` default to the ``base`` learner and the
     ``interaction`` evaluator; pass None to leave a component out. ``source`` names the config file in error messages.
     Neither ``cfg`` nor ``create_cfg`` is changed. See docs/config.md.
+
+    ``parts`` (the component kinds and their registries) and ``extra_defaults`` (more valid keys with their
+    defaults) let parallel mode compile with its own collector and commander registries.
     """
+    by_name = {p.name: p for p in parts}
     src = os.fspath(source) if source else "<dict>"
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"compile_config: main_config must be a dict or EasyDict, got {type(cfg).__name__} ({src})")
@@ -84,7 +90,7 @@ def compile_config(
     user_main = EasyDict(copy.deepcopy(dict(cfg)))
     user_create = EasyDict(copy.deepcopy(dict(create_cfg or {})))
 
-    problems = _create_section_problems(user_create, src)
+    problems = _create_section_problems(user_create, src, by_name)
     if problems:
         raise ConfigError(format_problems(problems))
     given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
@@ -94,19 +100,21 @@ def compile_config(
         if create_cfg is None:
             raise ConfigError("compile_config(auto=True) needs create_cfg (the config file's create_config) to know "
                               "which env, policy, ... types to use")
-        classes, names = _auto_classes(user_main, user_create, given, src)
+        classes, names = _auto_classes(user_main, user_create, given, src, parts)
     else:
         classes, names = {}, {}
         for name, value in given.items():
             if isinstance(value, _RegistryDefault):
-                value, names[name] = _resolve_default(value), value.type_name
+                value, names[name] = _resolve_default(value, by_name), value.type_name
             classes[name] = value
 
-    types = _types(classes, names, user_create)
-    schema, open_paths, closed_paths = _schema(classes, types, user_main, user_create, seed)
+    types = _types(classes, names, user_create, parts)
+    schema, open_paths, closed_paths = _schema(classes, types, user_main, user_create, seed, parts)
+    if extra_defaults:
+        schema = _merge_under(extra_defaults, schema)
     problems = find_config_problems(user_main, schema, open_paths, src, closed_paths=closed_paths)
     for name, section in user_create.items():
-        part = PARTS_BY_NAME[name]
+        part = by_name[name]
         problems += find_config_problems(section, get_path(schema, part.place) or {}, open_paths, src,
                                          closed_paths=closed_paths, path=part.place, shown_path=f"create_config.{name}")
     if problems:
@@ -114,7 +122,7 @@ def compile_config(
 
     compiled = schema
     for name, section in user_create.items():
-        place = PARTS_BY_NAME[name].place
+        place = by_name[name].place
         set_path(compiled, place, deep_merge_dicts(get_path(compiled, place) or {}, section))
     compiled = deep_merge_dicts(compiled, user_main)
     compiled.seed = seed
@@ -129,12 +137,12 @@ def compile_config(
     return compiled
 
 
-def _create_section_problems(user_create: Mapping, src: str) -> list[str]:
+def _create_section_problems(user_create: Mapping, src: str, by_name: Mapping[str, Part]) -> list[str]:
     problems = []
     for name, section in user_create.items():
-        if name not in PARTS_BY_NAME:
-            close = difflib.get_close_matches(str(name), list(PARTS_BY_NAME), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(PARTS_BY_NAME)}"
+        if name not in by_name:
+            close = difflib.get_close_matches(str(name), list(by_name), n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(by_name)}"
             problems.append(f"create_config.{name}: unknown section (in {src}); {hint}")
         elif not isinstance(section, Mapping):
             problems.append(f"create_config.{name}: expected a dict like dict(type='...', import_names=[...]), got "
@@ -142,8 +150,8 @@ def _create_section_problems(user_create: Mapping, src: str) -> list[str]:
     return problems
 
 
-def _resolve_default(value: _RegistryDefault) -> Any:
-    part = PARTS_BY_NAME[value.part]
+def _resolve_default(value: _RegistryDefault, by_name: Mapping[str, Part]) -> Any:
+    part = by_name[value.part]
     where = (f"compile_config's default {value.part} (pass {value.part}=None to compile without one, "
              f"or a {value.part} class)")
     return lookup_type(part, value.type_name, (), where)
@@ -169,12 +177,12 @@ def _type_name(part: Part, main: Mapping, create: Mapping, src: str) -> tuple[An
     return None, None, imports
 
 
-def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any],
-                  src: str) -> tuple[dict[str, Any], dict[str, str]]:
+def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any], src: str,
+                  parts: tuple[Part, ...]) -> tuple[dict[str, Any], dict[str, str]]:
     """The class of every part (None: left out) and the registry name each was found under."""
     classes: dict[str, Any] = {}
     names: dict[str, str] = {}
-    for part in PARTS:
+    for part in parts:
         explicit = given.get(part.name)
         if explicit is not None and not isinstance(explicit, _RegistryDefault):
             classes[part.name] = explicit  # a class passed by the caller wins over the registry
@@ -206,10 +214,11 @@ def _fallback_type(part: Part, main: Mapping, policy_cls: Any) -> str | None:
     return part.default_type
 
 
-def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Mapping) -> EasyDict:
+def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Mapping,
+           parts: tuple[Part, ...]) -> EasyDict:
     """The create_config to save: per part, its type (as the config named it, or its registered name) + import_names."""
     types = EasyDict()
-    for part in PARTS:
+    for part in parts:
         section = user_create.get(part.name) or {}
         cls = classes.get(part.name)
         named = section.get("type")
@@ -232,12 +241,12 @@ def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Ma
 
 
 def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user_create: Mapping,
-            seed: int) -> tuple[EasyDict, list[str], list[str]]:
+            seed: int, parts: tuple[Part, ...]) -> tuple[EasyDict, list[str], list[str]]:
     """The merged defaults (the schema user keys are checked against) and the open / closed section paths."""
     schema = EasyDict(env=EasyDict(), policy=EasyDict())
     open_paths: list[str] = []
     closed_paths: list[str] = []
-    for part in PARTS:
+    for part in parts:
         cls = classes.get(part.name)
         default = default_config_of(cls)
         if default is None:
@@ -250,7 +259,7 @@ def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user
     base = EasyDict(exp_name="default_experiment", seed=seed, env=ENV_COMMON_CONFIG, policy=POLICY_TEMPLATE)
     schema = _merge_under(base, schema)
     schema = EasyDict(exp_name=schema.pop("exp_name"), seed=schema.pop("seed"), **schema)
-    for part in PARTS:
+    for part in parts:
         section = get_path(schema, part.place)
         if not isinstance(section, Mapping):
             continue
