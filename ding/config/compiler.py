@@ -6,7 +6,7 @@ import datetime
 import difflib
 import logging
 import os
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from easydict import EasyDict
 
@@ -70,6 +70,7 @@ def compile_config(
     source: str | None = None,
     parts: tuple[Part, ...] = PARTS,
     extra_defaults: Mapping | None = None,
+    system_cfg: Callable[[EasyDict], Mapping] | None = None,
 ) -> EasyDict:
     """Merge the components' default configs, the create_config types and ``cfg``; validate; save; return the result.
 
@@ -79,7 +80,8 @@ def compile_config(
     Neither ``cfg`` nor ``create_cfg`` is changed. See docs/config.md.
 
     ``parts`` (the component kinds and their registries) and ``extra_defaults`` (more valid keys with their
-    defaults) let parallel mode compile with its own collector and commander registries.
+    defaults) let parallel mode compile with its own collector and commander registries; ``system_cfg(compiled)``
+    builds the parallel system config once the experiment directory is final, and it is saved with the rest.
     """
     by_name = {p.name: p for p in parts}
     src = os.fspath(source) if source else "<dict>"
@@ -133,7 +135,9 @@ def compile_config(
         evaluator_cfg.n_episode = compiled.env.n_evaluator_episode
 
     if save_cfg:
-        _save(compiled, types, save_path, renew_dir)
+        _save(compiled, types, save_path, renew_dir, system_cfg)
+    elif system_cfg is not None:
+        system_cfg(compiled)
     return compiled
 
 
@@ -286,7 +290,8 @@ def _merge_under(base: Mapping, cfg: Mapping) -> EasyDict:
     return merged
 
 
-def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) -> None:
+def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool,
+          system_cfg: Callable[[EasyDict], Mapping] | None = None) -> None:
     exp_dir = compiled.exp_name
     if renew_dir and os.path.exists(exp_dir):
         compiled.exp_name = _claim_fresh_dir(exp_dir)
@@ -294,8 +299,9 @@ def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) 
                        exp_dir, compiled.exp_name)
     path = os.path.join(compiled.exp_name, save_path)
     formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
-    save_config(compiled, path, create_cfg=types)
-    save_config_formatted(compiled, formatted, create_cfg=types)
+    system = system_cfg(compiled) if system_cfg is not None else None
+    save_config(compiled, path, create_cfg=types, system_cfg=system)
+    save_config_formatted(compiled, formatted, create_cfg=types, system_cfg=system)
 
 
 def _claim_fresh_dir(exp_dir: str) -> str:

@@ -74,3 +74,29 @@ def run_plot(args: argparse.Namespace) -> int:
     out = plot_runs(args.paths, output=args.output)
     print(f"ding: wrote {out}")
     return 0
+
+
+@mode("parallel")
+def run_parallel(args: argparse.Namespace) -> int:
+    from .parallel_entry import parallel_pipeline
+
+    _need_config(args)
+    seeds = args.seed or [0]
+    for seed in seeds:
+        from ding.config import read_config_with_system
+
+        main_cfg, create_cfg, system_cfg = read_config_with_system(args.config)
+        if args.exp_name:
+            main_cfg.exp_name = args.exp_name if len(seeds) == 1 else f"{args.exp_name}_seed{seed}"
+        elif re.search(r"_seed\d+$", main_cfg.get("exp_name", "")):
+            main_cfg.exp_name = re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name)
+        parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
+                          max_train_iter=args.train_iter, source=args.config)
+    return 0
+
+
+@mode("dist")
+def run_dist(args: argparse.Namespace) -> int:
+    from .dist_entry import run_dist_module
+
+    return run_dist_module(args)

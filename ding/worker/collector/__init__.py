@@ -1,4 +1,5 @@
 """Serial collectors (``sample``, ``episode``), evaluators (``interaction``, ``metric``) and episode callbacks."""
+from .base_parallel_collector import BaseParallelCollector, create_parallel_collector, get_parallel_collector_cls
 from .base_serial_collector import (
     INF,
     BaseSerialCollector,
@@ -14,16 +15,19 @@ from .base_serial_evaluator import (
     create_serial_evaluator,
     get_serial_evaluator_cls,
 )
+from .comm import BaseCommCollector, FlaskFileSystemCollector, create_comm_collector
 from .episode_callback import EpisodeCallback, build_episode_callbacks
 from .episode_serial_collector import EpisodeSerialCollector
 from .interaction_serial_evaluator import InteractionSerialEvaluator
 from .metric_serial_evaluator import IMetric, MetricSerialEvaluator
 from .sample_serial_collector import SampleSerialCollector
+from .zergling_parallel_collector import ZerglingParallelCollector
 
 __all__ = [
     "INF", "ISerialCollector", "BaseSerialCollector", "SampleSerialCollector", "EpisodeSerialCollector",
     "create_serial_collector", "get_serial_collector_cls", "to_tensor_transitions", "EpisodeCallback",
     "build_episode_callbacks", "ISerialEvaluator", "BaseSerialEvaluator", "VectorEvalMonitor",
     "InteractionSerialEvaluator", "MetricSerialEvaluator", "IMetric", "create_serial_evaluator",
-    "get_serial_evaluator_cls",
+    "get_serial_evaluator_cls", "BaseParallelCollector", "ZerglingParallelCollector", "create_parallel_collector",
+    "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "create_comm_collector",
 ]

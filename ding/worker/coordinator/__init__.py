@@ -1,4 +1,16 @@
-"""Commanders: the serial commander (the parallel coordinator and commanders live here too)."""
+"""Commanders and the parallel coordinator."""
+from .base_parallel_commander import (
+    BaseCommander,
+    LimitedSpaceContainer,
+    create_parallel_commander,
+    get_parallel_commander_cls,
+)
 from .base_serial_commander import BaseSerialCommander, create_serial_commander
+from .comm_coordinator import CommCoordinator
+from .coordinator import Coordinator
+from .solo_parallel_commander import SoloCommander
 
-__all__ = ["BaseSerialCommander", "create_serial_commander"]
+__all__ = [
+    "BaseSerialCommander", "create_serial_commander", "BaseCommander", "LimitedSpaceContainer",
+    "create_parallel_commander", "get_parallel_commander_cls", "SoloCommander", "CommCoordinator", "Coordinator",
+]

@@ -8,6 +8,7 @@ from .checkpoint import (
     load_checkpoint_file,
     rotate_checkpoints,
 )
+from .comm import BaseCommLearner, FlaskFileSystemLearner, create_comm_learner
 from .learner_hook import (
     HOOK_SHORTHANDS,
     POSITIONS,
@@ -30,4 +31,5 @@ __all__ = [
     "list_iteration_checkpoints", "load_checkpoint_file", "rotate_checkpoints", "HOOK_SHORTHANDS", "POSITIONS",
     "Hook", "LearnerHook", "LearnerHookError", "LoadCkptHook", "LogReduceHook", "LogShowHook", "SaveCkptHook",
     "add_learner_hook", "build_learner_hook_by_cfg", "merge_hooks", "register_learner_hook", "show_hooks",
+    "BaseCommLearner", "FlaskFileSystemLearner", "create_comm_learner",
 ]

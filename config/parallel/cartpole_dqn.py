@@ -1,0 +1,1 @@
+../../dizoo/classic_control/cartpole/config/parallel/cartpole_dqn_config.py

@@ -1,0 +1,204 @@
+"""``compile_config_parallel``: main + create + system config of parallel mode, validated, with every role laid out.
+
+The compiled result is ``EasyDict(main=..., system=..., seed=...)``. ``system`` holds the coordinator's settings,
+the shared directories and one entry per role (``learner0``, ``collector0``, ``collector1``, ...) with its comm type,
+host and port — DI-engine's layout, so its parallel config files compile unchanged.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.utils import (
+    COMM_COLLECTOR_REGISTRY,
+    COMM_LEARNER_REGISTRY,
+    COMMANDER_REGISTRY,
+    PARALLEL_COLLECTOR_REGISTRY,
+    ConfigError,
+    deep_merge_dicts,
+)
+
+from .compiler import compile_config
+from .components import PARTS, Part, check_import_names, lookup_type
+from .validation import find_config_problems, format_problems
+
+# Parallel mode swaps the serial collector and commander for the parallel ones.
+PARALLEL_PARTS: tuple[Part, ...] = tuple(
+    Part("collector", p.place, PARALLEL_COLLECTOR_REGISTRY, "zergling", "ding.worker") if p.name == "collector" else
+    Part("commander", p.place, COMMANDER_REGISTRY, "solo", "ding.worker") if p.name == "commander" else p
+    for p in PARTS
+)
+_COMM_PARTS = {
+    "comm_learner": Part("comm_learner", "system.comm_learner", COMM_LEARNER_REGISTRY, "flask_fs", "ding.worker"),
+    "comm_collector": Part("comm_collector", "system.comm_collector", COMM_COLLECTOR_REGISTRY, "flask_fs",
+                           "ding.worker"),
+}
+
+# Keys of DI-engine's parallel configs that live in the main config.
+PARALLEL_MAIN_EXTRA = dict(
+    env=dict(
+        collector_episode_num=None,  # accepted for DI-engine configs; collector tasks are sized by collect.n_sample
+        evaluator_episode_num=None,  # accepted for DI-engine configs; evaluations run env.n_evaluator_episode episodes
+    ),
+    policy=dict(
+        learn=dict(learner=dict(
+            learner_num=1,  # learner processes (one is built so far)
+            send_policy_freq=1,  # publish the policy for the collectors every N train iterations
+        )),
+        collect=dict(collector=dict(
+            collector_num=2,  # collector processes `ding -m parallel` starts (more may join later)
+        )),
+    ),
+)
+
+# The coordinator's settings (``system_config.coordinator``); the Coordinator uses them as its defaults.
+COORDINATOR_CONFIG = dict(
+    host="127.0.0.1",  # address the coordinator's HTTP server binds
+    port=0,  # 0: a free port
+    advertise_host=None,  # address slaves use to reach the coordinator (default: host)
+    collector_task_timeout=30,  # seconds: deadline of one collector task
+    learner_task_timeout=600,  # seconds: deadline of one learner task
+    heartbeat_timeout=10,  # seconds without a heartbeat after which a slave is lost and its tasks fail
+    startup_timeout=120,  # seconds to wait for a learner and a collector before giving up
+    data_wait=0.5,  # seconds a learner data request waits for the learner's next demand (long poll)
+    operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
+    learner=dict(),  # slaves to connect at start, {name: [name, host, port]}; others join by themselves
+    collector=dict(),
+)
+
+SYSTEM_CONFIG = dict(
+    coordinator=COORDINATOR_CONFIG,
+    path_data=None,  # shared directory of data files; None: ./<exp_name>/data
+    path_policy=None,  # shared directory of the policy file; None: ./<exp_name>/policy
+    auth_token=None,  # shared secret of every request; None: env DING_AUTH_TOKEN (`ding -m parallel` makes one)
+    communication_mode="auto",  # accepted for DI-engine configs; 'auto' is the only mode
+    learner_gpu_num=1,  # accepted for DI-engine configs; one learner process (GPU training follows policy.cuda)
+    max_restarts=3,  # `ding -m parallel` restarts a crashed learner/collector process at most this many times
+    heartbeat_interval=1.0,  # seconds between a slave's heartbeats
+    master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
+    comm_learner=dict(type="flask_fs", import_names=[]),
+    comm_collector=dict(type="flask_fs", import_names=[]),
+)
+_ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
+
+
+def compile_config_parallel(
+    cfg: Mapping,
+    create_cfg: Mapping,
+    system_cfg: Mapping,
+    seed: int = 0,
+    save_cfg: bool = True,
+    save_path: str = "total_config.py",
+    platform: str = "local",
+    coordinator_host: str | None = None,
+    learner_host: str | None = None,
+    collector_host: str | None = None,
+    coordinator_port: int | None = None,
+    learner_port: int | None = None,
+    collector_port: int | None = None,
+    *,
+    source: str | None = None,
+    renew_dir: bool = True,
+) -> EasyDict:
+    """Compile a parallel-mode config; returns ``EasyDict(main=..., system=..., seed=...)``.
+
+    The main config compiles as in serial mode, with the parallel collector (``zergling``) and commander (``solo``)
+    registries. The system config is checked against :data:`SYSTEM_CONFIG` (typos name the closest key) and gets
+    one entry per role. Saved (``save_cfg``) to ``./<exp_name>/total_config.py`` with all three sections.
+    """
+    src = os.fspath(source) if source else "<dict>"
+    if platform not in ("local", "slurm"):
+        raise ConfigError(f"platform {platform!r}: parallel mode runs on 'local' or 'slurm'")
+    create = EasyDict(copy.deepcopy(dict(create_cfg or {})))
+    comm_types = {name: _comm_type(name, create.pop(name, None), system_cfg, src) for name in _COMM_PARTS}
+    user_system = EasyDict(copy.deepcopy(dict(system_cfg or {})))
+    roles = {k: user_system.pop(k) for k in list(user_system) if _ROLE_KEY.match(str(k))}
+    problems = find_config_problems(user_system, SYSTEM_CONFIG, ["coordinator.learner", "coordinator.collector",
+                                                                 "coordinator.operator_server"], src,
+                                    shown_path="system_config")
+    if problems:
+        raise ConfigError(format_problems(problems))
+    system = deep_merge_dicts(SYSTEM_CONFIG, user_system)
+    if system.communication_mode != "auto":
+        raise ConfigError(f"system_config.communication_mode: only 'auto' exists, got {system.communication_mode!r}")
+    original_exp = str(cfg.get("exp_name") or "default_experiment")
+
+    def build_system(main: EasyDict) -> EasyDict:
+        return _layout(main, system, roles, comm_types, original_exp, platform,
+                       dict(coordinator=(coordinator_host, coordinator_port), learner=(learner_host, learner_port),
+                            collector=(collector_host, collector_port)), src)
+
+    holder: dict[str, EasyDict] = {}
+    main = compile_config(cfg, seed=seed, auto=True, create_cfg=create, save_cfg=save_cfg, save_path=save_path,
+                          renew_dir=renew_dir, source=source, parts=PARALLEL_PARTS, extra_defaults=PARALLEL_MAIN_EXTRA,
+                          system_cfg=lambda m: holder.setdefault("system", build_system(m)))
+    return EasyDict(main=main, system=holder["system"], seed=seed)
+
+
+def _comm_type(name: str, section: Any, system_cfg: Mapping | None, src: str) -> EasyDict:
+    part = _COMM_PARTS[name]
+    given = (system_cfg or {}).get(name) or {}
+    section = section if section is not None else given
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"create_config.{name}: expected dict(type=..., import_names=[...]), got {section!r} ({src})")
+    type_name = section.get("type") or part.default_type
+    imports = check_import_names(section.get("import_names"), f"create_config.{name}.import_names (in {src})")
+    lookup_type(part, type_name, imports, f"create_config.{name}.type (in {src})")
+    return EasyDict(type=type_name, import_names=imports)
+
+
+def _under_exp(path: Any, original_exp: str, exp_name: str, default: str) -> str:
+    """A directory of the system config, following the experiment directory if compile_config renamed it."""
+    if not path:
+        return os.path.join(".", exp_name, default)
+    path = str(path)
+    for prefix in (f"./{original_exp}/", f"{original_exp}/"):
+        if original_exp != exp_name and path.startswith(prefix):
+            return path.replace(original_exp, exp_name, 1)
+    return path
+
+
+def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, original_exp: str, platform: str,
+            addresses: dict, src: str) -> EasyDict:
+    learner_num = int(main.policy.learn.learner.get("learner_num", 1))
+    collector_num = int(main.policy.collect.collector.get("collector_num", 1))
+    if learner_num != 1:
+        raise ConfigError(f"policy.learn.learner.learner_num: parallel mode runs one learner so far, got "
+                          f"{learner_num} ({src}); set it to 1")
+    if collector_num < 1:
+        raise ConfigError(f"policy.collect.collector.collector_num: must be >= 1, got {collector_num} ({src})")
+    out = EasyDict(copy.deepcopy(dict(system)))
+    out.path_data = _under_exp(system.path_data, original_exp, main.exp_name, "data")
+    out.path_policy = _under_exp(system.path_policy, original_exp, main.exp_name, "policy")
+    out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
+    host, port = addresses["coordinator"]
+    if host is not None:
+        out.coordinator.host = host
+    if port is not None:
+        out.coordinator.port = int(port)
+    for role, count, comm in (("learner", learner_num, out.comm_learner),
+                              ("collector", collector_num, out.comm_collector)):
+        host, port = addresses[role]
+        for i in range(count):
+            name = f"{role}{i}"
+            entry = EasyDict(type=comm.type, import_names=list(comm.import_names), host="127.0.0.1", port=0,
+                             path_data=out.path_data, path_policy=out.path_policy)
+            entry.update(roles.get(name) or {})
+            if host is not None:
+                entry.host = host
+            if port is not None:
+                entry.port = int(port) + i
+            if entry.port in ("auto", None):
+                entry.port = 0
+            out[name] = entry
+            if entry.port:  # a fixed address: the coordinator connects it (port 0: the role joins by itself)
+                out.coordinator[role][name] = [name, entry.get("advertise_host") or entry.host, int(entry.port)]
+    for name, entry in roles.items():
+        if name not in out:
+            out[name] = EasyDict(entry)
+    return out

@@ -1,0 +1,192 @@
+"""One parallel-mode role per process: ``ding -m dist --module coordinator|learner|collector`` (by hand, by a
+cluster launcher such as Slurm, or by ``ding -m parallel`` for its local processes).
+
+A learner or collector binds its own port (0: a free one) and joins the coordinator at the address it is given;
+from then on the coordinator drives it. It exits when the coordinator ends the run, when the coordinator has been
+unreachable for ``master_lost_timeout`` seconds, on SIGTERM/SIGINT (a learner writes a checkpoint first), or — when
+started by ``ding -m parallel`` — when that launcher dies.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+PARENT_PID_ENV = "DING_PARENT_PID"
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
+
+
+def set_process_name(name: str) -> None:
+    """Name the process for ``ps -o comm`` / ``top`` (Linux; at most 15 characters are kept)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def die_with_parent() -> None:
+    """If ``DING_PARENT_PID`` names our launcher, get SIGTERM when it dies (Linux), and exit if it is gone already."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    if not parent:
+        return
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != int(parent):
+        raise SystemExit(f"ding: the launcher (pid {parent}) is gone; exiting")
+
+
+def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
+                coordinator_port: int | None = None, host: str | None = None, port: int | None = None) -> EasyDict:
+    """The comm learner/collector config of ``name``: its ``system_config`` entry, flags override."""
+    system = EasyDict(system or {})
+    entry = EasyDict(dict(system.get(name) or {}))
+    comm = system.get(f"comm_{role}") or {}
+    cfg = EasyDict(type=entry.get("type", comm.get("type", "flask_fs")),
+                   import_names=list(entry.get("import_names", comm.get("import_names", []))),
+                   host=entry.get("host", "127.0.0.1"), port=entry.get("port", 0))
+    if entry.get("advertise_host"):
+        cfg.advertise_host = entry.advertise_host
+    for key in ("heartbeat_interval", "master_lost_timeout"):
+        if key in system:
+            cfg[key] = system[key]
+    coordinator = system.get("coordinator") or {}
+    cfg.coordinator_host = coordinator_host or coordinator.get("advertise_host") or coordinator.get("host")
+    cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
+    if host is not None:
+        cfg.host = host
+    if port is not None:
+        cfg.port = port
+    if cfg.port in ("auto", None):
+        cfg.port = 0
+    return cfg
+
+
+def run_role(role: str, name: str, cfg: Mapping) -> int:
+    """Run a learner or collector process until the coordinator ends the run (or a signal arrives)."""
+    from ding.utils import setup_torch_threads
+    from ding.worker import create_comm_collector, create_comm_learner
+
+    if role not in ("learner", "collector"):
+        raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
+    set_process_name(f"ding-{name}")
+    die_with_parent()
+    setup_torch_threads()
+    if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
+        from ding.utils import ConfigError
+
+        raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
+                          "system_config.coordinator.host/port in the config given with -c)")
+    create = create_comm_learner if role == "learner" else create_comm_collector
+    comm: Any = create(cfg, name=name)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        comm.start()
+        while not comm.wait(0.2):
+            if stop.is_set():
+                break
+    finally:
+        comm.close()
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 0
+
+
+def run_dist_module(args: Any) -> int:
+    """``ding -m dist --module config|coordinator|learner|collector``: one role of a multi-process run."""
+    from ding.config import read_config_with_system
+    from ding.utils import ConfigError
+
+    module = args.module
+    if module not in ("config", "coordinator", "learner", "collector"):
+        raise ConfigError(f"-m dist: --module must be config, coordinator, learner or collector (got {module!r})")
+    if not args.config:
+        raise ConfigError(f"-m dist --module {module}: give the config file with -c (for learners and collectors, "
+                          "the coordinator's address can also come from --coordinator-host/--coordinator-port)")
+    main, create, system = read_config_with_system(args.config)
+    if module in ("learner", "collector"):
+        name = args.module_name or f"{module}0"
+        host = args.learner_host if module == "learner" else args.collector_host
+        port = args.learner_port if module == "learner" else args.collector_port
+        cfg = role_config(system, module, name, coordinator_host=args.coordinator_host,
+                          coordinator_port=args.coordinator_port, host=host, port=port)
+        return run_role(module, name, cfg)
+    from ding.config import compile_config_parallel
+
+    seed = (args.seed or [0])[0]
+    if args.exp_name:
+        main.exp_name = args.exp_name
+    cfg = compile_config_parallel(main, create, system, seed=seed, platform=args.platform,
+                                  coordinator_host=args.coordinator_host, coordinator_port=args.coordinator_port,
+                                  learner_host=args.learner_host, learner_port=args.learner_port,
+                                  collector_host=args.collector_host, collector_port=args.collector_port,
+                                  source=args.config)
+    path = os.path.join(cfg.main.exp_name, "total_config.py")
+    if module == "config":
+        print(f"ding: wrote {path}; start the roles with\n  ding -m dist --module coordinator -c {path}\n"
+              f"  ding -m dist --module learner --module-name learner0 -c {path}\n"
+              f"  ding -m dist --module collector --module-name collector0 -c {path}")
+        return 0
+    return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter)
+
+
+def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None) -> int:
+    """Run a coordinator alone: learners and collectors join it (or it connects the configured ones)."""
+    import json
+
+    from ding.utils import atomic_write_text, setup_torch_threads
+    from ding.worker import Coordinator
+
+    from .training_view import EvalCSV, GracefulStop
+
+    setup_torch_threads()
+    set_process_name("ding-coordinator")
+    coordinator = Coordinator(cfg)
+    if max_env_step is not None and max_env_step < int(1e10):
+        coordinator.commander.max_env_step = max_env_step
+    if max_train_iter is not None and max_train_iter < int(1e10):
+        coordinator.commander.max_train_iter = max_train_iter
+    exp = cfg.main.exp_name
+    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
+    coordinator.on_eval = lambda r: eval_csv.append(r["train_iter"], r["env_step"], r["eval_return_mean"],
+                                                    r["eval_return_std"])
+    with GracefulStop() as stop:
+        coordinator.start()
+        print(f"ding: coordinator listening on {coordinator.host}:{coordinator.port}; start learners and collectors "
+              f"with --coordinator-host {coordinator.host} --coordinator-port {coordinator.port}", flush=True)
+        try:
+            while not coordinator.wait(0.2):
+                if stop.requested:
+                    coordinator.end(f"interrupted by {stop.signal_name}")
+                    break
+        finally:
+            coordinator.close()
+    status = coordinator.status()
+    atomic_write_text(os.path.join(exp, "result"), json.dumps(
+        {"exp_name": exp, "mode": "dist", "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
+         "env_step": status["envstep"], "train_iter": status["learner_step"],
+         "best_eval_return": status.get("best_return")}, indent=2) + "\n")
+    if coordinator.fatal_error:
+        from .parallel_entry import ParallelRunError
+
+        raise ParallelRunError(coordinator.fatal_error)
+    stop.reraise()
+    return 0

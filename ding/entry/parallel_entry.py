@@ -1,0 +1,240 @@
+"""``parallel_pipeline`` / ``ding -m parallel``: a coordinator in this process, learner and collectors as local
+child processes on free loopback ports, until an evaluation reaches the stop value.
+
+Every child is started with its role in its command line and process name (``ding-learner0``, ``ding-collector1``),
+in its own session (a terminal's Ctrl-C reaches only this launcher, which then ends the run in order: the learner
+writes its checkpoint, every role shuts down), and dies with the launcher if the launcher dies. A child that crashes
+is restarted (``system_config.max_restarts`` times): a collector's lost task goes to another collector, a learner
+continues from the run's latest checkpoint. Nothing is left running when this function returns or raises.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from typing import Any
+
+from ding.config import compile_config_parallel, read_config_with_system
+from ding.interaction import TOKEN_ENV, new_token
+from ding.utils import DingError, atomic_write_text, setup_torch_threads
+
+from .dist_entry import PARENT_PID_ENV
+from .training_view import EvalCSV, GracefulStop, ProgressView
+
+
+class ParallelRunError(DingError, RuntimeError):
+    """The parallel run ended with an error (a role could not start or kept crashing); the message says which."""
+
+
+def _load(input_cfg: Any) -> tuple[dict, dict, dict, str | None]:
+    if isinstance(input_cfg, (str, os.PathLike)):
+        main, create, system = read_config_with_system(os.fspath(input_cfg))
+        return main, create, system, os.fspath(input_cfg)
+    if not (isinstance(input_cfg, (tuple, list)) and len(input_cfg) == 3):
+        raise TypeError("parallel_pipeline: input_cfg must be a config file path or a (main_config, create_config, "
+                        f"system_config) tuple, got {type(input_cfg).__name__}")
+    main, create, system = (copy.deepcopy(c) for c in input_cfg)
+    return main, create, system, None
+
+
+class _Child:
+    """One role process and its log file."""
+
+    def __init__(self, name: str, role: str, log_path: str) -> None:
+        self.name, self.role, self.log_path = name, role, log_path
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+
+    def tail(self, n: int = 12) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(deque(f, maxlen=n)).rstrip()
+        except OSError:
+            return "(no log)"
+
+
+class LocalProcesses:
+    """Starts, watches, restarts and finally stops the local role processes. A context manager: leaving it kills
+    whatever is still running."""
+
+    def __init__(self, config_path: str, exp_name: str, host: str, port: int, token: str, max_restarts: int) -> None:
+        self._config_path = config_path
+        self._exp_name = exp_name
+        self._host, self._port = host, port
+        self._token = token
+        self.max_restarts = int(max_restarts)
+        self.children: dict[str, _Child] = {}
+
+    def __enter__(self) -> LocalProcesses:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop(grace=0.0 if exc[0] is not None else 30.0)
+
+    def start(self, name: str, role: str) -> _Child:
+        child = self.children.get(name)
+        if child is None:
+            log_dir = os.path.join(self._exp_name, "log", name)
+            os.makedirs(log_dir, exist_ok=True)
+            child = self.children[name] = _Child(name, role, os.path.join(log_dir, "process.log"))
+        env = dict(os.environ)
+        env[TOKEN_ENV] = self._token
+        env[PARENT_PID_ENV] = str(os.getpid())
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
+        env["PYTHONUNBUFFERED"] = "1"
+        cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", role, "--module-name", name,
+               "-c", self._config_path, "--coordinator-host", self._host, "--coordinator-port", str(self._port)]
+        with open(child.log_path, "ab") as log:
+            child.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                          env=env, start_new_session=True)
+        return child
+
+    def exited(self) -> list[_Child]:
+        """Children whose process ended since the last call."""
+        out = []
+        for child in self.children.values():
+            if child.proc is not None and child.proc.poll() is not None:
+                out.append(child)
+        return out
+
+    def alive(self) -> list[_Child]:
+        return [c for c in self.children.values() if c.proc is not None and c.proc.poll() is None]
+
+    def stop(self, grace: float = 30.0) -> None:
+        """Wait up to ``grace`` seconds for the children to exit, then SIGTERM, then SIGKILL; reap them all."""
+        deadline = time.monotonic() + grace
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+            left = self.alive()
+            if not left:
+                break
+            for child in left:
+                try:
+                    assert child.proc is not None
+                    child.proc.send_signal(sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait
+            while self.alive() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        for child in self.children.values():
+            if child.proc is not None:
+                try:
+                    child.proc.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    pass
+
+
+def parallel_pipeline(
+    input_cfg: str | tuple[dict, dict, dict],
+    seed: int = 0,
+    enable_total_log: bool | None = False,
+    disable_flask_log: bool | None = True,
+    *,
+    max_env_step: int | None = None,
+    max_train_iter: int | None = None,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result.
+
+    ``input_cfg`` is a config file path or ``(main_config, create_config, system_config)``. The result dict is also
+    written to ``./<exp_name>/result``. ``enable_total_log`` / ``disable_flask_log`` are accepted for DI-engine
+    compatibility (the HTTP servers never log requests; every role logs under ``./<exp_name>/log/``).
+    """
+    from ding.worker import Coordinator
+
+    setup_torch_threads()
+    main, create, system, path = _load(input_cfg)
+    source = source or path
+    cfg = compile_config_parallel(main, create, system, seed=seed, source=source)
+    exp = cfg.main.exp_name
+    token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
+    coordinator = Coordinator(cfg, token=token)
+    commander = coordinator.commander
+    if max_env_step is not None and max_env_step < int(1e10):
+        commander.max_env_step = max_env_step
+    if max_train_iter is not None and max_train_iter < int(1e10):
+        commander.max_train_iter = max_train_iter
+    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
+    view = ProgressView(max_env_step=max_env_step or int(1e10), max_train_iter=max_train_iter or int(1e10),
+                        stop_value=cfg.main.env.get("stop_value"))
+
+    def on_eval(record: dict) -> None:
+        eval_csv.append(record["train_iter"], record["env_step"], record["eval_return_mean"],
+                        record["eval_return_std"])
+        view.eval(record["eval_return_mean"])
+
+    coordinator.on_eval = on_eval
+    roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
+             if k.startswith(("learner", "collector")) and k[-1].isdigit()]
+    t0 = time.monotonic()
+    interrupted = False
+    with GracefulStop() as stop:
+        try:
+            coordinator.start()
+            with LocalProcesses(os.path.join(exp, "total_config.py"), exp, coordinator.host, coordinator.port, token,
+                                cfg.system.max_restarts) as procs:
+                for name, role in roles:
+                    procs.start(name, role)
+                try:
+                    while not coordinator.wait(0.2):
+                        if stop.requested and not interrupted:
+                            interrupted = True
+                            coordinator.end(f"interrupted by {stop.signal_name}")
+                        _watch_children(procs, coordinator)
+                        status = coordinator.status()
+                        view.update(status["envstep"], status["learner_step"])
+                finally:
+                    view.close()
+                    coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
+        except BaseException:
+            coordinator.end("launcher error")
+            coordinator.close()
+            raise
+    wall = time.monotonic() - t0
+    result = _result(cfg, coordinator, wall, interrupted)
+    atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
+    print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
+          f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
+    if coordinator.fatal_error:
+        raise ParallelRunError(coordinator.fatal_error)
+    stop.reraise()
+    return result
+
+
+def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
+    """Restart a child that ended while the run goes on; give up (ending the run) after ``max_restarts``."""
+    for child in procs.exited():
+        if coordinator.end_reason is not None:
+            continue
+        assert child.proc is not None
+        code = child.proc.returncode
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        if child.restarts >= procs.max_restarts:
+            coordinator._fatal(f"{child.role} '{child.name}' {how} and was restarted {child.restarts} times already; "
+                               f"giving up. Last lines of {child.log_path}:\n{child.tail()}")
+            child.proc = None
+            continue
+        child.restarts += 1
+        coordinator.info(f"{child.role} '{child.name}' {how}; restarting it ({child.restarts}/{procs.max_restarts})")
+        procs.start(child.name, child.role)
+
+
+def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool) -> dict[str, Any]:
+    status = coordinator.status()
+    last = status.get("last_eval") or {}
+    return {
+        "exp_name": cfg.main.exp_name, "mode": "parallel", "stop_flag": bool(coordinator.commander.reached_stop_value),
+        "interrupted": interrupted, "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
+        "stop_value": cfg.main.env.get("stop_value"), "env_step": int(status["envstep"]),
+        "train_iter": int(status["learner_step"]), "eval_return": last.get("eval_return_mean"),
+        "eval_return_std": last.get("eval_return_std"), "best_eval_return": status.get("best_return"),
+        "wall_time_s": round(wall, 3), "seed": cfg.seed,
+        "faults": {k: int(v) for k, v in coordinator.stats.items()},
+    }

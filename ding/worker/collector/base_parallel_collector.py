@@ -1,0 +1,87 @@
+"""BaseParallelCollector: the part of a collector process that steps envs and writes data, one task at a time."""
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, config_of, import_module
+
+
+class BaseParallelCollector(ABC):
+    """Runs collector tasks handed over by its comm collector: collect samples into data files, or evaluate.
+
+    The comm collector sets the three functions it talks through: ``send_stepdata(data_id, sample)`` writes one data
+    file, ``get_policy_update_info(path)`` reads the published policy (None: not published yet), and
+    ``send_metadata(metadata)`` (optional) forwards metadata as soon as it exists.
+    """
+
+    config: dict = {}
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return config_of(cls)
+
+    def __init__(self, cfg: Mapping, exp_name: str = "default_experiment", instance_name: str = "collector") -> None:
+        self._cfg = cfg
+        self._exp_name = exp_name
+        self._instance_name = instance_name
+        self._logger = logging.getLogger(f"ding.parallel_collector.{instance_name}")
+        self._end_flag = False
+        self._policy_iter = -1
+        self.send_stepdata: Callable[[str, Any], Any] | None = None
+        self.send_metadata: Callable[[Any], None] | None = None
+        self.get_policy_update_info: Callable[[str], dict | None] | None = None
+
+    def info(self, s: str) -> None:
+        self._logger.info(f"[{self._instance_name}] {s}")
+
+    def error(self, s: str) -> None:
+        self._logger.error(f"[{self._instance_name}] {s}")
+
+    def debug(self, s: str) -> None:
+        self._logger.debug(f"[{self._instance_name}] {s}")
+
+    @property
+    def policy_iter(self) -> int:
+        """Train iteration of the policy in use (-1: none loaded yet)."""
+        return self._policy_iter
+
+    @abstractmethod
+    def start(self) -> None:
+        """Build envs and the policy."""
+
+    @abstractmethod
+    def run_task(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        """Run one collector task (collect or evaluate) and return its finish info."""
+
+    @abstractmethod
+    def get_finish_info(self) -> dict[str, Any]:
+        """Totals of everything this collector did."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close envs and loggers (idempotent)."""
+
+    @abstractmethod
+    def _update_policy(self, force: bool = False) -> None:
+        """Load the newest published policy (at most every ``update_policy_second`` unless ``force``)."""
+
+
+def get_parallel_collector_cls(cfg: Mapping) -> type:
+    import_module(cfg.get("import_names"))
+    name = cfg.get("type", "zergling")
+    if name not in PARALLEL_COLLECTOR_REGISTRY:
+        import importlib
+
+        importlib.import_module("ding.worker.collector.zergling_parallel_collector")
+    return PARALLEL_COLLECTOR_REGISTRY.get(name, where="policy.collect.collector.type")
+
+
+def create_parallel_collector(cfg: Mapping, **kwargs: Any) -> BaseParallelCollector:
+    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling'); ``cfg`` is the
+    compiled main config."""
+    return get_parallel_collector_cls(cfg.policy.collect.collector)(cfg, **kwargs)

@@ -1,0 +1,54 @@
+"""BaseCommCollector: a collector process's link to the coordinator."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
+
+
+class BaseCommCollector(ABC):
+    """Receives the coordinator's collector tasks and gives the parallel collector it builds the functions it talks
+    through: ``send_stepdata``, ``send_metadata`` and ``get_policy_update_info``."""
+
+    config: dict = {}
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return config_of(cls)
+
+    def __init__(self, cfg: Mapping) -> None:
+        self._cfg = cfg
+        self._end_flag = True
+
+    @abstractmethod
+    def get_policy_update_info(self, path: str) -> dict | None:
+        """The policy published at ``path`` (None: nothing published yet)."""
+
+    @abstractmethod
+    def send_metadata(self, metadata: Any) -> None:
+        """Hand one sample's metadata on towards the coordinator."""
+
+    @abstractmethod
+    def send_stepdata(self, data_id: str, stepdata: Any) -> Any:
+        """Store one sample where the learner can read it."""
+
+    def start(self) -> None:
+        self._end_flag = False
+
+    def close(self) -> None:
+        self._end_flag = True
+
+
+def create_comm_collector(cfg: Mapping, **kwargs: Any) -> BaseCommCollector:
+    """The comm collector ``cfg.type`` names (e.g. 'flask_fs'), after importing ``cfg.import_names``."""
+    import_module(cfg.get("import_names"))
+    name = cfg.get("type", "flask_fs")
+    if name not in COMM_COLLECTOR_REGISTRY:
+        import importlib
+
+        importlib.import_module("ding.worker.collector.comm.flask_fs_collector")
+    return COMM_COLLECTOR_REGISTRY.get(name, where="comm_collector.type")(cfg, **kwargs)

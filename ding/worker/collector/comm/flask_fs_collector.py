@@ -1,0 +1,146 @@
+"""FlaskFileSystemCollector: a collector process — an HTTP slave of the coordinator writing data files.
+
+Task flow (started by the coordinator): ``collector_start_task`` builds the parallel collector (envs, policy);
+each ``collector_data_task`` runs one collect task (samples into ``path_data``, metadata in the answer) or one
+evaluation; ``collector_close_task`` closes the envs. ``resource`` reports what the process offers.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.interaction import Slave, resolve_token
+from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
+
+from .base_comm_collector import BaseCommCollector
+
+
+@COMM_COLLECTOR_REGISTRY.register("flask_fs")
+class FlaskFileSystemCollector(BaseCommCollector):
+    """A collector process's slave: see the module docstring for the task flow."""
+
+    config = dict(
+        type="flask_fs",
+        import_names=[],
+        host="127.0.0.1",  # address the collector's HTTP server binds
+        port=0,  # 0: a free port (the collector then joins the coordinator at coordinator_host:coordinator_port)
+        advertise_host=None,  # address the coordinator uses to reach this collector (default: host)
+        coordinator_host=None,  # where to join; None: wait for the coordinator to connect
+        coordinator_port=None,
+        heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
+        master_lost_timeout=60.0,  # seconds without the coordinator before this process gives up and exits
+    )
+
+    def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
+        super().__init__(deep_merge_dicts(self.default_config(), cfg))
+        cfg = self._cfg
+        self.name = name
+        self._logger = logging.getLogger(f"ding.collector_slave.{name}")
+        self._slave = Slave(
+            name, "collector", cfg.host, int(cfg.port or 0), token=resolve_token(token),
+            advertise_host=cfg.advertise_host, heartbeat_interval=cfg.heartbeat_interval,
+            master_lost_timeout=cfg.master_lost_timeout, resource=self.deal_with_resource(), logger=self._logger,
+            handlers={
+                "resource": lambda task: self.deal_with_resource(),
+                "collector_start_task": self.deal_with_collector_start,
+                "collector_data_task": self.deal_with_collector_data,
+                "collector_close_task": self.deal_with_collector_close,
+            },
+        )
+        self._collector: Any = None
+        self._path_data = ""
+        self._compress = True
+        self._metadata: queue.Queue = queue.Queue()
+        self._task_lock = threading.Lock()  # one collector task at a time: the envs are not shared
+
+    # ---------------------------------------------------------------- process lifecycle
+    def start(self) -> None:
+        super().start()
+        self._slave.start()
+        host, port = self._cfg.coordinator_host, self._cfg.coordinator_port
+        if host and port:
+            self._slave.join(str(host), int(port))
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._slave.wait(timeout)
+
+    @property
+    def slave(self) -> Slave:
+        return self._slave
+
+    def close(self) -> None:
+        self._slave.close()
+        with self._task_lock:
+            self._close_collector()
+        super().close()
+
+    def _close_collector(self) -> None:
+        if self._collector is not None:
+            collector, self._collector = self._collector, None
+            collector.close()
+
+    # ---------------------------------------------------------------- tasks
+    def deal_with_resource(self) -> dict:
+        return {"cpu": os.cpu_count() or 1, "gpu": 0}
+
+    def deal_with_collector_start(self, task: dict) -> dict:
+        from ..base_parallel_collector import create_parallel_collector
+
+        with self._task_lock:
+            task = EasyDict(task)
+            self._close_collector()
+            cfg = EasyDict(task.main_config)
+            self._path_data = task.path_data
+            os.makedirs(self._path_data, exist_ok=True)
+            collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
+                                                  seed=int(task.get("seed", 0)),
+                                                  policy_path=os.path.join(task.path_policy, task.policy_id))
+            collector.send_stepdata = self.send_stepdata
+            collector.get_policy_update_info = self.get_policy_update_info
+            self._compress = str(cfg.policy.collect.collector.get("compressor", "zlib")).lower() not in ("none", "")
+            collector.start()
+            self._collector = collector
+            return {"started": True}
+
+    def deal_with_collector_data(self, task: dict) -> dict:
+        with self._task_lock:
+            if self._collector is None:
+                raise RuntimeError(f"collector '{self.name}' has no collector_start_task yet")
+            if self._slave.stopping:
+                raise RuntimeError(f"collector '{self.name}' is shutting down")
+            return self._collector.run_task(task)
+
+    def deal_with_collector_close(self, task: dict) -> dict:
+        with self._task_lock:
+            info = self._collector.get_finish_info() if self._collector is not None else {}
+            self._close_collector()
+            return info
+
+    # ---------------------------------------------------------------- the parallel collector's side
+    def send_stepdata(self, data_id: str, stepdata: Any) -> int:
+        from ding.worker.parallel_files import write_data
+
+        return write_data(self._path_data, data_id, stepdata, compress=self._compress)
+
+    def send_metadata(self, metadata: Any) -> None:
+        self._metadata.put(metadata)
+
+    def deal_with_collector_data_queue(self) -> list:
+        """Metadata sent through :meth:`send_metadata` and not taken yet (DI-engine's streaming interface)."""
+        out = []
+        while True:
+            try:
+                out.append(self._metadata.get_nowait())
+            except queue.Empty:
+                return out
+
+    def get_policy_update_info(self, path: str) -> dict | None:
+        from ding.worker.parallel_files import read_policy
+
+        return read_policy(path)

@@ -1,0 +1,202 @@
+"""ZerglingParallelCollector: one policy, many envs — the serial sample collector and evaluator, driven by tasks.
+
+Each collect task steps the envs (batched inference through the same env managers and the same
+:class:`SampleSerialCollector` as serial mode) until ``n_sample`` samples exist, writes each to its own data file and
+returns their metadata. Each evaluation task runs the serial evaluator. Before either, the policy is reloaded from the
+learner's policy file when it changed (at most every ``update_policy_second`` seconds for collect tasks, always for
+evaluations). Envs and partial trajectories live on between tasks.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, deep_merge_dicts
+
+from .base_parallel_collector import BaseParallelCollector
+from .episode_callback import EpisodeCallback
+
+
+class _EpisodeRecorder(EpisodeCallback):
+    """Keeps the returns and lengths of the episodes finished since the last ``take()``."""
+
+    def __init__(self) -> None:
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+
+    def on_episode_end(self, env_id: int, episode_info: dict) -> dict | None:
+        if episode_info.get("eval_episode_return") is not None:
+            self.returns.append(float(episode_info["eval_episode_return"]))
+            self.lengths.append(int(episode_info["step"]))
+        return None
+
+    def take(self) -> tuple[list[float], list[int]]:
+        r, n = self.returns, self.lengths
+        self.returns, self.lengths = [], []
+        return r, n
+
+
+@PARALLEL_COLLECTOR_REGISTRY.register("zergling")
+class ZerglingParallelCollector(BaseParallelCollector):
+    """See the module docstring. ``cfg`` is the compiled main config (its ``policy.collect.collector`` section is
+    this collector's own config)."""
+
+    config = dict(
+        type="zergling",
+        import_names=[],
+        update_policy_second=3.0,  # seconds: check the learner's policy file at most this often (collect tasks)
+        compressor="zlib",  # data file compression: 'zlib' or 'none' (DI-engine's 'lz4' is read as 'zlib')
+        print_freq=5,  # accepted for DI-engine configs; statistics go to the collector's log every task
+        serial_collector=dict(type="sample"),  # the serial collector that steps the envs (and its config)
+    )
+
+    def __init__(self, cfg: Mapping, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
+                 policy_path: str = "") -> None:
+        super().__init__(cfg, exp_name or cfg.exp_name, instance_name)
+        self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
+        self._seed = int(seed)
+        self._policy_path = policy_path
+        self._compress = str(self._own_cfg.compressor).lower() not in ("none", "", "false")
+        self._policy: Any = None
+        self._collector: Any = None
+        self._evaluator: Any = None
+        self._closables: list[Any] = []
+        self._recorder = _EpisodeRecorder()
+        self._last_check = -math.inf
+        self._policy_stat: tuple[int, int] | None = None
+        self._totals = {"envstep": 0, "sample_count": 0, "episode_count": 0, "tasks": 0, "eval_tasks": 0}
+
+    def start(self) -> None:
+        from ding.envs import create_env_manager, get_vec_env_setting
+        from ding.policy import create_policy
+        from ding.utils import set_pkg_seed
+
+        from .base_serial_collector import create_serial_collector
+        from .base_serial_evaluator import create_serial_evaluator
+
+        cfg = self._cfg
+        try:
+            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+            collector_env = self._own(create_env_manager(cfg.env.manager,
+                                                         [partial(env_fn, cfg=c) for c in collector_env_cfg]))
+            evaluator_env = self._own(create_env_manager(cfg.env.manager,
+                                                         [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
+            collector_env.seed(self._seed, dynamic_seed=True)
+            evaluator_env.seed(int(cfg.seed), dynamic_seed=False)  # every evaluation plays the same episodes
+            set_pkg_seed(self._seed, use_cuda=bool(cfg.policy.get("cuda", False)))
+            self._policy = create_policy(cfg.policy, enable_field=["collect", "eval"])
+            serial_cfg = dict(self._own_cfg.serial_collector)
+            serial_cfg.setdefault("type", getattr(type(self._policy), "default_collector_type", None) or "sample")
+            self._collector = self._own(create_serial_collector(
+                serial_cfg, env=collector_env, policy=self._policy.collect_mode, exp_name=self._exp_name,
+                instance_name=self._instance_name))
+            self._collector.register_callback(self._recorder)
+            self._evaluator = self._own(create_serial_evaluator(
+                cfg.policy.eval.evaluator, env=evaluator_env, policy=self._policy.eval_mode, exp_name=self._exp_name,
+                instance_name=f"{self._instance_name}_evaluator"))
+        except BaseException:
+            self.close()
+            raise
+
+    def _own(self, obj: Any) -> Any:
+        self._closables.append(obj)
+        return obj
+
+    # ---------------------------------------------------------------- policy
+    def _update_policy(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_check < float(self._own_cfg.update_policy_second):
+            return
+        self._last_check = now
+        try:
+            st = os.stat(self._policy_path)
+        except FileNotFoundError:
+            return
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp == self._policy_stat:
+            return
+        assert self.get_policy_update_info is not None, "the comm collector sets get_policy_update_info"
+        state = self.get_policy_update_info(self._policy_path)
+        if state is None:
+            return
+        self._policy.collect_mode.load_state_dict({"model": state["model"]})
+        self._policy.eval_mode.load_state_dict({"model": state["model"]})
+        self._policy_stat = stamp
+        self._policy_iter = int(state["iter"])
+
+    # ---------------------------------------------------------------- tasks
+    def run_task(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        if task.get("eval_flag"):
+            return self._evaluate(task)
+        return self._collect(task)
+
+    def _collect(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        self._update_policy(force=self._policy_iter < 0)
+        assert self.send_stepdata is not None, "the comm collector sets send_stepdata"
+        t0 = time.perf_counter()
+        envstep0 = self._collector.envstep
+        samples = self._collector.collect(n_sample=int(task["n_sample"]), train_iter=max(self._policy_iter, 0),
+                                          policy_kwargs=dict(task.get("collect_setting") or {}))
+        metadata = []
+        task_id = str(task["task_id"])
+        for i, sample in enumerate(samples):
+            data_id = f"{task_id}_{i}"
+            self.send_stepdata(data_id, sample)
+            meta = {"data_id": data_id, "collect_iter": max(self._policy_iter, 0)}
+            if sample.get("priority") is not None:
+                meta["priority"] = float(np.asarray(sample["priority"]).reshape(-1)[0])
+            metadata.append(meta)
+        returns, lengths = self._recorder.take()
+        steps = self._collector.envstep - envstep0
+        self._totals["envstep"] += steps
+        self._totals["sample_count"] += len(metadata)
+        self._totals["episode_count"] += len(returns)
+        self._totals["tasks"] += 1
+        if self.send_metadata is not None:
+            for meta in metadata:
+                self.send_metadata(meta)
+        return {"eval_flag": False, "metadata": metadata, "envstep": steps, "sample_count": len(metadata),
+                "policy_iter": self._policy_iter, "episode_returns": returns, "episode_lengths": lengths,
+                "duration": time.perf_counter() - t0}
+
+    def _evaluate(self, task: Mapping[str, Any]) -> dict[str, Any]:
+        self._update_policy(force=True)
+        best = task.get("best_return")
+        self._evaluator.best_return = -math.inf if best is None else float(best)
+        _, info = self._evaluator.eval(self._save_best, train_iter=max(self._policy_iter, 0),
+                                       envstep=int(task.get("envstep", -1)),
+                                       policy_kwargs=dict(task.get("eval_setting") or {}))
+        self._totals["eval_tasks"] += 1
+        return {"eval_flag": True, "policy_iter": self._policy_iter,
+                "eval_return_mean": info["eval_episode_return_mean"],
+                "eval_return_std": info["eval_episode_return_std"],
+                "eval_episode_return": info["eval_episode_return"], "episode_length": info["episode_length"],
+                "envstep_count": info["envstep_count"], "duration": info["duration"]}
+
+    def _save_best(self, ckpt_name: str) -> None:
+        """A new best evaluation: keep this policy as ``<exp>/ckpt/ckpt_best.pth.tar`` (model only, atomic)."""
+        from ding.utils import torch_save_atomic
+
+        state = dict(self._policy.eval_mode.state_dict())
+        state["last_iter"] = max(self._policy_iter, 0)
+        torch_save_atomic(state, os.path.join(self._exp_name, "ckpt", ckpt_name))
+
+    def get_finish_info(self) -> dict[str, Any]:
+        return dict(self._totals, policy_iter=self._policy_iter)
+
+    def close(self) -> None:
+        first: BaseException | None = None
+        while self._closables:
+            obj = self._closables.pop()
+            try:
+                obj.close()
+            except Exception as e:  # noqa: BLE001 -- close the rest, then report
+                first = first or e
+        if first is not None:
+            raise first

@@ -1,0 +1,121 @@
+"""Parallel commanders: decide which task each learner and collector gets next (the coordinator sends them)."""
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.utils import COMMANDER_REGISTRY, config_of, import_module
+
+
+class LimitedSpaceContainer:
+    """A counter of task slots: ``acquire_space()`` takes one if any is free (DI-engine's name and behaviour)."""
+
+    def __init__(self, min_val: int = 0, max_val: float = float("inf")) -> None:
+        self.min_val = min_val
+        self.max_val = max_val
+        self.cur = min_val
+        self._lock = threading.Lock()
+
+    def get_residual_space(self) -> float:
+        with self._lock:
+            return self.max_val - self.cur
+
+    def acquire_space(self) -> bool:
+        with self._lock:
+            if self.cur < self.max_val:
+                self.cur += 1
+                return True
+            return False
+
+    def release_space(self) -> None:
+        with self._lock:
+            self.cur = max(self.min_val, self.cur - 1)
+
+    def increase_space(self) -> None:
+        with self._lock:
+            self.max_val += 1
+
+    def decrease_space(self) -> None:
+        with self._lock:
+            self.max_val -= 1
+
+
+class BaseCommander(ABC):
+    """The interface the :class:`~ding.worker.coordinator.Coordinator` drives. ``cfg`` is the compiled main config."""
+
+    config: dict = dict(
+        collector_task_space=None,  # collector tasks running at once; None: one per connected collector
+        learner_task_space=1,  # learner tasks running at once (one learner is built so far)
+        eval_interval=60,  # seconds: evaluate at least this often (policy.eval.evaluator.eval_freq also triggers)
+    )
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return config_of(cls)
+
+    def __init__(self, cfg: Mapping) -> None:
+        self._cfg = cfg
+
+    @abstractmethod
+    def get_collector_task(self, collector: str = "") -> dict | None:
+        """The next task for ``collector`` (None: nothing to do right now)."""
+
+    @abstractmethod
+    def get_learner_task(self) -> dict | None:
+        """The start task of the next learner (None: every learner slot is taken)."""
+
+    @abstractmethod
+    def finish_collector_task(self, task_id: str, finished_task: dict) -> bool:
+        """Record a finished collector task; True when the run reached its goal."""
+
+    @abstractmethod
+    def finish_learner_task(self, task_id: str, finished_task: dict) -> str:
+        """Record a finished learner task; returns its buffer id."""
+
+    @abstractmethod
+    def notify_fail_collector_task(self, task: dict) -> None:
+        """A collector task failed or its collector was lost: free its slot (the work is handed out again)."""
+
+    @abstractmethod
+    def notify_fail_learner_task(self, task: dict) -> None:
+        """A learner task failed or its learner was lost."""
+
+    @abstractmethod
+    def update_learner_info(self, task_id: str, info: dict) -> None:
+        """The learner reported progress (train iterations, published policy)."""
+
+    def get_policy_id(self) -> str:
+        """File name (under ``path_policy``) the learner publishes its policy to."""
+        return "policy"
+
+    def increase_collector_task_space(self) -> None:
+        """A collector joined."""
+
+    def decrease_collector_task_space(self) -> None:
+        """A collector left."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        pass
+
+
+def get_parallel_commander_cls(cfg: Mapping) -> type:
+    import_module(cfg.get("import_names"))
+    return COMMANDER_REGISTRY.get(cfg.get("type", "solo"), where="policy.other.commander.type")
+
+
+def create_parallel_commander(cfg: Mapping) -> BaseCommander:
+    """The commander ``cfg.policy.other.commander.type`` names (default 'solo'), built from the compiled main config."""
+    commander_cfg = cfg.policy.other.commander
+    import_module(commander_cfg.get("import_names"))
+    if commander_cfg.get("type", "solo") not in COMMANDER_REGISTRY:
+        import importlib
+
+        importlib.import_module("ding.worker.coordinator.solo_parallel_commander")
+    return get_parallel_commander_cls(commander_cfg)(cfg)

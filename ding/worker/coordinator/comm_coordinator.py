@@ -1,0 +1,93 @@
+"""CommCoordinator: the coordinator's HTTP master — which slaves exist, connecting them, noticing when they leave."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ding.interaction import InteractionError, Master, SlaveConnection
+
+
+class CommCoordinator:
+    """Owns the :class:`~ding.interaction.Master`. Slaves arrive two ways: the ones listed in the config
+    (``learner`` / ``collector``: ``{name: [name, host, port]}``, DI-engine's layout) are connected at start, retrying
+    until ``startup_timeout``; any other slave joins by itself (``ding -m dist --module collector`` with the
+    coordinator's address) — that is how a collector started mid-run receives work.
+
+    ``callbacks``: ``deal_with_new_slave(conn)`` and ``deal_with_lost_slave(conn, reason)``.
+    """
+
+    def __init__(self, cfg: Mapping, callbacks: Mapping[str, Callable[..., Any]], logger: logging.Logger,
+                 token: str) -> None:
+        self._cfg = cfg
+        self._callbacks = callbacks
+        self._logger = logger
+        self._master = Master(
+            "coordinator", cfg.get("host", "127.0.0.1"), int(cfg.get("port") or 0), token=token,
+            advertise_host=cfg.get("advertise_host"), heartbeat_timeout=float(cfg.get("heartbeat_timeout", 10.0)),
+            logger=logger, on_slave_lost=self._lost, on_join=self._join,
+        )
+        self._closed = threading.Event()
+        self._joined: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def master(self) -> Master:
+        return self._master
+
+    @property
+    def port(self) -> int:
+        return self._master.port
+
+    @property
+    def host(self) -> str:
+        return self._master.advertise_host
+
+    def start(self) -> None:
+        self._master.start()
+        configured = []
+        for role in ("learner", "collector"):
+            for name, entry in dict(self._cfg.get(role) or {}).items():
+                _, host, port = entry
+                if port not in (None, 0, "auto"):
+                    configured.append((role, name, str(host), int(port)))
+        if configured:
+            threading.Thread(target=self._connect_configured, args=(configured,), name="ding-connect",
+                             daemon=True).start()
+
+    def _connect_configured(self, slaves: list[tuple[str, str, str, int]]) -> None:
+        deadline = time.monotonic() + float(self._cfg.get("startup_timeout", 120))
+        pending = list(slaves)
+        while pending and not self._closed.is_set():
+            for item in list(pending):
+                role, name, host, port = item
+                try:
+                    conn = self._master.connect(name, host, port, role=role)
+                except InteractionError as e:
+                    if time.monotonic() > deadline:
+                        self._logger.error(f"gave up connecting {role} '{name}' at {host}:{port}: {e}")
+                        pending.remove(item)
+                    continue
+                pending.remove(item)
+                self._callbacks["deal_with_new_slave"](conn)
+            if pending:
+                self._closed.wait(0.5)
+
+    def _join(self, info: dict) -> None:
+        if self._closed.is_set():
+            return
+        role = info.get("role")
+        if role not in ("learner", "collector"):
+            self._logger.warning(f"'{info['name']}' asked to join as {role!r}; only learners and collectors join")
+            return
+        conn = self._master.connect(info["name"], info["host"], info["port"], role=role)
+        self._callbacks["deal_with_new_slave"](conn)
+
+    def _lost(self, conn: SlaveConnection, reason: str) -> None:
+        self._callbacks["deal_with_lost_slave"](conn, reason)
+
+    def close(self, reason: str = "run finished") -> None:
+        self._closed.set()
+        self._master.close(disconnect=True, reason=reason, shutdown=True)

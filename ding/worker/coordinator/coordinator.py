@@ -1,0 +1,517 @@
+"""Coordinator: the master of parallel mode. It hands tasks to learners and collectors, keeps the replay buffer of
+metadata, and decides when the run ends.
+
+One thread per connected slave drives it: a collector's thread asks the commander for the next task, sends it, and
+pushes the returned metadata into the buffer; a learner's thread waits for the learner's data demand, samples
+metadata for it (as far as the commander's pacing allows) and sends it in a learn task whose answer updates the
+priorities. A lost slave's tasks fail (heartbeats and deadlines make sure they do) and its work goes to the next free
+collector; a learner that comes back continues from the run's latest checkpoint.
+
+Data files behind metadata that leaves the buffer are deleted — once no learn task still needs them.
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.config import COORDINATOR_CONFIG
+from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskTimeout, resolve_token
+from ding.utils import ConfigError, config_of, deep_merge_dicts
+
+from ..learner.checkpoint import list_iteration_checkpoints
+from ..learner.worker_logger import CONSOLE, WorkerLogs
+from ..parallel_files import delete_data
+from ..replay_buffer import create_buffer
+from .base_parallel_commander import create_parallel_commander
+from .comm_coordinator import CommCoordinator
+
+_MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
+
+
+class Coordinator:
+    """See the module docstring. ``cfg`` is the compiled parallel config: ``EasyDict(main=..., system=..., seed=...)``
+    (``compile_config_parallel``). ``on_eval(record)`` / ``on_end(reason)`` are optional observers."""
+
+    config = COORDINATOR_CONFIG  # documented key by key in ding/config/parallel.py
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return config_of(cls)
+
+    def __init__(self, cfg: Mapping, token: str | None = None) -> None:
+        self._cfg = cfg
+        main, system = cfg.main, cfg.system
+        self._main = main
+        self._coor_cfg = deep_merge_dicts(self.default_config(), system.get("coordinator", {}))
+        self._exp_name = main.exp_name
+        self._seed = int(cfg.get("seed", main.get("seed", 0)))
+        self._path_data = system.path_data
+        self._path_policy = system.path_policy
+        self._logs = WorkerLogs(self._exp_name, "coordinator")
+        self._logger, self._tb = self._logs.logger, self._logs.tb_logger
+        try:
+            self._main_json = json.loads(json.dumps(main, allow_nan=True))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
+                              "config values must be numbers, strings, booleans, None, lists and dicts") from e
+        self._commander = create_parallel_commander(main)
+        self._comm = CommCoordinator(self._coor_cfg, {"deal_with_new_slave": self._new_slave,
+                                                      "deal_with_lost_slave": self._lost_slave},
+                                     self._logger, resolve_token(token if token else system.get("auth_token")))
+        self._buffers: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._pins: collections.Counter = collections.Counter()
+        self._doomed: set[str] = set()
+        self._progress = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._ending = threading.Event()
+        self._done = threading.Event()
+        self._end_reason: str | None = None
+        self.fatal_error: str | None = None
+        self._collector_index = 0
+        self._collector_names: dict[str, int] = {}
+        self._started = False
+        self._start_time = time.monotonic()
+        self.on_eval: Callable[[dict], None] | None = None
+        self.on_end: Callable[[str], None] | None = None
+        self.stats = collections.Counter()
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def host(self) -> str:
+        return self._comm.host
+
+    @property
+    def port(self) -> int:
+        return self._comm.port
+
+    @property
+    def commander(self) -> Any:
+        return self._commander
+
+    def start(self) -> None:
+        """Start the HTTP server, connect configured slaves, accept joining ones."""
+        os.makedirs(self._path_data, exist_ok=True)
+        os.makedirs(self._path_policy, exist_ok=True)
+        self._comm.start()
+        self._started = True
+        self._spawn(self._watch_startup, "ding-startup-watch")
+        self.info(f"coordinator listening on {self.host}:{self.port}")
+
+    def _spawn(self, target: Callable, name: str, *args: Any) -> None:
+        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        with self._lock:
+            self._threads.append(t)
+        t.start()
+
+    def _watch_startup(self) -> None:
+        deadline = time.monotonic() + float(self._coor_cfg.startup_timeout)
+        while not self._ending.is_set():
+            status = self._commander.status()
+            if status["policy_iter"] >= 0 and status["collectors"] > 0:
+                return
+            if time.monotonic() > deadline:
+                missing = "a learner" if status["policy_iter"] < 0 else "a collector"
+                self._fatal(f"no {missing} came up within startup_timeout "
+                            f"({self._coor_cfg.startup_timeout:g} s); see the role logs under ./{self._exp_name}/log/")
+                return
+            self._ending.wait(0.2)
+
+    @property
+    def system_shutdown_flag(self) -> bool:
+        """True once the run has ended and everything is shut down."""
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout)
+
+    @property
+    def end_reason(self) -> str | None:
+        return self._end_reason
+
+    def end(self, reason: str) -> None:
+        """End the run: stop handing out tasks, let the learner write its checkpoint, shut every slave down."""
+        with self._lock:
+            if self._ending.is_set():
+                return
+            self._end_reason = reason
+            self._ending.set()
+        self._commander.request_end(reason)
+        self.info(f"ending the run: {reason}")
+        self._notify()
+        threading.Thread(target=self._shutdown, name="ding-coordinator-shutdown", daemon=True).start()
+
+    def _fatal(self, message: str) -> None:
+        with self._lock:
+            if self.fatal_error is None:
+                self.fatal_error = message
+        self.error(message)
+        self.end(f"error: {message}")
+
+    def _shutdown(self) -> None:
+        try:
+            deadline = time.monotonic() + 90.0
+            for t in list(self._threads):
+                if t is not threading.current_thread():
+                    t.join(timeout=max(0.1, deadline - time.monotonic()))
+            self._comm.close(self._end_reason or "run finished")
+            for buf in self._buffers.values():
+                buf.close()  # evicts everything: the data files go with it
+            self._clean_data_dir()
+            if self.on_end is not None:
+                self.on_end(self._end_reason or "")
+        except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
+            self._logger.exception("coordinator shutdown failed")
+        finally:
+            self._logs.close()
+            self._done.set()
+
+    def close(self) -> None:
+        """End the run (if still running) and wait until everything is shut down. Idempotent."""
+        if not self._started:
+            self._logs.close()
+            return
+        self.end(self._end_reason or "coordinator closed")
+        self._done.wait(120.0)
+
+    def _clean_data_dir(self) -> None:
+        """Remove data files no buffer refers to (left by failed collector tasks) and stray temp files."""
+        try:
+            names = os.listdir(self._path_data)
+        except FileNotFoundError:
+            return
+        delete_data(self._path_data, [n for n in names if n.startswith("collector_task_")])
+
+    def state_dict(self) -> dict[str, Any]:
+        return self._commander.state_dict()
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        self._commander.load_state_dict(state_dict)
+
+    def info(self, s: str) -> None:
+        self._logger.info(s)
+
+    def error(self, s: str) -> None:
+        self._logger.error(s)
+
+    def _notify(self) -> None:
+        with self._progress:
+            self._progress.notify_all()
+
+    def _wait_progress(self, timeout: float) -> None:
+        with self._progress:
+            self._progress.wait(timeout)
+
+    # ---------------------------------------------------------------- slaves arriving and leaving
+    def _new_slave(self, conn: SlaveConnection) -> None:
+        if self._ending.is_set():
+            return
+        if conn.role == "learner":
+            self._spawn(self._learner_loop, f"ding-coord-{conn.name}", conn)
+        else:
+            with self._lock:
+                if conn.name not in self._collector_names:
+                    self._collector_names[conn.name] = self._collector_index
+                    self._collector_index += 1
+                index = self._collector_names[conn.name]
+            self._spawn(self._collector_loop, f"ding-coord-{conn.name}", conn, index)
+
+    def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
+        self.stats[f"lost_{conn.role}"] += 1
+        self.info(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
+        self._notify()
+
+    def deal_with_increase_collector(self) -> None:
+        self._commander.increase_collector_task_space()
+        self._notify()
+
+    def deal_with_decrease_collector(self) -> None:
+        self._commander.decrease_collector_task_space()
+        self._notify()
+
+    # ---------------------------------------------------------------- buffers and data files
+    def _buffer(self, buffer_id: str) -> Any:
+        with self._lock:
+            buf = self._buffers.get(buffer_id)
+            if buf is None:
+                cfg = copy.deepcopy(self._main.policy.other.replay_buffer)
+                cfg.enable_track_used_data = True  # evicted metadata means a data file to delete
+                buf = create_buffer(cfg, tb_logger=self._tb, exp_name=self._exp_name, instance_name=buffer_id)
+                buf.set_used_data_callback(self._evicted)
+                self._buffers[buffer_id] = buf
+            return buf
+
+    def _evicted(self, items: list) -> None:
+        ids = [item["data_id"] for item in items if isinstance(item, Mapping) and "data_id" in item]
+        with self._lock:
+            now = [i for i in ids if self._pins[i] == 0]
+            self._doomed.update(i for i in ids if self._pins[i] > 0)
+        self.stats["deleted_files"] += delete_data(self._path_data, now)
+
+    def _pin(self, ids: list[str]) -> None:
+        with self._lock:
+            self._pins.update(ids)
+
+    def _unpin(self, ids: list[str]) -> None:
+        with self._lock:
+            self._pins.subtract(ids)
+            free = [i for i in set(ids) if self._pins[i] <= 0]
+            for i in free:
+                del self._pins[i]
+            now = [i for i in free if i in self._doomed]
+            self._doomed.difference_update(now)
+        self.stats["deleted_files"] += delete_data(self._path_data, now)
+
+    def deal_with_collector_send_data(self, task_id: str, buffer_id: str, data_id: str | None, data: Any) -> None:
+        """Store a collector's metadata (one dict or a list) in the buffer ``buffer_id``."""
+        items = data if isinstance(data, list) else [data]
+        self._buffer(buffer_id).push(items, cur_collector_envstep=self._commander.status()["envstep"])
+
+    def deal_with_collector_finish_task(self, task_id: str, finished_task: dict) -> bool:
+        """A collector task ended; True when this ends the run (an evaluation reached the stop value)."""
+        reached = self._commander.finish_collector_task(task_id, finished_task)
+        if finished_task.get("eval_flag"):
+            record = dict(self._commander.eval_history[-1])
+            record["wall_time"] = time.monotonic() - self._start_time
+            self._record_eval(record, finished_task)
+        elif finished_task.get("episode_returns"):
+            returns = finished_task["episode_returns"]
+            step = self._commander.status()["envstep"]
+            self._tb.add_scalar("collector_step/episode_return_mean", sum(returns) / len(returns), step)
+        end = self._commander.end_reason
+        if end is not None:
+            self.end(end)
+        self._notify()
+        return reached
+
+    def _record_eval(self, record: dict, finished: dict) -> None:
+        it, step = record["train_iter"], record["env_step"]
+        self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record["eval_return_mean"], step)
+        self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record["eval_return_mean"], it)
+        self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record['eval_return_mean']:.4g} ± "
+                          f"{record['eval_return_std']:.3g} | {record['wall_time']:.1f} s", extra=CONSOLE)
+        if self.on_eval is not None:
+            self.on_eval(record)
+
+    def deal_with_learner_get_data(self, task_id: str, buffer_id: str, batch_size: int, cur_learner_iter: int,
+                                   n_batches: int = 1) -> list[list[dict]]:
+        """Up to ``n_batches`` batches of metadata for a learner, as far as pacing allows (maybe none)."""
+        buf = self._buffer(buffer_id)
+        batches: list[list[dict]] = []
+        with self._lock:
+            while len(batches) < n_batches and self._commander.learner_may_train(buf.count()):
+                meta = buf.sample(batch_size, cur_learner_iter)
+                if meta is None:
+                    break
+                self._commander.batch_served()
+                batches.append(meta)
+        return batches
+
+    def deal_with_learner_send_info(self, task_id: str, buffer_id: str, info: dict) -> None:
+        """One iteration's learn info: priorities to the buffer, progress to the commander."""
+        if info.get("priority_info"):
+            self._buffer(buffer_id).update(info["priority_info"])
+        self._commander.update_learner_info(task_id, info)
+        stats = info.get("stats")
+        if stats:
+            for k, v in stats.items():
+                self._tb.add_scalar(f"learner_iter/{k}", v, info.get("learner_step", 0))
+        end = self._commander.end_reason
+        if end is not None and not self._ending.is_set():
+            self.end(end)
+
+    def deal_with_learner_finish_task(self, task_id: str, finished_task: dict) -> str:
+        return self._commander.finish_learner_task(task_id, finished_task)
+
+    # ---------------------------------------------------------------- the learner's thread
+    def _learner_loop(self, conn: SlaveConnection) -> None:
+        master = self._comm.master
+        cfg = self._coor_cfg
+        task = None
+        while task is None and not self._ending.is_set() and conn.alive:
+            task = self._commander.get_learner_task()
+            if task is None:
+                self._wait_progress(0.2)  # another learner holds the slot (or is being replaced)
+        if task is None:
+            return
+        ckpt_dir = os.path.join(self._exp_name, "ckpt")
+        payload = {"task_id": task["task_id"], "main_config": self._main_json, "path_data": self._path_data,
+                   "path_policy": self._path_policy, "policy_id": task["policy_id"], "buffer_id": task["buffer_id"],
+                   "seed": self._seed, "load_path": ckpt_dir if list_iteration_checkpoints(ckpt_dir) else None}
+        try:
+            started = master.new_task(conn, "learner_start_task", payload,
+                                      deadline_s=float(cfg.learner_task_timeout)).result()
+        except SlaveLost:
+            self._commander.notify_fail_learner_task(task)
+            return
+        except TaskFailed as e:
+            self._commander.notify_fail_learner_task(task)
+            self._fatal(f"learner '{conn.name}' could not start: {e}")
+            return
+        if started.get("loaded"):
+            self.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started['learner_step']}")
+        self._commander.update_learner_info(task["task_id"], started)
+        self._notify()
+        lost = False
+        while not self._ending.is_set() and conn.alive:
+            wait = float(cfg.data_wait)
+            try:
+                demand = master.new_task(conn, "learner_get_data_task", {"wait_s": wait},
+                                         deadline_s=wait + 10.0).result().get("demand")
+            except SlaveLost:
+                lost = True
+                break
+            except TaskFailed as e:
+                if not self._ending.is_set():
+                    self._fatal(f"learner '{conn.name}' failed: {e}")
+                break
+            if demand:
+                self._serve(conn, task, demand)
+        if lost or not conn.alive:
+            self._commander.notify_fail_learner_task(task)
+            return
+        try:
+            final = master.new_task(conn, "learner_close_task", {"wait_s": 60.0}, deadline_s=90.0).result()
+            self.deal_with_learner_finish_task(task["task_id"], dict(final, buffer_id=task["buffer_id"]))
+            self.info(f"learner '{conn.name}' closed at train_iter {final.get('learner_step')}")
+        except TaskFailed as e:
+            self.error(f"learner '{conn.name}' did not close cleanly: {e}")
+
+    def _serve(self, conn: SlaveConnection, task: dict, demand: Mapping[str, Any]) -> None:
+        """Answer one data demand: wait until pacing allows, then send a learn task with the sampled batches."""
+        n = max(1, int(demand.get("n_batches", 1)))
+        while not self._ending.is_set() and conn.alive:
+            batches = self.deal_with_learner_get_data(task["task_id"], task["buffer_id"], int(demand["batch_size"]),
+                                                      int(demand.get("cur_learner_iter", 0)), n)
+            if batches:
+                break
+            self._wait_progress(0.05)
+        else:
+            return
+        ids = [m["data_id"] for b in batches for m in b]
+        self._pin(ids)
+        timeout = float(self._coor_cfg.learner_task_timeout)
+        handle = self._comm.master.new_task(
+            conn, "learner_learn_task",
+            {"data": batches, "envstep": self._commander.status()["envstep"], "wait_s": timeout},
+            deadline_s=timeout + 5.0)
+        handle.add_done_callback(lambda h: self._learned(conn, task, ids, h))
+
+    def _learned(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
+        self._unpin(ids)
+        err = handle.error
+        if err is not None:
+            if not isinstance(err, SlaveLost) and not self._ending.is_set():
+                self._fatal(f"learner '{conn.name}' failed: {err}")
+            return
+        result = handle.result()
+        for info in result.get("infos", []):
+            self.deal_with_learner_send_info(task["task_id"], task["buffer_id"], info)
+        skipped = int(result.get("skipped_files", 0))
+        if skipped:
+            self.stats["skipped_files"] += skipped
+            self._logger.warning(f"learner '{conn.name}' skipped {skipped} missing or damaged data file(s)")
+        self._notify()
+
+    # ---------------------------------------------------------------- a collector's thread
+    def _collector_loop(self, conn: SlaveConnection, index: int) -> None:
+        master = self._comm.master
+        cfg = self._coor_cfg
+        while self._commander.status()["policy_iter"] < 0 and not self._ending.is_set() and conn.alive:
+            self._wait_progress(0.2)  # the learner publishes the first policy
+        if self._ending.is_set() or not conn.alive:
+            return
+        policy_id = self._commander.get_policy_id()
+        payload = {"main_config": self._main_json, "path_data": self._path_data, "path_policy": self._path_policy,
+                   "policy_id": policy_id, "seed": self._seed + 1000 * (index + 1)}
+        try:
+            master.new_task(conn, "collector_start_task", payload,
+                            deadline_s=max(60.0, float(cfg.collector_task_timeout))).result()
+        except SlaveLost:
+            return
+        except TaskFailed as e:
+            self._fatal(f"collector '{conn.name}' could not start: {e}")
+            return
+        self.info(f"collector '{conn.name}' started")
+        self.deal_with_increase_collector()
+        failures = 0
+        try:
+            while not self._ending.is_set() and conn.alive:
+                task = self._commander.get_collector_task(conn.name)
+                if task is None:
+                    self._wait_progress(0.05)
+                    continue
+                try:
+                    result = master.new_task(conn, "collector_data_task", task,
+                                             deadline_s=float(cfg.collector_task_timeout)).result()
+                except TaskFailed as e:
+                    self._commander.notify_fail_collector_task(task)
+                    delete_data(self._path_data, [n for n in self._listdir() if n.startswith(task["task_id"] + "_")])
+                    self.stats["failed_collector_tasks"] += 1
+                    self.info(f"collector task {task['task_id']} on '{conn.name}' failed ({e}); its work goes to "
+                              "the next free collector")
+                    if isinstance(e, SlaveLost):
+                        break
+                    failures += 1
+                    if failures >= _MAX_TASK_FAILURES and not isinstance(e, TaskTimeout):
+                        self.error(f"collector '{conn.name}' failed {failures} tasks in a row; dismissed. Last "
+                                   f"error: {e}\n{e.remote_traceback}")
+                        master.disconnect(conn, "too many failed tasks", shutdown=True)
+                        break
+                    continue
+                failures = 0
+                if not result.get("eval_flag"):
+                    metadata = result.get("metadata", [])
+                    if metadata:
+                        self.deal_with_collector_send_data(task["task_id"], task["buffer_id"], None, metadata)
+                    result["sample_count"] = len(metadata)
+                self.deal_with_collector_finish_task(task["task_id"], dict(result, eval_flag=task["eval_flag"]))
+        finally:
+            self.deal_with_decrease_collector()
+        if conn.alive:
+            try:
+                master.new_task(conn, "collector_close_task", {}, deadline_s=30.0).result()
+            except TaskFailed as e:
+                self.info(f"collector '{conn.name}' did not close cleanly: {e}")
+        self._check_collectors_left()
+
+    def _check_collectors_left(self) -> None:
+        if self._ending.is_set():
+            return
+        if not self._comm.master.slaves(role="collector", alive_only=True):
+            self.info("no collector is connected; waiting for one to join (startup_timeout applies)")
+            self._spawn(self._wait_for_collector, "ding-collector-watch")
+
+    def _wait_for_collector(self) -> None:
+        deadline = time.monotonic() + float(self._coor_cfg.startup_timeout)
+        while not self._ending.is_set():
+            if self._comm.master.slaves(role="collector", alive_only=True):
+                return
+            if time.monotonic() > deadline:
+                self._fatal(f"every collector is gone and none joined within startup_timeout "
+                            f"({self._coor_cfg.startup_timeout:g} s)")
+                return
+            self._ending.wait(0.5)
+
+    def _listdir(self) -> list[str]:
+        try:
+            return os.listdir(self._path_data)
+        except FileNotFoundError:
+            return []
+
+    def status(self) -> dict[str, Any]:
+        s = self._commander.status()
+        s["buffer_count"] = sum(b.count() for b in self._buffers.values())
+        s["wall_time"] = time.monotonic() - self._start_time
+        s["learners"] = len(self._comm.master.slaves(role="learner", alive_only=True))
+        s["collectors_connected"] = len(self._comm.master.slaves(role="collector", alive_only=True))
+        return s
+

@@ -1,0 +1,240 @@
+"""SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ding.utils import COMMANDER_REGISTRY, ConfigError
+
+from .base_parallel_commander import BaseCommander, LimitedSpaceContainer
+
+_uid = itertools.count()
+
+
+@COMMANDER_REGISTRY.register("solo")
+class SoloCommander(BaseCommander):
+    """Collect tasks with the current collect setting (e.g. epsilon), evaluation tasks, the learner's start task.
+
+    **Pacing.** Left alone, a fast learner would replay each sample far more often than the serial pipeline does (and
+    a fast collector would fill the buffer with data the learner never sees), so a config would learn differently in
+    parallel mode. The commander keeps the serial ratio of ``policy.learn.update_per_collect`` train iterations per
+    ``policy.collect.n_sample`` samples: the learner gets a batch only while it is below that ratio, and collectors
+    run at most ``collect_ahead_samples`` ahead of what the learner has consumed. ``learner_iter_per_sample=0``
+    turns pacing off (everyone runs flat out, as in Ape-X-style setups).
+
+    **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
+    ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
+    The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
+    """
+
+    config = dict(
+        collector_task_space=None,  # collector tasks running at once; None: one per connected collector
+        learner_task_space=1,  # learner tasks running at once (one learner is built so far)
+        eval_interval=60,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
+        learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
+        collect_ahead_samples=None,  # how far collection may run ahead; None: batch_size + 2 * n_sample * collectors
+    )
+
+    def __init__(self, cfg: Mapping) -> None:
+        super().__init__(cfg)
+        from ding.policy import create_policy
+
+        self._commander_cfg = cfg.policy.other.commander
+        self._exp_name = cfg.exp_name
+        collect = cfg.policy.collect
+        self._n_sample = collect.get("n_sample")
+        if not isinstance(self._n_sample, int) or self._n_sample <= 0:
+            raise ConfigError(f"policy.collect.n_sample: parallel mode sizes collector tasks by n_sample, which must "
+                              f"be a positive int (got {self._n_sample!r})")
+        learn = cfg.policy.learn
+        self._batch_size = int(learn.batch_size)
+        ratio = self._commander_cfg.get("learner_iter_per_sample")
+        if ratio is None:
+            ratio = float(learn.get("update_per_collect", 1)) / self._n_sample
+        if ratio < 0:
+            raise ConfigError(f"policy.other.commander.learner_iter_per_sample: must be >= 0, got {ratio}")
+        self._ratio = float(ratio)
+        self._ahead = self._commander_cfg.get("collect_ahead_samples")
+        self._stop_value = float(cfg.env.get("stop_value", math.inf))
+        self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
+        self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
+        space = self._commander_cfg.get("collector_task_space")
+        self._fixed_space = space is not None
+        self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
+        self._learner_space = LimitedSpaceContainer(0, int(self._commander_cfg.get("learner_task_space", 1)))
+        self._command = create_policy(copy.deepcopy(cfg.policy), enable_field=["command"]).command_mode
+        self._lock = threading.RLock()
+        self.max_env_step = math.inf
+        self.max_train_iter = math.inf
+        self._collectors = 0
+        self._learner_step = 0
+        self._policy_iter = -1  # newest published policy; -1: none yet (collectors wait for it)
+        self._envstep = 0
+        self._pushed = 0
+        self._served_batches = 0
+        self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
+        self._eval_running = False
+        self._last_eval_iter: float = -math.inf
+        self._last_eval_time = 0.0
+        self._evaluated_policy = -1
+        self._best_return = -math.inf
+        self._end_reason: str | None = None
+        self._buffer_id = "buffer0"
+        self._policy_id = "policy"
+        self.eval_history: list[dict[str, Any]] = []
+
+    # ---------------------------------------------------------------- learner
+    def get_learner_task(self) -> dict | None:
+        with self._lock:
+            if self._end_reason is not None or not self._learner_space.acquire_space():
+                return None
+            return {"task_id": f"learner_task_{next(_uid)}", "buffer_id": self._buffer_id,
+                    "policy_id": self._policy_id}
+
+    def finish_learner_task(self, task_id: str, finished_task: dict) -> str:
+        self._learner_space.release_space()
+        return str(finished_task.get("buffer_id", self._buffer_id))
+
+    def notify_fail_learner_task(self, task: dict) -> None:
+        self._learner_space.release_space()
+
+    def update_learner_info(self, task_id: str, info: dict) -> None:
+        with self._lock:
+            self._learner_step = max(self._learner_step, int(info.get("learner_step", 0)))
+            if info.get("policy_iter") is not None:
+                self._policy_iter = max(self._policy_iter, int(info["policy_iter"]))
+            if self._learner_step >= self.max_train_iter and self._end_reason is None:
+                self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
+
+    def learner_may_train(self, buffer_count: int) -> bool:
+        """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
+        with self._lock:
+            if self._end_reason is not None or buffer_count < self._batch_size:
+                return False
+            return self._ratio == 0 or self._served_batches < self._ratio * self._pushed
+
+    def batch_served(self) -> None:
+        with self._lock:
+            self._served_batches += 1
+
+    # ---------------------------------------------------------------- collectors
+    def increase_collector_task_space(self) -> None:
+        with self._lock:
+            self._collectors += 1
+            if not self._fixed_space:
+                self._collector_space.increase_space()
+
+    def decrease_collector_task_space(self) -> None:
+        with self._lock:
+            self._collectors = max(0, self._collectors - 1)
+            if not self._fixed_space:
+                self._collector_space.decrease_space()
+
+    def _eval_due(self) -> bool:
+        if self._eval_running or self._policy_iter <= self._evaluated_policy:
+            return False
+        return (self._learner_step - self._last_eval_iter >= self._eval_freq
+                or time.monotonic() - self._last_eval_time >= self._eval_interval)
+
+    def _collect_allowed(self) -> bool:
+        if self._ratio == 0:
+            return True
+        ahead = self._ahead
+        if ahead is None:
+            ahead = self._batch_size + 2 * self._n_sample * max(1, self._collectors)
+        planned = self._pushed + sum(self._in_flight.values())
+        return planned < self._served_batches / self._ratio + ahead
+
+    def get_collector_task(self, collector: str = "") -> dict | None:
+        with self._lock:
+            if self._end_reason is not None or self._policy_iter < 0:
+                return None
+            eval_flag = self._eval_due()
+            if not eval_flag and not self._collect_allowed():
+                return None
+            if not self._collector_space.acquire_space():
+                return None
+            task_id = f"collector_task_{next(_uid)}"
+            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep}
+            task: dict[str, Any] = {
+                "task_id": task_id, "buffer_id": self._buffer_id, "policy_id": self._policy_id,
+                "eval_flag": eval_flag, "train_iter": self._learner_step, "envstep": self._envstep,
+            }
+            if eval_flag:
+                self._eval_running = True
+                self._last_eval_iter = self._learner_step
+                self._last_eval_time = time.monotonic()
+                task["best_return"] = None if self._best_return == -math.inf else self._best_return
+                task["eval_setting"] = dict(self._command.get_setting_eval(info))
+            else:
+                task["n_sample"] = self._n_sample
+                task["collect_setting"] = dict(self._command.get_setting_collect(info))
+                self._in_flight[task_id] = self._n_sample
+            return task
+
+    def finish_collector_task(self, task_id: str, finished_task: dict) -> bool:
+        self._collector_space.release_space()
+        with self._lock:
+            if finished_task.get("eval_flag"):
+                return self._finish_eval(finished_task)
+            self._in_flight.pop(task_id, None)
+            self._envstep += int(finished_task.get("envstep", 0))
+            self._pushed += int(finished_task.get("sample_count", 0))
+            if self._envstep >= self.max_env_step and self._end_reason is None:
+                self._end_reason = f"reached max_env_step ({self.max_env_step:g})"
+            return False
+
+    def _finish_eval(self, finished_task: dict) -> bool:
+        self._eval_running = False
+        mean = float(finished_task["eval_return_mean"])
+        self._evaluated_policy = max(self._evaluated_policy, int(finished_task.get("policy_iter", -1)))
+        self._best_return = max(self._best_return, mean)
+        self.eval_history.append({"train_iter": int(finished_task.get("policy_iter", self._learner_step)),
+                                  "env_step": self._envstep, "eval_return_mean": mean,
+                                  "eval_return_std": float(finished_task.get("eval_return_std", 0.0))})
+        if mean >= self._stop_value and self._end_reason is None:
+            self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
+            return True
+        return False
+
+    def notify_fail_collector_task(self, task: dict) -> None:
+        self._collector_space.release_space()
+        with self._lock:
+            if task.get("eval_flag"):
+                self._eval_running = False  # the evaluation is handed out again as soon as a collector is free
+                self._evaluated_policy = -1 if self._evaluated_policy < 0 else self._evaluated_policy
+                self._last_eval_iter = -math.inf
+            else:
+                self._in_flight.pop(task["task_id"], None)
+
+    # ---------------------------------------------------------------- status
+    def get_policy_id(self) -> str:
+        return self._policy_id
+
+    @property
+    def end_reason(self) -> str | None:
+        return self._end_reason
+
+    def request_end(self, reason: str) -> None:
+        with self._lock:
+            if self._end_reason is None:
+                self._end_reason = reason
+
+    @property
+    def reached_stop_value(self) -> bool:
+        return self._best_return >= self._stop_value
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {"learner_step": self._learner_step, "policy_iter": self._policy_iter, "envstep": self._envstep,
+                    "pushed": self._pushed, "served_batches": self._served_batches, "collectors": self._collectors,
+                    "best_return": None if self._best_return == -math.inf else self._best_return,
+                    "last_eval": self.eval_history[-1] if self.eval_history else None}
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.status()
