@@ -217,12 +217,17 @@ def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
         code = child.proc.returncode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         if child.restarts >= procs.max_restarts:
+            others = [c for c in procs.alive() if c.role == child.role]
+            child.proc = None
+            if child.role == "collector" and others:
+                coordinator.notice(f"collector '{child.name}' {how}; not restarted (max_restarts "
+                                 f"{procs.max_restarts}); the other collectors go on")
+                continue
             coordinator._fatal(f"{child.role} '{child.name}' {how} and was restarted {child.restarts} times already; "
                                f"giving up. Last lines of {child.log_path}:\n{child.tail()}")
-            child.proc = None
             continue
         child.restarts += 1
-        coordinator.info(f"{child.role} '{child.name}' {how}; restarting it ({child.restarts}/{procs.max_restarts})")
+        coordinator.notice(f"{child.role} '{child.name}' {how}; restarting it ({child.restarts}/{procs.max_restarts})")
         procs.start(child.name, child.role)
 
 

@@ -50,7 +50,7 @@ class BaseCommander(ABC):
     config: dict = dict(
         collector_task_space=None,  # collector tasks running at once; None: one per connected collector
         learner_task_space=1,  # learner tasks running at once (one learner is built so far)
-        eval_interval=60,  # seconds: evaluate at least this often (policy.eval.evaluator.eval_freq also triggers)
+        eval_interval=60.0,  # seconds: evaluate at least this often (policy.eval.evaluator.eval_freq also triggers)
     )
 
     @classmethod

@@ -200,7 +200,11 @@ class Coordinator:
         self._logger.info(s)
 
     def error(self, s: str) -> None:
-        self._logger.error(s)
+        self._logger.error(s, extra=CONSOLE)
+
+    def notice(self, s: str) -> None:
+        """Log ``s`` and show it on the console (faults and recoveries the user should see)."""
+        self._logger.warning(s, extra=CONSOLE)
 
     def _notify(self) -> None:
         with self._progress:
@@ -226,7 +230,7 @@ class Coordinator:
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1
-        self.info(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
+        self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
         self._notify()
 
     def deal_with_increase_collector(self) -> None:
@@ -468,6 +472,7 @@ class Coordinator:
                         break
                     continue
                 failures = 0
+                self.stats[f"tasks_{conn.name}"] += 1
                 if not result.get("eval_flag"):
                     metadata = result.get("metadata", [])
                     if metadata:

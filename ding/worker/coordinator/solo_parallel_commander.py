@@ -35,7 +35,7 @@ class SoloCommander(BaseCommander):
     config = dict(
         collector_task_space=None,  # collector tasks running at once; None: one per connected collector
         learner_task_space=1,  # learner tasks running at once (one learner is built so far)
-        eval_interval=60,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
+        eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
         collect_ahead_samples=None,  # how far collection may run ahead; None: batch_size + 2 * n_sample * collectors
     )

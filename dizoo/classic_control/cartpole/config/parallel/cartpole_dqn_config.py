@@ -78,8 +78,8 @@ create_config = cartpole_dqn_create_config
 
 cartpole_dqn_system_config = dict(
     coordinator=dict(),
-    path_data='./{}/data'.format(main_config.exp_name),
-    path_policy='./{}/policy'.format(main_config.exp_name),
+    path_data=f'./{main_config.exp_name}/data',
+    path_policy=f'./{main_config.exp_name}/policy',
     communication_mode='auto',
     learner_gpu_num=1,
 )

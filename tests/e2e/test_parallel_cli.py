@@ -1,0 +1,180 @@
+"""``ding -m parallel`` end to end: real processes on loopback, real files, faults injected by killing processes."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from ._parallel import (
+    FAST_FAULTS,
+    ding_cmd,
+    kill_all,
+    processes_mentioning,
+    read_log,
+    result,
+    role_pid,
+    start,
+    wait_for,
+    write_config,
+)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """The test's working directory; any process of the test still alive at the end is killed (and fails it)."""
+    yield tmp_path
+    left = processes_mentioning(str(tmp_path))
+    kill_all(tmp_path)
+    assert not left, f"processes left behind: {left}"
+
+
+def _eval_rows(workdir, exp):
+    path = os.path.join(str(workdir), exp, "log", "eval.csv")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return max(0, len(f.read().strip().splitlines()) - 1)
+
+
+@pytest.mark.convergence
+def test_cartpole_reaches_the_stop_value_and_leaves_nothing_behind(workdir):
+    exp = "conv"
+    cfg = write_config(workdir, exp, main={"policy": {"other": {"replay_buffer": {"replay_buffer_size": 500}}}})
+    t0 = time.monotonic()
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", "0"), workdir)
+    code = proc.wait(timeout=200)
+    log = read_log(workdir)
+    assert code == 0, log
+    r = result(workdir, exp)
+    assert r["stop_flag"] is True and r["best_eval_return"] >= 195, r
+    assert "reached the stop value" in log
+    assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
+    data = os.listdir(os.path.join(str(workdir), exp, "data"))
+    assert len(data) <= 500, f"{len(data)} data files left, more than the buffer holds"
+    ckpts = os.listdir(os.path.join(str(workdir), exp, "ckpt"))
+    assert "ckpt_best.pth.tar" in ckpts and any(c.startswith("iteration_") for c in ckpts)
+    for role in ("learner0", "collector0", "collector1", "coordinator"):
+        assert os.path.isdir(os.path.join(str(workdir), exp, "log", role)), role
+    print(f"parallel CartPole DQN: {time.monotonic() - t0:.1f} s, {r['env_step']} env steps")
+
+
+def test_budget_run_ends_cleanly_with_processes_named_by_role(workdir):
+    exp = "budget"
+    cfg = write_config(workdir, exp)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "400"), workdir)
+    names = wait_for(lambda: _role_names(workdir) if len(_role_names(workdir)) == 3 else None, 60,
+                     "three role processes", proc=proc)
+    assert names == {"ding-learner0", "ding-collector0", "ding-collector1"}
+    assert proc.wait(timeout=120) == 0, read_log(workdir)
+    r = result(workdir, exp)
+    assert r["env_step"] >= 400 and "max_env_step" in r["end_reason"]
+    assert not processes_mentioning(str(workdir))
+
+
+def _role_names(workdir) -> set[str]:
+    names = set()
+    for pid in processes_mentioning(str(workdir)):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                names.add(f.read().strip())
+        except OSError:
+            pass
+    return {n for n in names if n.startswith("ding-")}
+
+
+def test_killed_collector_is_detected_and_training_finishes(workdir):
+    exp = "killc"
+    cfg = write_config(workdir, exp, system=dict(FAST_FAULTS, max_restarts=0))
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "2500"), workdir)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
+    pid = wait_for(lambda: role_pid(workdir, "collector0"), 10, "collector0's pid")
+    os.kill(pid, signal.SIGKILL)
+    assert proc.wait(timeout=150) == 0, read_log(workdir)
+    r = result(workdir, exp)
+    assert r["env_step"] >= 2500 or r["stop_flag"], r
+    assert r["faults"].get("lost_collector", 0) >= 1, r
+    log = read_log(workdir)
+    assert "collector 'collector0'" in log and "not restarted" in log
+    coordinator_log = open(os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")).read()
+    assert "collector0' lost" in coordinator_log
+    assert not processes_mentioning(str(workdir))
+
+
+def test_collector_started_mid_run_receives_tasks(workdir):
+    exp = "joiner"
+    token = "j" * 32
+    cfg = write_config(workdir, exp, main={"policy": {"collect": {"collector": {"collector_num": 1}}}},
+                       system=FAST_FAULTS)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "3000"), workdir,
+                 env={"DING_AUTH_TOKEN": token})
+    coord_log = os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")
+    port = wait_for(lambda: _coordinator_port(coord_log), 60, "the coordinator's port", proc=proc)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
+    joiner = start(ding_cmd("-m", "dist", "--module", "collector", "--module-name", "collector7", "-c",
+                            os.path.join(exp, "total_config.py"), "--coordinator-host", "127.0.0.1",
+                            "--coordinator-port", str(port)), workdir, env={"DING_AUTH_TOKEN": token},
+                   log_name="joiner.log")
+    assert proc.wait(timeout=150) == 0, read_log(workdir)
+    assert joiner.wait(timeout=30) == 0, read_log(workdir, "joiner.log")
+    r = result(workdir, exp)
+    assert r["faults"].get("tasks_collector7", 0) > 0, r
+    assert not processes_mentioning(str(workdir))
+
+
+def _coordinator_port(path):
+    import re
+
+    try:
+        text = open(path).read()
+    except OSError:
+        return None
+    m = re.search(r"coordinator listening on 127\.0\.0\.1:(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def test_killed_learner_restarts_from_its_checkpoint(workdir):
+    exp = "killl"
+    cfg = write_config(workdir, exp, main={"policy": {"learn": {"learner": {"hook": {"save_ckpt_after_iter": 50}}}}},
+                       system=FAST_FAULTS)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "600"), workdir)
+    ckpt_dir = os.path.join(str(workdir), exp, "ckpt")
+    wait_for(lambda: os.path.isdir(ckpt_dir) and any(f.startswith("iteration_") for f in os.listdir(ckpt_dir)), 120,
+             "a learner checkpoint", proc=proc)
+    os.kill(wait_for(lambda: role_pid(workdir, "learner0"), 10, "learner0's pid"), signal.SIGKILL)
+    assert proc.wait(timeout=150) == 0, read_log(workdir)
+    coordinator_log = open(os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")).read()
+    assert "restarting it (1/3)" in coordinator_log
+    assert "continues from its checkpoint at train_iter" in coordinator_log
+    r = result(workdir, exp)
+    assert r["train_iter"] >= 600 or r["stop_flag"], r
+    assert not processes_mentioning(str(workdir))
+
+
+def test_ctrl_c_saves_a_checkpoint_and_leaves_nothing_behind(workdir):
+    exp = "sigint"
+    cfg = write_config(workdir, exp)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 2, 90, "two evaluations", proc=proc)
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=90)
+    assert code == 130, read_log(workdir)
+    r = result(workdir, exp)
+    assert r["interrupted"] is True
+    assert any(f.startswith("iteration_") for f in os.listdir(os.path.join(str(workdir), exp, "ckpt")))
+    assert not processes_mentioning(str(workdir))
+
+
+def test_config_error_is_one_line_and_starts_nothing(workdir):
+    exp = "bad"
+    cfg = write_config(workdir, exp, system={"coordinater": {}})
+    out = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg), cwd=str(workdir), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1
+    assert "system_config.coordinater" in out.stderr and "did you mean 'coordinator'" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not processes_mentioning(str(workdir))
