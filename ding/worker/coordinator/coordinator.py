@@ -119,7 +119,7 @@ class Coordinator:
             if status["policy_iter"] >= 0 and status["collectors"] > 0:
                 return
             if time.monotonic() > deadline:
-                missing = "a learner" if status["policy_iter"] < 0 else "a collector"
+                missing = "learner" if status["policy_iter"] < 0 else "collector"
                 self._fatal(f"no {missing} came up within startup_timeout "
                             f"({self._coor_cfg.startup_timeout:g} s); see the role logs under ./{self._exp_name}/log/")
                 return

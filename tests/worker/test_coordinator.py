@@ -1,0 +1,216 @@
+"""The coordinator's task flow against in-process fake slaves over real loopback HTTP (no learner/collector
+processes): pacing, evaluation and stop, deadlines and reassignment, lost slaves, the data file lifecycle."""
+from __future__ import annotations
+
+import copy
+import os
+import threading
+import time
+
+import pytest
+import torch
+
+from ding.config import compile_config_parallel
+from ding.interaction import Slave
+from ding.torch_utils import save_file
+from ding.worker import Coordinator
+from ding.worker.parallel_files import write_policy
+
+TOKEN = "c" * 32
+pytestmark = pytest.mark.timeout(120)
+
+
+def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_timeout=10.0, **commander):
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main, create, system = (copy.deepcopy(c) for c in (main_config, create_config, system_config))
+    main.exp_name = exp
+    main.policy.learn.batch_size = 4
+    main.policy.learn.update_per_collect = 2
+    main.policy.collect.n_sample = 8
+    main.policy.eval.evaluator.eval_freq = 5
+    main.policy.other.replay_buffer.replay_buffer_size = buffer_size
+    main.policy.other.commander.update(commander)
+    system.path_data = f"./{exp}/data"
+    system.path_policy = f"./{exp}/policy"
+    system.coordinator = dict(collector_task_timeout=collector_task_timeout, heartbeat_timeout=heartbeat_timeout,
+                              data_wait=0.1, startup_timeout=20.0)
+    return compile_config_parallel(main, create, system, seed=0)
+
+
+class FakeLearner:
+    """Answers learner tasks like a learner that trains instantly; records what it was given."""
+
+    def __init__(self, check_files=True, learn_delay=0.0):
+        self.step = 0
+        self.batches: list[list[dict]] = []
+        self.missing: list[str] = []
+        self.check_files = check_files
+        self.learn_delay = learn_delay
+        self.path_data = None
+        self.slave = Slave("learner0", "learner", token=TOKEN, heartbeat_interval=0.1, handlers={
+            "learner_start_task": self.start, "learner_get_data_task": self.get_data,
+            "learner_learn_task": self.learn, "learner_close_task": lambda p: {"learner_step": self.step}})
+
+    def start(self, p):
+        self.path_data = p["path_data"]
+        write_policy(os.path.join(p["path_policy"], p["policy_id"]), {"w": torch.zeros(2)}, 0)
+        return {"learner_step": 0, "policy_iter": 0}
+
+    def get_data(self, p):
+        time.sleep(0.005)
+        return {"demand": {"batch_size": 4, "n_batches": 2, "cur_learner_iter": self.step}}
+
+    def learn(self, p):
+        infos = []
+        for batch in p["data"]:
+            if self.check_files:
+                self.missing += [m["data_id"] for m in batch
+                                 if not os.path.exists(os.path.join(self.path_data, m["data_id"]))]
+            time.sleep(self.learn_delay)
+            self.batches.append(batch)
+            self.step += 1
+            infos.append({"learner_step": self.step, "policy_iter": self.step, "priority_info": None})
+        return {"infos": infos}
+
+
+class FakeCollector:
+    """Answers collector tasks: collect tasks write real data files; evaluations return scripted returns."""
+
+    def __init__(self, name, eval_returns, block=None):
+        self.name = name
+        self.eval_returns = list(eval_returns)
+        self.tasks: list[dict] = []
+        self.block = block
+        self.slave = Slave(name, "collector", token=TOKEN, heartbeat_interval=0.1, handlers={
+            "collector_start_task": self.start, "collector_data_task": self.data,
+            "collector_close_task": lambda p: {}})
+
+    def start(self, p):
+        self.path_data = p["path_data"]
+        return {}
+
+    def data(self, p):
+        self.tasks.append(p)
+        if self.block is not None:
+            self.block.wait(30)
+            raise RuntimeError("unblocked after the deadline")
+        if p["eval_flag"]:
+            ret = self.eval_returns.pop(0) if self.eval_returns else 0.0
+            return {"eval_flag": True, "policy_iter": p["train_iter"], "eval_return_mean": ret,
+                    "eval_return_std": 0.0}
+        meta = []
+        for i in range(p["n_sample"]):
+            data_id = f"{p['task_id']}_{i}"
+            save_file({"obs": torch.zeros(4).numpy(), "i": i}, os.path.join(self.path_data, data_id))
+            meta.append({"data_id": data_id, "collect_iter": 0})
+        return {"eval_flag": False, "metadata": meta, "envstep": p["n_sample"], "sample_count": len(meta)}
+
+
+def _run(coordinator, slaves, timeout=60):
+    coordinator.start()
+    for s in slaves:
+        s.slave.start()
+        s.slave.join(coordinator.host, coordinator.port)
+    try:
+        assert coordinator.wait(timeout), "the run did not end"
+    finally:
+        coordinator.close()
+        for s in slaves:
+            s.slave.close()
+
+
+def test_task_flow_pacing_and_stop_value(in_tmp_dir):
+    cfg = _cfg()
+    coordinator = Coordinator(cfg, token=TOKEN)
+    learner = FakeLearner()
+    collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0]), FakeCollector("collector1", [10.0] * 3 + [200.0])]
+    _run(coordinator, [learner, *collectors])
+    assert "stop value" in coordinator.end_reason and coordinator.fatal_error is None
+    status = coordinator.status()
+    # pacing: update_per_collect / n_sample = 2 / 8 train iterations per collected sample
+    assert 0 < status["served_batches"] <= 0.25 * status["pushed"]
+    assert learner.step == len(learner.batches) <= status["served_batches"]
+    assert all(len(b) == 4 for b in learner.batches) and learner.missing == []
+    assert all(c.slave.wait(5) for c in collectors) and learner.slave.wait(5)  # every slave was shut down
+    collect_tasks = [t for c in collectors for t in c.tasks if not t["eval_flag"]]
+    assert collect_tasks and all(0 < t["collect_setting"]["eps"] <= 0.95 for t in collect_tasks)
+    evals = [t for c in collectors for t in c.tasks if t["eval_flag"]]
+    assert 2 <= len(evals) <= 8
+    assert os.listdir(os.path.join("coord", "data")) == []  # every data file is gone at the end
+
+
+def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir):
+    cfg = _cfg(exp="deadline", collector_task_timeout=0.5)
+    coordinator = Coordinator(cfg, token=TOKEN)
+    block = threading.Event()
+    stuck = FakeCollector("collector0", [], block=block)
+    good = FakeCollector("collector1", [10.0, 200.0])
+    t0 = time.monotonic()
+    try:
+        _run(coordinator, [FakeLearner(), stuck, good])
+    finally:
+        block.set()
+    assert "stop value" in coordinator.end_reason
+    assert coordinator.stats["failed_collector_tasks"] >= 1
+    assert coordinator.stats["tasks_collector1"] > 0 and coordinator.stats["tasks_collector0"] == 0
+    assert time.monotonic() - t0 < 30
+
+
+def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir):
+    cfg = _cfg(exp="lost", heartbeat_timeout=0.5)
+    coordinator = Coordinator(cfg, token=TOKEN)
+    block = threading.Event()
+    frozen = FakeCollector("collector0", [], block=block)
+    good = FakeCollector("collector1", [10.0, 10.0, 200.0])
+    orig = frozen.data
+
+    def freeze(p):  # the process "hangs": heartbeats stop and the task never answers
+        frozen.slave._stopping.set()
+        return orig(p)
+
+    frozen.slave.handlers["collector_data_task"] = freeze
+    try:
+        _run(coordinator, [FakeLearner(), frozen, good])
+    finally:
+        block.set()
+        frozen.slave._stopping.clear()
+    assert "stop value" in coordinator.end_reason
+    assert coordinator.stats["lost_collector"] == 1 and coordinator.stats["failed_collector_tasks"] >= 1
+
+
+def test_evicted_data_files_are_deleted_but_not_while_a_learn_task_needs_them(in_tmp_dir):
+    cfg = _cfg(exp="evict", buffer_size=16)
+    coordinator = Coordinator(cfg, token=TOKEN)
+    learner = FakeLearner(learn_delay=0.01)
+    sizes = []
+    collector = FakeCollector("collector0", [10.0] * 6 + [200.0])
+    orig = collector.data
+
+    def data(p):
+        out = orig(p)
+        sizes.append(len(os.listdir(collector.path_data)))
+        return out
+
+    collector.slave.handlers["collector_data_task"] = data
+    _run(coordinator, [learner, collector])
+    assert learner.missing == [], "a data file was deleted while a learn task still needed it"
+    assert coordinator.stats["deleted_files"] > 0
+    # the directory holds the buffer's items, files pinned by learn tasks in flight, and the task being written
+    assert max(sizes) <= 16 + 2 * 2 * 4 + 8 + 8
+
+
+def test_no_learner_within_startup_timeout_is_a_clear_error(in_tmp_dir):
+    cfg = _cfg(exp="nolearner")
+    cfg.system.coordinator.startup_timeout = 0.5
+    coordinator = Coordinator(cfg, token=TOKEN)
+    coordinator.start()
+    try:
+        assert coordinator.wait(10)
+    finally:
+        coordinator.close()
+    assert "no learner came up within startup_timeout (0.5 s)" in coordinator.fatal_error
