@@ -275,3 +275,7 @@ class DQNPolicy(Policy):
     def _set_train(self, training: bool) -> None:
         if self._model.training != training:
             self._model.train(training)
+
+
+# DI-engine's config files name the command-mode twin 'dqn_command'; here the command mode is part of the policy.
+POLICY_REGISTRY.register("dqn_command", DQNPolicy)

@@ -178,3 +178,45 @@ def test_config_error_is_one_line_and_starts_nothing(workdir):
     assert "system_config.coordinater" in out.stderr and "did you mean 'coordinator'" in out.stderr
     assert "Traceback" not in out.stderr
     assert not processes_mentioning(str(workdir))
+
+
+def test_role_process_rejects_bad_requests_and_keeps_serving(workdir):
+    """A real learner process: no token -> 401, pickle or broken JSON -> 400, and it still serves its master."""
+    import pickle
+    import threading
+
+    import requests
+
+    from ding.interaction import TOKEN_HEADER, Master
+
+    token = "r" * 32
+    cfg = write_config(workdir, "roles")
+    joined = threading.Event()
+    conns = {}
+    master = Master("coordinator", token=token, heartbeat_timeout=10.0)
+
+    def on_join(info):
+        conns["learner0"] = master.connect(info["name"], info["host"], info["port"], role=info["role"])
+        joined.set()
+
+    master.on_join = on_join
+    master.start()
+    proc = start(ding_cmd("-m", "dist", "--module", "learner", "--module-name", "learner0", "-c", cfg,
+                          "--coordinator-host", "127.0.0.1", "--coordinator-port", str(master.port)), workdir,
+                 env={"DING_AUTH_TOKEN": token})
+    try:
+        assert joined.wait(60), read_log(workdir)
+        conn = conns["learner0"]
+        url = f"http://127.0.0.1:{conn.port}/api/v1/task/new"
+        body = b'{"task_id": "t1", "name": "resource", "payload": {}}'
+        r = requests.post(url, data=body, timeout=5)
+        assert r.status_code == 401 and r.json()["success"] is False
+        r = requests.post(url, data=body, headers={TOKEN_HEADER: "x" * 32}, timeout=5)
+        assert r.status_code == 401
+        for bad in (pickle.dumps({"task_id": "t2", "name": "resource"}), b'{"task_id": "t3", '):
+            r = requests.post(url, data=bad, headers={TOKEN_HEADER: token}, timeout=5)
+            assert r.status_code == 400 and "JSON" in r.json()["message"]
+        assert master.new_task(conn, "resource", {}, deadline_s=10).result(timeout=10)["cpu"] >= 1
+    finally:
+        master.close()
+    assert proc.wait(timeout=30) == 0, read_log(workdir)

@@ -1,0 +1,87 @@
+"""compile_config_parallel: DI-engine's parallel config layout compiles; typos and unsupported values are named."""
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+
+from ding.config import compile_config_parallel, read_config_with_system
+from ding.utils import ConfigError
+
+
+def _configs(exp="par"):
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main, create, system = (copy.deepcopy(c) for c in (main_config, create_config, system_config))
+    main.exp_name = exp
+    system.path_data = f"./{exp}/data"
+    system.path_policy = f"./{exp}/policy"
+    return main, create, system
+
+
+def test_di_engine_layout_compiles_with_one_entry_per_role(in_tmp_dir):
+    main, create, system = _configs()
+    # keys DI-engine's own parallel CartPole config uses
+    main.env.collector_episode_num = 2
+    main.env.evaluator_episode_num = 1
+    main.policy.other.replay_buffer.enable_track_used_data = False
+    main.policy.other.commander.update(collector_task_space=2, learner_task_space=1, eval_interval=5)
+    create.policy.type = "dqn_command"
+    cfg = compile_config_parallel(main, create, system, seed=3)
+    assert cfg.seed == 3 and cfg.main.policy.collect.collector.type == "zergling"
+    assert cfg.main.policy.other.commander.type == "solo"
+    assert {k for k in cfg.system if k[-1].isdigit()} == {"learner0", "collector0", "collector1"}
+    assert cfg.system.learner0.type == "flask_fs" and cfg.system.collector1.path_data == "./par/data"
+    assert cfg.system.coordinator.heartbeat_timeout == 10.0
+    main2, create2, system2 = read_config_with_system(os.path.join("par", "total_config.py"))
+    assert system2.collector0.port == 0 and main2.exp_name == "par"
+
+
+def test_paths_follow_a_renamed_experiment_directory(in_tmp_dir):
+    os.makedirs("par")
+    cfg = compile_config_parallel(*_configs(), seed=0)
+    assert cfg.main.exp_name != "par" and cfg.main.exp_name.startswith("par_")
+    assert cfg.system.path_data == f"./{cfg.main.exp_name}/data"
+    assert cfg.system.collector0.path_policy == f"./{cfg.main.exp_name}/policy"
+
+
+def test_system_config_typo_names_the_key_and_the_fix(in_tmp_dir):
+    main, create, system = _configs()
+    system.coordinator.heartbeat_timout = 3
+    with pytest.raises(ConfigError, match=r"system_config\.coordinator\.heartbeat_timout.*heartbeat_timeout"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+
+
+def test_unsupported_values_are_clear_errors(in_tmp_dir):
+    main, create, system = _configs()
+    main.policy.learn.learner.learner_num = 2
+    with pytest.raises(ConfigError, match="learner_num: parallel mode runs one learner"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+    main, create, system = _configs()
+    system.communication_mode = "grpc"
+    with pytest.raises(ConfigError, match="communication_mode: only 'auto'"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+    main, create, system = _configs()
+    create.comm_learner.type = "flask_sf"
+    with pytest.raises(Exception, match="flask_sf.*flask_fs"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+    main, create, system = _configs()
+    main.policy.collect.collector.update_policy_secnd = 1
+    with pytest.raises(ConfigError, match="update_policy_secnd.*update_policy_second"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+
+
+def test_fixed_role_ports_are_connected_by_the_coordinator(in_tmp_dir):
+    main, create, system = _configs()
+    cfg = compile_config_parallel(main, create, system, save_cfg=False, collector_host="10.0.0.5",
+                                  collector_port=23000, coordinator_port=22000)
+    assert cfg.system.coordinator.port == 22000
+    assert cfg.system.collector1.host == "10.0.0.5" and cfg.system.collector1.port == 23001
+    assert cfg.system.coordinator.collector == {"collector0": ["collector0", "10.0.0.5", 23000],
+                                                "collector1": ["collector1", "10.0.0.5", 23001]}
+    assert cfg.system.coordinator.learner == {}
