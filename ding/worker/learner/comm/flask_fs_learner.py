@@ -90,6 +90,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
         master_lost_timeout=60.0,  # seconds without the coordinator before this process gives up and exits
         batches_per_demand=4,  # batches asked for at once (hides the round trips; priorities lag by < this many)
+        sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
     )
 
     def __init__(self, cfg: Mapping, name: str = "learner0", token: str | None = None) -> None:
@@ -121,6 +122,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._policy_path = ""
         self._policy_iter = -1
         self._skipped_files = 0
+        self._demand_out = False
+        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._cache_size = 0
         self._start_lock = threading.Lock()
 
     # ---------------------------------------------------------------- process lifecycle
@@ -175,6 +179,8 @@ class FlaskFileSystemLearner(BaseCommLearner):
         exp_name = cfg.exp_name
         set_pkg_seed(int(task.get("seed", cfg.get("seed", 0))), use_cuda=bool(cfg.policy.get("cuda", False)))
         self._path_data = task.path_data
+        size = self._cfg.sample_cache_size
+        self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(task.path_policy, exist_ok=True)
         self._policy_path = os.path.join(task.path_policy, task.policy_id)
         policy = create_policy(cfg.policy, enable_field=["learn"])
@@ -264,16 +270,18 @@ class FlaskFileSystemLearner(BaseCommLearner):
 
     # ---------------------------------------------------------------- the learner's side
     def get_data(self, batch_size: int) -> list | None:
-        """The learner's data source: one batch of samples, read from the data files the coordinator sampled."""
+        """The learner's data source: one batch of samples, read from the data files the coordinator sampled.
+
+        One demand is always kept outstanding: as soon as a demand's batches arrive, the next demand goes out, so
+        the coordinator's round trip overlaps with training on the batches in hand.
+        """
         while True:
-            if not self._local:
-                if self._stop.is_set():
-                    return None
-                assert self._learner is not None
-                self._demands.put({"batch_size": int(batch_size), "n_batches": int(self._cfg.batches_per_demand),
-                                   "cur_learner_iter": self._learner.train_iter})
-                if not self._receive():
-                    return None
+            if self._stop.is_set() and not self._local:
+                return None
+            if not self._demand_out:
+                self._demand(batch_size)
+            if not self._local and not self._receive():
+                return None
             batch, slot, envstep = self._local.popleft()
             samples = self._load(batch)
             if samples:
@@ -284,6 +292,12 @@ class FlaskFileSystemLearner(BaseCommLearner):
             slot.info = {"learner_step": self._learner.train_iter if self._learner else 0, "priority_info": None,
                          "skipped": True}
             slot.event.set()
+
+    def _demand(self, batch_size: int) -> None:
+        assert self._learner is not None
+        self._demand_out = True
+        self._demands.put({"batch_size": int(batch_size), "n_batches": int(self._cfg.batches_per_demand),
+                           "cur_learner_iter": self._learner.train_iter})
 
     def _receive(self) -> bool:
         """Wait for the batches of one learn task (they arrive together); False when stopping."""
@@ -296,6 +310,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
                 continue
             if item is _STOPPED:
                 return False
+            self._demand_out = False  # the demand is answered (a learn task brings all its batches at once)
             self._local.append(item)
             while True:  # take the rest of the same task without waiting
                 try:
@@ -310,17 +325,28 @@ class FlaskFileSystemLearner(BaseCommLearner):
         from ding.worker.parallel_files import read_data
 
         samples = []
+        cache = self._cache
         for meta in batch:
-            try:
-                sample = read_data(self._path_data, meta["data_id"])
-            except (DataFileError, KeyError, TypeError) as e:
-                self._skipped_files += 1
-                self._logger.warning(f"skipped a training sample: {e}")
-                continue
-            if not isinstance(sample, dict):
-                self._skipped_files += 1
-                self._logger.warning(f"skipped data file {meta.get('data_id')}: not a sample dict")
-                continue
+            data_id = meta.get("data_id") if isinstance(meta, dict) else None
+            stored = cache.get(data_id)
+            if stored is not None:
+                cache.move_to_end(data_id)
+            else:
+                try:
+                    stored = read_data(self._path_data, data_id)
+                except (DataFileError, TypeError) as e:
+                    self._skipped_files += 1
+                    self._logger.warning(f"skipped a training sample: {e}")
+                    continue
+                if not isinstance(stored, dict):
+                    self._skipped_files += 1
+                    self._logger.warning(f"skipped data file {data_id}: not a sample dict")
+                    continue
+                if self._cache_size > 0:
+                    cache[data_id] = stored
+                    if len(cache) > self._cache_size:
+                        cache.popitem(last=False)
+            sample = dict(stored)
             for k, v in meta.items():
                 if k != "data_id":
                     sample[k] = v

@@ -1,0 +1,154 @@
+"""The comm learner and comm collector driven by an in-process master over loopback: the task flow of each role,
+data files in and out, missing or damaged files skipped and reported, the policy file, the final checkpoint."""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from ding.config import compile_config_parallel
+from ding.interaction import Master, TaskFailed
+from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
+from ding.worker.parallel_files import read_policy, write_data
+
+TOKEN = "w" * 32
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def main_json(in_tmp_dir):
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main, create, system = (copy.deepcopy(c) for c in (main_config, create_config, system_config))
+    main.exp_name = "w"
+    main.policy.learn.batch_size = 4
+    main.policy.learn.learner.hook = dict(log_show_after_iter=1000, save_ckpt_after_iter=1000,
+                                          save_ckpt_after_run=True)
+    main.policy.collect.n_sample = 16
+    main.env.collector_env_num = 4
+    main.env.evaluator_env_num = 2
+    main.env.n_evaluator_episode = 2
+    cfg = compile_config_parallel(main, create, system, save_cfg=False)
+    return json.loads(json.dumps(cfg.main))
+
+
+@pytest.fixture
+def master():
+    m = Master("coordinator", token=TOKEN)
+    joined = {}
+    event = threading.Event()
+
+    def on_join(info):
+        joined[info["name"]] = m.connect(info["name"], info["host"], info["port"], role=info["role"])
+        event.set()
+
+    m.on_join = on_join
+    m.start()
+    m.joined, m.joined_event = joined, event
+    yield m
+    m.close()
+
+
+def _join(master, comm):
+    comm.start()
+    comm.slave.join("127.0.0.1", master.port)
+    assert master.joined_event.wait(10)
+    master.joined_event.clear()
+    return master.joined[comm.name]
+
+
+def _transition(i):
+    return {"obs": np.full(4, i, np.float32), "next_obs": np.full(4, i + 1, np.float32), "action": np.int64(i % 2),
+            "reward": np.array([1.0], np.float32), "done": False}
+
+
+def test_learner_trains_on_data_files_skips_bad_ones_and_checkpoints(main_json, master):
+    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    try:
+        conn = _join(master, learner)
+        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
+        os.makedirs(paths["path_data"])
+        started = master.new_task(conn, "learner_start_task", dict(
+            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
+            load_path=None), deadline_s=60).result(60)
+        assert started["learner_step"] == 0 and started["policy_iter"] == 0
+        assert read_policy("./w/policy/policy")["iter"] == 0
+        for i in range(7):
+            write_data(paths["path_data"], f"d{i}", _transition(i))
+        with open(os.path.join(paths["path_data"], "d7"), "wb") as f:
+            f.write(b"garbage")  # a damaged file; d8 is missing
+        demand = master.new_task(conn, "learner_get_data_task", {"wait_s": 5}, deadline_s=10).result(10)["demand"]
+        assert demand["batch_size"] == 4 and demand["n_batches"] >= 1
+        meta = [[{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i in (0, 1, 2, 3)],
+                [{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i in (4, 5, 7, 8)]]
+        out = master.new_task(conn, "learner_learn_task", {"data": meta, "envstep": 123, "wait_s": 30},
+                              deadline_s=40).result(40)
+        assert out["trained"] == 2 and [i["learner_step"] for i in out["infos"]] == [1, 2]
+        assert out["skipped_files"] == 2
+        assert "total_loss" in out["infos"][0]["stats"]
+        closed = master.new_task(conn, "learner_close_task", {}, deadline_s=60).result(60)
+        assert closed["learner_step"] == 2
+        assert "iteration_2.pth.tar" in os.listdir(os.path.join("w", "ckpt"))
+        assert read_policy("./w/policy/policy")["iter"] == 2
+    finally:
+        learner.close()
+
+
+def test_learner_start_failure_is_reported(main_json, master):
+    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    bad = copy.deepcopy(main_json)
+    bad["policy"]["model"]["obs_shape"] = "four"
+    try:
+        conn = _join(master, learner)
+        handle = master.new_task(conn, "learner_start_task", dict(
+            task_id="t0", main_config=bad, path_data="./w/data", path_policy="./w/policy", policy_id="policy",
+            buffer_id="b0", seed=0, load_path=None), deadline_s=60)
+        with pytest.raises(TaskFailed) as info:
+            handle.result(60)
+        assert info.value.remote_traceback
+    finally:
+        learner.close()
+
+
+def test_collector_collects_into_files_and_evaluates(main_json, master):
+    from ding.policy import create_policy
+    from ding.torch_utils import load_file
+    from ding.worker.parallel_files import write_policy
+
+    collector = FlaskFileSystemCollector({}, name="collector0", token=TOKEN)
+    try:
+        conn = _join(master, collector)
+        os.makedirs("./w/policy")
+        policy = create_policy(copy.deepcopy(main_json["policy"]), enable_field=["learn"])
+        write_policy("./w/policy/policy", policy.learn_mode.state_dict()["model"], 7)
+        master.new_task(conn, "collector_start_task", dict(
+            main_config=main_json, path_data="./w/data", path_policy="./w/policy", policy_id="policy", seed=5),
+            deadline_s=60).result(60)
+        out = master.new_task(conn, "collector_data_task", dict(
+            task_id="collector_task_1", buffer_id="b0", eval_flag=False, n_sample=16, collect_setting={"eps": 0.5},
+            train_iter=7, envstep=0), deadline_s=30).result(30)
+        assert out["sample_count"] == 16 == len(out["metadata"]) and out["policy_iter"] == 7
+        assert out["envstep"] >= 16
+        first = out["metadata"][0]
+        assert first["data_id"] == "collector_task_1_0" and first["collect_iter"] == 7
+        sample = load_file(os.path.join("w", "data", first["data_id"]))
+        assert sample["obs"].shape == (4,) and "reward" in sample
+        ev = master.new_task(conn, "collector_data_task", dict(
+            task_id="collector_task_2", buffer_id="b0", eval_flag=True, best_return=None, train_iter=7, envstep=16),
+            deadline_s=30).result(30)
+        assert ev["eval_flag"] and len(ev["eval_episode_return"]) == 2 and ev["eval_return_mean"] > 0
+        assert os.path.exists(os.path.join("w", "ckpt", "ckpt_best.pth.tar"))
+        info = master.new_task(conn, "collector_close_task", {}, deadline_s=30).result(30)
+        assert info["sample_count"] == 16 and info["eval_tasks"] == 1
+    finally:
+        collector.close()
