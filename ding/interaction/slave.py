@@ -6,12 +6,13 @@ While connected it sends a heartbeat every ``heartbeat_interval`` seconds. If th
 """
 from __future__ import annotations
 
+import collections
 import logging
+import queue
 import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import ApiError, InteractionError, JsonServer, PeerUnreachable, RequestRejected
@@ -30,7 +31,8 @@ class Slave:
     def __init__(self, name: str, role: str, host: str = "127.0.0.1", port: int = 0, *, token: str,
                  handlers: Mapping[str, TaskFn] | None = None, advertise_host: str | None = None,
                  heartbeat_interval: float = 1.0, master_lost_timeout: float = 30.0, request_timeout: float = 10.0,
-                 retries: int = 3, max_workers: int = 16, resource: Mapping[str, Any] | None = None,
+                 retries: int = 3, max_workers: int = 16, close_timeout: float = 5.0,
+                 resource: Mapping[str, Any] | None = None,
                  logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
                  on_disconnect: Callable[[str], None] | None = None) -> None:
         self.name = name
@@ -50,11 +52,16 @@ class Slave:
         for endpoint, fn in (("connect", self._on_connect), ("disconnect", self._on_disconnect),
                              ("task/new", self._on_task), ("ping", self._on_ping)):
             self._server.route(endpoint, fn)
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix=f"ding-{name}-task")
+        self._max_workers = int(max_workers)
+        self._close_timeout = float(close_timeout)
+        self._jobs: queue.Queue = queue.Queue()
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
         self._lock = threading.Lock()
         self._master: HttpClient | None = None
         self._master_info: dict[str, Any] = {}
-        self._seen_tasks: set[str] = set()
+        self._seen_tasks: set[str] = set()  # recent task ids (a retried task/new must not run twice)
+        self._seen_order: collections.deque[str] = collections.deque()
         self._running: set[str] = set()
         self._closed = threading.Event()
         self._stopping = threading.Event()
@@ -94,7 +101,12 @@ class Slave:
         self.close_reason = reason
         self._stopping.set()
         self._server.close()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for _ in self._workers:
+            self._jobs.put(None)
+        deadline = time.monotonic() + self._close_timeout
+        for t in self._workers:  # a handler stuck for good is left behind (a daemon thread): the process can exit
+            if t is not threading.current_thread():
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
             self._heartbeat.join(timeout=5.0)
         with self._lock:
@@ -170,14 +182,33 @@ class Slave:
             if task_id in self._seen_tasks:  # a retried request: the task already runs
                 return {"accepted": True, "duplicate": True}
             self._seen_tasks.add(task_id)
+            self._seen_order.append(task_id)
+            if len(self._seen_order) > 10000:  # retries come within seconds: old ids need not be kept
+                self._seen_tasks.discard(self._seen_order.popleft())
             self._running.add(task_id)
-        try:
-            self._pool.submit(self._run, task_id, name, body)
-        except RuntimeError as e:  # the pool was shut down between the check and the submit
-            with self._lock:
-                self._running.discard(task_id)
-            raise ApiError(503, f"{self.name} is shutting down") from e
+        self._submit(task_id, name, body)
         return {"accepted": True}
+
+    def _submit(self, task_id: str, name: str, body: dict) -> None:
+        """Queue the task for a worker thread; start another worker (daemon) if none is idle and there is room."""
+        with self._lock:
+            if self._idle == 0 and len(self._workers) < self._max_workers:
+                t = threading.Thread(target=self._work, name=f"ding-{self.name}-task{len(self._workers)}",
+                                     daemon=True)
+                self._workers.append(t)
+                t.start()
+            self._jobs.put((task_id, name, body))
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+            if job is None:
+                return
+            self._run(*job)
 
     def _run(self, task_id: str, name: str, body: dict) -> None:
         try:

@@ -97,7 +97,7 @@ def test_killed_collector_is_detected_and_training_finishes(workdir):
     assert proc.wait(timeout=150) == 0, read_log(workdir)
     r = result(workdir, exp)
     assert r["env_step"] >= 2500 or r["stop_flag"], r
-    assert r["faults"].get("lost_collector", 0) >= 1, r
+    assert r["counters"].get("lost_collector", 0) >= 1, r
     log = read_log(workdir)
     assert "collector 'collector0'" in log and "not restarted" in log
     coordinator_log = open(os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")).read()
@@ -122,7 +122,7 @@ def test_collector_started_mid_run_receives_tasks(workdir):
     assert proc.wait(timeout=150) == 0, read_log(workdir)
     assert joiner.wait(timeout=30) == 0, read_log(workdir, "joiner.log")
     r = result(workdir, exp)
-    assert r["faults"].get("tasks_collector7", 0) > 0, r
+    assert r["counters"].get("tasks_collector7", 0) > 0, r
     assert not processes_mentioning(str(workdir))
 
 

@@ -220,3 +220,21 @@ def test_resolve_token(monkeypatch):
     monkeypatch.setenv("DING_AUTH_TOKEN", "e" * 20)
     assert resolve_token(None) == "e" * 20
     assert resolve_token("c" * 16) == "c" * 16
+
+
+def test_close_does_not_wait_forever_for_a_stuck_task():
+    master = Master("coordinator", token=TOKEN)
+    stuck = threading.Event()
+    slave = Slave("learner0", "learner", token=TOKEN, close_timeout=0.2, handlers={"hang": lambda p: stuck.wait(60)})
+    master.start()
+    slave.start()
+    try:
+        conn = master.connect("learner0", "127.0.0.1", slave.port)
+        master.new_task(conn, "hang", {}, deadline_s=30)
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        slave.close()
+        assert time.monotonic() - t0 < 3.0 and slave.wait(0)
+    finally:
+        stuck.set()
+        master.close()

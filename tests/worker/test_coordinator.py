@@ -111,7 +111,7 @@ class FakeCollector:
         return {"eval_flag": False, "metadata": meta, "envstep": p["n_sample"], "sample_count": len(meta)}
 
 
-def _run(coordinator, slaves, timeout=60):
+def _run(coordinator, slaves, timeout=60, release=None):
     coordinator.start()
     for s in slaves:
         s.slave.start()
@@ -120,6 +120,8 @@ def _run(coordinator, slaves, timeout=60):
         assert coordinator.wait(timeout), "the run did not end"
     finally:
         coordinator.close()
+        if release is not None:
+            release()
         for s in slaves:
             s.slave.close()
 
@@ -151,10 +153,7 @@ def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir
     stuck = FakeCollector("collector0", [], block=block)
     good = FakeCollector("collector1", [10.0, 200.0])
     t0 = time.monotonic()
-    try:
-        _run(coordinator, [FakeLearner(), stuck, good])
-    finally:
-        block.set()
+    _run(coordinator, [FakeLearner(), stuck, good], release=block.set)
     assert "stop value" in coordinator.end_reason
     assert coordinator.stats["failed_collector_tasks"] >= 1
     assert coordinator.stats["tasks_collector1"] > 0 and coordinator.stats["tasks_collector0"] == 0
@@ -174,11 +173,12 @@ def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir):
         return orig(p)
 
     frozen.slave.handlers["collector_data_task"] = freeze
-    try:
-        _run(coordinator, [FakeLearner(), frozen, good])
-    finally:
+
+    def release():
         block.set()
         frozen.slave._stopping.clear()
+
+    _run(coordinator, [FakeLearner(), frozen, good], release=release)
     assert "stop value" in coordinator.end_reason
     assert coordinator.stats["lost_collector"] == 1 and coordinator.stats["failed_collector_tasks"] >= 1
 

@@ -225,7 +225,9 @@ class Coordinator:
                 if conn.name not in self._collector_names:
                     self._collector_names[conn.name] = self._collector_index
                     self._collector_index += 1
-                index = self._collector_names[conn.name]
+                # a collector that comes back (restarted) gets new env seeds, not a replay of its first life
+                index = self._collector_names[conn.name] + 1000 * self.stats[f"joins_{conn.name}"]
+                self.stats[f"joins_{conn.name}"] += 1
             self._spawn(self._collector_loop, f"ding-coord-{conn.name}", conn, index)
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
@@ -465,8 +467,10 @@ class Coordinator:
                     if isinstance(e, SlaveLost):
                         break
                     failures += 1
-                    if failures >= _MAX_TASK_FAILURES and not isinstance(e, TaskTimeout):
-                        self.error(f"collector '{conn.name}' failed {failures} tasks in a row; dismissed. Last "
+                    if failures >= _MAX_TASK_FAILURES:
+                        hint = (f" (tasks must finish within collector_task_timeout = {cfg.collector_task_timeout:g} s)"
+                                if isinstance(e, TaskTimeout) else "")
+                        self.error(f"collector '{conn.name}' failed {failures} tasks in a row{hint}; dismissed. Last "
                                    f"error: {e}\n{e.remote_traceback}")
                         master.disconnect(conn, "too many failed tasks", shutdown=True)
                         break
