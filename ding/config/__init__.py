@@ -10,6 +10,6 @@ __all__ = [
     "validate_config", "find_config_problems", "DEFAULT_LEARNER", "DEFAULT_EVALUATOR", "ENV_COMMON_CONFIG",
     "POLICY_TEMPLATE", "PARTS",
 ]
-from .parallel import COORDINATOR_CONFIG, SYSTEM_CONFIG, compile_config_parallel
+from .parallel import COORDINATOR_CONFIG, SYSTEM_CONFIG, compile_config_parallel, rename_experiment
 
-__all__ += ["compile_config_parallel", "COORDINATOR_CONFIG", "SYSTEM_CONFIG"]
+__all__ += ["compile_config_parallel", "rename_experiment", "COORDINATOR_CONFIG", "SYSTEM_CONFIG"]

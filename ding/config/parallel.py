@@ -7,6 +7,7 @@ host and port — DI-engine's layout, so its parallel config files compile uncha
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from ding.utils import (
 )
 
 from .compiler import compile_config
-from .components import PARTS, Part, check_import_names, lookup_type
+from .components import PARTS, Part, check_import_names, default_config_of, lookup_type
 from .validation import find_config_problems, format_problems
 
 # Parallel mode swaps the serial collector and commander for the parallel ones.
@@ -112,8 +113,10 @@ def compile_config_parallel(
     one entry per role. Saved (``save_cfg``) to ``./<exp_name>/total_config.py`` with all three sections.
     """
     src = os.fspath(source) if source else "<dict>"
-    if platform not in ("local", "slurm"):
-        raise ConfigError(f"platform {platform!r}: parallel mode runs on 'local' or 'slurm'")
+    if platform != "local":
+        hint = (" (the Slurm launcher is not built yet: start each role with `ding -m dist --module "
+                "coordinator|learner|collector` in your sbatch/srun script)" if platform == "slurm" else "")
+        raise ConfigError(f"platform {platform!r}: parallel mode runs on 'local' so far{hint}")
     create = EasyDict(copy.deepcopy(dict(create_cfg or {})))
     comm_types = {name: _comm_type(name, create.pop(name, None), system_cfg, src) for name in _COMM_PARTS}
     user_system = EasyDict(copy.deepcopy(dict(system_cfg or {})))
@@ -148,8 +151,8 @@ def _comm_type(name: str, section: Any, system_cfg: Mapping | None, src: str) ->
         raise ConfigError(f"create_config.{name}: expected dict(type=..., import_names=[...]), got {section!r} ({src})")
     type_name = section.get("type") or part.default_type
     imports = check_import_names(section.get("import_names"), f"create_config.{name}.import_names (in {src})")
-    lookup_type(part, type_name, imports, f"create_config.{name}.type (in {src})")
-    return EasyDict(type=type_name, import_names=imports)
+    cls = lookup_type(part, type_name, imports, f"create_config.{name}.type (in {src})")
+    return EasyDict(type=type_name, import_names=imports, keys=sorted((default_config_of(cls) or {}).keys()))
 
 
 def _under_exp(path: Any, original_exp: str, exp_name: str, default: str) -> str:
@@ -175,7 +178,22 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
     out = EasyDict(copy.deepcopy(dict(system)))
     out.path_data = _under_exp(system.path_data, original_exp, main.exp_name, "data")
     out.path_policy = _under_exp(system.path_policy, original_exp, main.exp_name, "policy")
+    allowed = {role: set(comm_types[f"comm_{role}"].pop("keys")) | {"type", "import_names", "path_data", "path_policy"}
+               for role in ("learner", "collector")}
     out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
+    problems = []
+    for name, entry in roles.items():
+        role = "learner" if name.startswith("learner") else "collector"
+        if not isinstance(entry, Mapping):
+            problems.append(f"system_config.{name}: expected a dict of the {role}'s settings, got {entry!r} ({src})")
+            continue
+        for key in entry:
+            if key not in allowed[role]:
+                close = difflib.get_close_matches(str(key), sorted(allowed[role]), n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(sorted(allowed[role]))}"
+                problems.append(f"system_config.{name}.{key}: unknown key ({src}); {hint}")
+    if problems:
+        raise ConfigError(format_problems(problems))
     host, port = addresses["coordinator"]
     if host is not None:
         out.coordinator.host = host
@@ -202,3 +220,14 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
         if name not in out:
             out[name] = EasyDict(entry)
     return out
+
+
+def rename_experiment(main: Mapping, system: Mapping, exp_name: str) -> None:
+    """Give a parallel config a new ``exp_name`` (``-s N``, ``--exp-name``); ``path_data`` / ``path_policy`` under the
+    old experiment directory move with it."""
+    old = str(main.get("exp_name") or "default_experiment")
+    main["exp_name"] = exp_name  # type: ignore[index]
+    for key in ("path_data", "path_policy"):
+        path = system.get(key)
+        if isinstance(path, str):
+            system[key] = _under_exp(path, old, exp_name, key[5:])  # type: ignore[index]

@@ -1,3 +1,4 @@
-"""The doors into ding: ``serial_pipeline``, ``eval`` and the ``ding`` command."""
+"""The doors into ding: ``serial_pipeline``, ``parallel_pipeline``, ``eval`` and the ``ding`` command."""
 from .application_entry import eval
+from .parallel_entry import parallel_pipeline
 from .serial_entry import serial_pipeline

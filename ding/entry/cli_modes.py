@@ -78,18 +78,25 @@ def run_plot(args: argparse.Namespace) -> int:
 
 @mode("parallel")
 def run_parallel(args: argparse.Namespace) -> int:
+    from ding.config import read_config_with_system, rename_experiment
+    from ding.utils import ConfigError
+
     from .parallel_entry import parallel_pipeline
 
     _need_config(args)
+    if args.resume:
+        raise ConfigError("-m parallel: --resume is not built for parallel mode yet (within a run, a restarted "
+                          "learner continues from its checkpoint by itself); start a new run")
+    if args.platform != "local":
+        raise ConfigError(f"-m parallel runs its roles as local processes; -P {args.platform} is not built yet "
+                          "(start each role with `ding -m dist --module ...` instead)")
     seeds = args.seed or [0]
     for seed in seeds:
-        from ding.config import read_config_with_system
-
         main_cfg, create_cfg, system_cfg = read_config_with_system(args.config)
         if args.exp_name:
-            main_cfg.exp_name = args.exp_name if len(seeds) == 1 else f"{args.exp_name}_seed{seed}"
+            rename_experiment(main_cfg, system_cfg, args.exp_name if len(seeds) == 1 else f"{args.exp_name}_seed{seed}")
         elif re.search(r"_seed\d+$", main_cfg.get("exp_name", "")):
-            main_cfg.exp_name = re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name)
+            rename_experiment(main_cfg, system_cfg, re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name))
         parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
                           max_train_iter=args.train_iter, source=args.config)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import sys
 import threading
@@ -55,14 +56,12 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     system = EasyDict(system or {})
     entry = EasyDict(dict(system.get(name) or {}))
     comm = system.get(f"comm_{role}") or {}
-    cfg = EasyDict(type=entry.get("type", comm.get("type", "flask_fs")),
-                   import_names=list(entry.get("import_names", comm.get("import_names", []))),
-                   host=entry.get("host", "127.0.0.1"), port=entry.get("port", 0))
-    if entry.get("advertise_host"):
-        cfg.advertise_host = entry.advertise_host
-    for key in ("heartbeat_interval", "master_lost_timeout"):
-        if key in system:
+    cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
+                   host="127.0.0.1", port=0)
+    for key in ("heartbeat_interval", "master_lost_timeout", "auth_token"):
+        if system.get(key) is not None:
             cfg[key] = system[key]
+    cfg.update({k: v for k, v in entry.items() if k not in ("path_data", "path_policy")})  # they come with tasks
     coordinator = system.get("coordinator") or {}
     cfg.coordinator_host = coordinator_host or coordinator.get("advertise_host") or coordinator.get("host")
     cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
@@ -129,16 +128,21 @@ def run_dist_module(args: Any) -> int:
         cfg = role_config(system, module, name, coordinator_host=args.coordinator_host,
                           coordinator_port=args.coordinator_port, host=host, port=port)
         return run_role(module, name, cfg)
-    from ding.config import compile_config_parallel
+    from ding.config import compile_config_parallel, rename_experiment
+    from ding.interaction import resolve_token
 
+    if module == "coordinator":
+        resolve_token(system.get("auth_token"))  # fail before any directory is created
     seed = (args.seed or [0])[0]
     if args.exp_name:
-        main.exp_name = args.exp_name
+        rename_experiment(main, system, args.exp_name)
+    # a config written by `--module config` is the run's own: keep using its directory
+    compiled = any(re.match(r"^(learner|collector)\d+$", str(k)) for k in system)
     cfg = compile_config_parallel(main, create, system, seed=seed, platform=args.platform,
                                   coordinator_host=args.coordinator_host, coordinator_port=args.coordinator_port,
                                   learner_host=args.learner_host, learner_port=args.learner_port,
                                   collector_host=args.collector_host, collector_port=args.collector_port,
-                                  source=args.config)
+                                  source=args.config, renew_dir=not compiled)
     path = os.path.join(cfg.main.exp_name, "total_config.py")
     if module == "config":
         print(f"ding: wrote {path}; start the roles with\n  ding -m dist --module coordinator -c {path}\n"
@@ -183,7 +187,8 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     atomic_write_text(os.path.join(exp, "result"), json.dumps(
         {"exp_name": exp, "mode": "dist", "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
          "env_step": status["envstep"], "train_iter": status["learner_step"],
-         "best_eval_return": status.get("best_return")}, indent=2) + "\n")
+         "best_eval_return": status.get("best_return"),
+         "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())}}, indent=2) + "\n")
     if coordinator.fatal_error:
         from .parallel_entry import ParallelRunError
 

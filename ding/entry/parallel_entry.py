@@ -105,12 +105,13 @@ class LocalProcesses:
     def alive(self) -> list[_Child]:
         return [c for c in self.children.values() if c.proc is not None and c.proc.poll() is None]
 
-    def stop(self, grace: float = 30.0) -> None:
-        """Wait up to ``grace`` seconds for the children to exit, then SIGTERM, then SIGKILL; reap them all."""
+    def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
+        """Wait up to ``grace`` seconds for the children to exit, then SIGTERM (and ``term_wait`` seconds), then
+        SIGKILL; reap them all."""
         deadline = time.monotonic() + grace
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, 5.0)):
             left = self.alive()
             if not left:
                 break
@@ -190,6 +191,10 @@ def parallel_pipeline(
                         _watch_children(procs, coordinator)
                         status = coordinator.status()
                         view.update(status["envstep"], status["learner_step"])
+                except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
+                    coordinator.abort("aborted by a second interrupt")
+                    procs.stop(grace=0.0, term_wait=2.0)
+                    raise
                 finally:
                     view.close()
                     coordinator.close()  # the learner writes its checkpoint, every role is told to shut down

@@ -67,6 +67,7 @@ class Slave:
         self._stopping = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._last_master_ok = time.monotonic()
+        self._contact = False  # joined or was connected once: from then on a missing master is a timeout
         self.close_reason = ""
 
     # ---------------------------------------------------------------- lifecycle
@@ -129,6 +130,8 @@ class Slave:
             client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
         finally:
             client.close()
+        self._last_master_ok = time.monotonic()
+        self._contact = True
 
     # ---------------------------------------------------------------- endpoints
     def _on_ping(self, payload: dict) -> dict:
@@ -144,6 +147,7 @@ class Slave:
             old, self._master = self._master, client
             self._master_info = dict(payload)
             self._last_master_ok = time.monotonic()
+            self._contact = True
         if old is not None:
             old.close()
         self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
@@ -155,6 +159,7 @@ class Slave:
         reason = str(payload.get("reason", ""))
         with self._lock:
             master, self._master = self._master, None
+            self._last_master_ok = time.monotonic()
         if master is not None:
             master.close()
         self._logger.info(f"disconnected by master: {reason}")
@@ -238,6 +243,13 @@ class Slave:
         while not self._stopping.wait(self.heartbeat_interval):
             master = self._master
             if master is None:
+                silent = time.monotonic() - self._last_master_ok
+                if self._contact and silent > self.master_lost_timeout:
+                    self._logger.error(f"no coordinator connection for {silent:.0f} s after joining or being "
+                                       f"disconnected (master_lost_timeout {self.master_lost_timeout:g} s; check the "
+                                       "advertised address): closing")
+                    self._close_soon("master lost")
+                    return
                 continue
             try:
                 reply = master.post("heartbeat", {"name": self.name, "role": self.role,

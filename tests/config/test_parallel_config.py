@@ -85,3 +85,44 @@ def test_fixed_role_ports_are_connected_by_the_coordinator(in_tmp_dir):
     assert cfg.system.coordinator.collector == {"collector0": ["collector0", "10.0.0.5", 23000],
                                                 "collector1": ["collector1", "10.0.0.5", 23001]}
     assert cfg.system.coordinator.learner == {}
+
+
+def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
+    from ding.entry.dist_entry import role_config
+
+    main, create, system = _configs()
+    system.learner0 = dict(batches_per_demand=2, sample_cache_size=0)
+    system.auth_token = "k" * 20
+    cfg = compile_config_parallel(main, create, system, save_cfg=False)
+    role = role_config(cfg.system, "learner", "learner0", coordinator_host="10.1.1.1", coordinator_port=9000)
+    assert role.batches_per_demand == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
+    assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000 and "path_data" not in role
+    main, create, system = _configs()
+    system.learner0 = dict(batches_per_demnd=2)
+    with pytest.raises(ConfigError, match=r"system_config\.learner0\.batches_per_demnd.*batches_per_demand"):
+        compile_config_parallel(main, create, system, save_cfg=False)
+
+
+def test_rename_experiment_moves_the_shared_directories(in_tmp_dir):
+    from ding.config import rename_experiment
+
+    main, create, system = _configs("par_seed0")
+    rename_experiment(main, system, "par_seed1")
+    assert main.exp_name == "par_seed1"
+    assert system.path_data == "./par_seed1/data" and system.path_policy == "./par_seed1/policy"
+    system.path_data = "/shared/data"
+    rename_experiment(main, system, "other")
+    assert system.path_data == "/shared/data"  # a directory outside the experiment stays where it is
+
+
+def test_platform_other_than_local_is_refused(in_tmp_dir):
+    with pytest.raises(ConfigError, match="platform 'slurm'.*not built yet.*ding -m dist"):
+        compile_config_parallel(*_configs(), save_cfg=False, platform="slurm")
+
+
+def test_role_not_in_the_config_gets_defaults(in_tmp_dir):
+    from ding.entry.dist_entry import role_config
+
+    cfg = compile_config_parallel(*_configs(), save_cfg=False)
+    role = role_config(cfg.system, "collector", "collector9", coordinator_host="127.0.0.1", coordinator_port=9000)
+    assert role.host == "127.0.0.1" and role.port == 0 and role.type == "flask_fs"

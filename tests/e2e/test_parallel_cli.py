@@ -143,7 +143,8 @@ def test_killed_learner_restarts_from_its_checkpoint(workdir):
                        system=FAST_FAULTS)
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "600"), workdir)
     ckpt_dir = os.path.join(str(workdir), exp, "ckpt")
-    wait_for(lambda: os.path.isdir(ckpt_dir) and any(f.startswith("iteration_") for f in os.listdir(ckpt_dir)), 120,
+    wait_for(lambda: os.path.isdir(ckpt_dir) and any(f.startswith("iteration_") and f.endswith(".pth.tar")
+                                                     for f in os.listdir(ckpt_dir)), 120,
              "a learner checkpoint", proc=proc)
     os.kill(wait_for(lambda: role_pid(workdir, "learner0"), 10, "learner0's pid"), signal.SIGKILL)
     assert proc.wait(timeout=150) == 0, read_log(workdir)

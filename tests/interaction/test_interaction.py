@@ -238,3 +238,18 @@ def test_close_does_not_wait_forever_for_a_stuck_task():
     finally:
         stuck.set()
         master.close()
+
+
+def test_slave_that_joined_but_is_never_connected_gives_up():
+    master = Master("coordinator", token=TOKEN)
+    master.on_join = lambda info: None  # accepts the join, never connects back (e.g. a wrong advertise_host)
+    slave = Slave("collector3", "collector", token=TOKEN, heartbeat_interval=0.05, master_lost_timeout=0.5)
+    master.start()
+    slave.start()
+    try:
+        slave.join("127.0.0.1", master.port)
+        assert slave.wait(5)
+        assert slave.close_reason == "master lost"
+    finally:
+        slave.close()
+        master.close()

@@ -32,7 +32,7 @@ class BaseParallelCollector(ABC):
         self._logger = logging.getLogger(f"ding.parallel_collector.{instance_name}")
         self._end_flag = False
         self._policy_iter = -1
-        self.send_stepdata: Callable[[str, Any], Any] | None = None
+        self.send_stepdata: Callable[..., Any] | None = None  # (data_id, sample, compress)
         self.send_metadata: Callable[[Any], None] | None = None
         self.get_policy_update_info: Callable[[str], dict | None] | None = None
 

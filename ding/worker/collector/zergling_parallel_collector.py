@@ -23,6 +23,11 @@ from .base_parallel_collector import BaseParallelCollector
 from .episode_callback import EpisodeCallback
 
 
+def compress_enabled(compressor: object) -> bool:
+    """Whether data files are compressed: any compressor name but 'none' (DI-engine's 'lz4' becomes zlib)."""
+    return str(compressor).lower() not in ("none", "", "false")
+
+
 class _EpisodeRecorder(EpisodeCallback):
     """Keeps the returns and lengths of the episodes finished since the last ``take()``."""
 
@@ -62,7 +67,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
         self._seed = int(seed)
         self._policy_path = policy_path
-        self._compress = str(self._own_cfg.compressor).lower() not in ("none", "", "false")
+        self.compress = compress_enabled(self._own_cfg.compressor)
         self._policy: Any = None
         self._collector: Any = None
         self._evaluator: Any = None
@@ -147,7 +152,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         task_id = str(task["task_id"])
         for i, sample in enumerate(samples):
             data_id = f"{task_id}_{i}"
-            self.send_stepdata(data_id, sample)
+            self.send_stepdata(data_id, sample, self.compress)
             meta = {"data_id": data_id, "collect_iter": max(self._policy_iter, 0)}
             if sample.get("priority") is not None:
                 meta["priority"] = float(np.asarray(sample["priority"]).reshape(-1)[0])

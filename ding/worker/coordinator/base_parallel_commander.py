@@ -88,6 +88,10 @@ class BaseCommander(ABC):
     def update_learner_info(self, task_id: str, info: dict) -> None:
         """The learner reported progress (train iterations, published policy)."""
 
+    def learner_started(self, task_id: str, info: dict) -> None:
+        """A learner answered its start task (``learner_step``, ``policy_iter``)."""
+        self.update_learner_info(task_id, info)
+
     def get_policy_id(self) -> str:
         """File name (under ``path_policy``) the learner publishes its policy to."""
         return "policy"

@@ -30,7 +30,6 @@ class CommCoordinator:
             logger=logger, on_slave_lost=self._lost, on_join=self._join,
         )
         self._closed = threading.Event()
-        self._joined: set[str] = set()
         self._lock = threading.Lock()
 
     @property
@@ -64,14 +63,13 @@ class CommCoordinator:
             for item in list(pending):
                 role, name, host, port = item
                 try:
-                    conn = self._master.connect(name, host, port, role=role)
+                    self._connect_once(role, name, host, port)
                 except InteractionError as e:
                     if time.monotonic() > deadline:
                         self._logger.error(f"gave up connecting {role} '{name}' at {host}:{port}: {e}")
                         pending.remove(item)
                     continue
                 pending.remove(item)
-                self._callbacks["deal_with_new_slave"](conn)
             if pending:
                 self._closed.wait(0.5)
 
@@ -82,7 +80,15 @@ class CommCoordinator:
         if role not in ("learner", "collector"):
             self._logger.warning(f"'{info['name']}' asked to join as {role!r}; only learners and collectors join")
             return
-        conn = self._master.connect(info["name"], info["host"], info["port"], role=role)
+        self._connect_once(role, info["name"], info["host"], info["port"])
+
+    def _connect_once(self, role: str, name: str, host: str, port: int) -> None:
+        """Connect a slave unless it is connected at that address already (a configured role also joins)."""
+        with self._lock:
+            conn = self._master.get_slave(name)
+            if conn is not None and conn.alive and conn.host == host and conn.port == int(port):
+                return
+            conn = self._master.connect(name, host, port, role=role)
         self._callbacks["deal_with_new_slave"](conn)
 
     def _lost(self, conn: SlaveConnection, reason: str) -> None:

@@ -55,6 +55,7 @@ class Coordinator:
         self._seed = int(cfg.get("seed", main.get("seed", 0)))
         self._path_data = system.path_data
         self._path_policy = system.path_policy
+        token = resolve_token(token if token else system.get("auth_token"))  # before anything is written
         self._logs = WorkerLogs(self._exp_name, "coordinator")
         self._logger, self._tb = self._logs.logger, self._logs.tb_logger
         try:
@@ -65,7 +66,7 @@ class Coordinator:
         self._commander = create_parallel_commander(main)
         self._comm = CommCoordinator(self._coor_cfg, {"deal_with_new_slave": self._new_slave,
                                                       "deal_with_lost_slave": self._lost_slave},
-                                     self._logger, resolve_token(token if token else system.get("auth_token")))
+                                     self._logger, token)
         self._buffers: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._pins: collections.Counter = collections.Counter()
@@ -173,6 +174,21 @@ class Coordinator:
         finally:
             self._logs.close()
             self._done.set()
+
+    def abort(self, reason: str = "aborted") -> None:
+        """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves (their processes are killed or
+        exit when the coordinator stays unreachable). Idempotent."""
+        with self._lock:
+            self._end_reason = self._end_reason or reason
+            self._ending.set()
+        self._commander.request_end(reason)
+        self._notify()
+        self._comm.master.close(disconnect=False, reason=reason)
+        for buf in self._buffers.values():
+            buf.close()
+        self._clean_data_dir()
+        self._logs.close()
+        self._done.set()
 
     def close(self) -> None:
         """End the run (if still running) and wait until everything is shut down. Idempotent."""
@@ -364,7 +380,7 @@ class Coordinator:
             return
         if started.get("loaded"):
             self.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started['learner_step']}")
-        self._commander.update_learner_info(task["task_id"], started)
+        self._commander.learner_started(task["task_id"], started)
         self._notify()
         lost = False
         while not self._ending.is_set() and conn.alive:
@@ -383,9 +399,11 @@ class Coordinator:
                 self._serve(conn, task, demand)
         if lost or not conn.alive:
             self._commander.notify_fail_learner_task(task)
+            self._check_role_left("learner")
             return
         try:
             final = master.new_task(conn, "learner_close_task", {"wait_s": 60.0}, deadline_s=90.0).result()
+            self._commander.update_learner_info(task["task_id"], final)
             self.deal_with_learner_finish_task(task["task_id"], dict(final, buffer_id=task["buffer_id"]))
             self.info(f"learner '{conn.name}' closed at train_iter {final.get('learner_step')}")
         except TaskFailed as e:
@@ -490,22 +508,23 @@ class Coordinator:
                 master.new_task(conn, "collector_close_task", {}, deadline_s=30.0).result()
             except TaskFailed as e:
                 self.info(f"collector '{conn.name}' did not close cleanly: {e}")
-        self._check_collectors_left()
+        self._check_role_left("collector")
 
-    def _check_collectors_left(self) -> None:
-        if self._ending.is_set():
+    def _check_role_left(self, role: str) -> None:
+        """The last learner or collector is gone: wait ``startup_timeout`` for one to (re)join, then give up."""
+        if self._ending.is_set() or self._comm.master.slaves(role=role, alive_only=True):
             return
-        if not self._comm.master.slaves(role="collector", alive_only=True):
-            self.info("no collector is connected; waiting for one to join (startup_timeout applies)")
-            self._spawn(self._wait_for_collector, "ding-collector-watch")
+        self.notice(f"no {role} is connected; waiting up to startup_timeout "
+                    f"({self._coor_cfg.startup_timeout:g} s) for one to join")
+        self._spawn(self._wait_for_role, f"ding-{role}-watch", role)
 
-    def _wait_for_collector(self) -> None:
+    def _wait_for_role(self, role: str) -> None:
         deadline = time.monotonic() + float(self._coor_cfg.startup_timeout)
         while not self._ending.is_set():
-            if self._comm.master.slaves(role="collector", alive_only=True):
+            if self._comm.master.slaves(role=role, alive_only=True):
                 return
             if time.monotonic() > deadline:
-                self._fatal(f"every collector is gone and none joined within startup_timeout "
+                self._fatal(f"every {role} is gone and none joined within startup_timeout "
                             f"({self._coor_cfg.startup_timeout:g} s)")
                 return
             self._ending.wait(0.5)

@@ -111,6 +111,15 @@ class SoloCommander(BaseCommander):
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
+    def learner_started(self, task_id: str, info: dict) -> None:
+        """A learner (re)started; a restarted one continues from its checkpoint, so its step may go back."""
+        with self._lock:
+            self._learner_step = int(info.get("learner_step", 0))
+            if info.get("policy_iter") is not None:
+                self._policy_iter = int(info["policy_iter"])
+                self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
+            self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
+
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
         with self._lock:
@@ -207,7 +216,6 @@ class SoloCommander(BaseCommander):
         with self._lock:
             if task.get("eval_flag"):
                 self._eval_running = False  # the evaluation is handed out again as soon as a collector is free
-                self._evaluated_policy = -1 if self._evaluated_policy < 0 else self._evaluated_policy
                 self._last_eval_iter = -math.inf
             else:
                 self._in_flight.pop(task["task_id"], None)

@@ -33,7 +33,7 @@ class BaseCommCollector(ABC):
         """Hand one sample's metadata on towards the coordinator."""
 
     @abstractmethod
-    def send_stepdata(self, data_id: str, stepdata: Any) -> Any:
+    def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> Any:
         """Store one sample where the learner can read it."""
 
     def start(self) -> None:

@@ -15,8 +15,9 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.interaction import Slave, resolve_token
+from ding.interaction import Slave
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
+from ding.worker.comm_role import COMM_ROLE_CONFIG, build_slave, start_slave
 
 from .base_comm_collector import BaseCommCollector
 
@@ -28,13 +29,7 @@ class FlaskFileSystemCollector(BaseCommCollector):
     config = dict(
         type="flask_fs",
         import_names=[],
-        host="127.0.0.1",  # address the collector's HTTP server binds
-        port=0,  # 0: a free port (the collector then joins the coordinator at coordinator_host:coordinator_port)
-        advertise_host=None,  # address the coordinator uses to reach this collector (default: host)
-        coordinator_host=None,  # where to join; None: wait for the coordinator to connect
-        coordinator_port=None,
-        heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
-        master_lost_timeout=60.0,  # seconds without the coordinator before this process gives up and exits
+        **COMM_ROLE_CONFIG,
     )
 
     def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
@@ -42,30 +37,21 @@ class FlaskFileSystemCollector(BaseCommCollector):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.collector_slave.{name}")
-        self._slave = Slave(
-            name, "collector", cfg.host, int(cfg.port or 0), token=resolve_token(token),
-            advertise_host=cfg.advertise_host, heartbeat_interval=cfg.heartbeat_interval,
-            master_lost_timeout=cfg.master_lost_timeout, resource=self.deal_with_resource(), logger=self._logger,
-            handlers={
-                "resource": lambda task: self.deal_with_resource(),
-                "collector_start_task": self.deal_with_collector_start,
-                "collector_data_task": self.deal_with_collector_data,
-                "collector_close_task": self.deal_with_collector_close,
-            },
-        )
+        self._slave = build_slave(cfg, name, "collector", token, {
+            "resource": lambda task: self.deal_with_resource(),
+            "collector_start_task": self.deal_with_collector_start,
+            "collector_data_task": self.deal_with_collector_data,
+            "collector_close_task": self.deal_with_collector_close,
+        }, self.deal_with_resource(), self._logger)
         self._collector: Any = None
         self._path_data = ""
-        self._compress = True
         self._metadata: queue.Queue = queue.Queue()
         self._task_lock = threading.Lock()  # one collector task at a time: the envs are not shared
 
     # ---------------------------------------------------------------- process lifecycle
     def start(self) -> None:
         super().start()
-        self._slave.start()
-        host, port = self._cfg.coordinator_host, self._cfg.coordinator_port
-        if host and port:
-            self._slave.join(str(host), int(port))
+        start_slave(self._slave, self._cfg)
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._slave.wait(timeout)
@@ -103,7 +89,6 @@ class FlaskFileSystemCollector(BaseCommCollector):
                                                   policy_path=os.path.join(task.path_policy, task.policy_id))
             collector.send_stepdata = self.send_stepdata
             collector.get_policy_update_info = self.get_policy_update_info
-            self._compress = str(cfg.policy.collect.collector.get("compressor", "zlib")).lower() not in ("none", "")
             collector.start()
             self._collector = collector
             return {"started": True}
@@ -123,22 +108,13 @@ class FlaskFileSystemCollector(BaseCommCollector):
             return info
 
     # ---------------------------------------------------------------- the parallel collector's side
-    def send_stepdata(self, data_id: str, stepdata: Any) -> int:
+    def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> int:
         from ding.worker.parallel_files import write_data
 
-        return write_data(self._path_data, data_id, stepdata, compress=self._compress)
+        return write_data(self._path_data, data_id, stepdata, compress=compress)
 
     def send_metadata(self, metadata: Any) -> None:
         self._metadata.put(metadata)
-
-    def deal_with_collector_data_queue(self) -> list:
-        """Metadata sent through :meth:`send_metadata` and not taken yet (DI-engine's streaming interface)."""
-        out = []
-        while True:
-            try:
-                out.append(self._metadata.get_nowait())
-            except queue.Empty:
-                return out
 
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy

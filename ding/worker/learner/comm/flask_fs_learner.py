@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.interaction import Slave, resolve_token
+from ding.interaction import Slave
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
+from ding.worker.comm_role import COMM_ROLE_CONFIG, build_slave, start_slave
 
 from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
@@ -82,13 +83,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
     config = dict(
         type="flask_fs",
         import_names=[],
-        host="127.0.0.1",  # address the learner's HTTP server binds
-        port=0,  # 0: a free port (the learner then joins the coordinator at coordinator_host:coordinator_port)
-        advertise_host=None,  # address the coordinator uses to reach this learner (default: host)
-        coordinator_host=None,  # where to join; None: wait for the coordinator to connect
-        coordinator_port=None,
-        heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
-        master_lost_timeout=60.0,  # seconds without the coordinator before this process gives up and exits
+        **COMM_ROLE_CONFIG,
         batches_per_demand=4,  # batches asked for at once (hides the round trips; priorities lag by < this many)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
     )
@@ -98,18 +93,13 @@ class FlaskFileSystemLearner(BaseCommLearner):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        self._slave = Slave(
-            name, "learner", cfg.host, int(cfg.port or 0), token=resolve_token(token),
-            advertise_host=cfg.advertise_host, heartbeat_interval=cfg.heartbeat_interval,
-            master_lost_timeout=cfg.master_lost_timeout, resource=self.deal_with_resource(), logger=self._logger,
-            handlers={
-                "resource": lambda task: self.deal_with_resource(),
-                "learner_start_task": self.deal_with_learner_start,
-                "learner_get_data_task": self.deal_with_get_data,
-                "learner_learn_task": self.deal_with_learner_learn,
-                "learner_close_task": self.deal_with_learner_close,
-            },
-        )
+        self._slave = build_slave(cfg, name, "learner", token, {
+            "resource": lambda task: self.deal_with_resource(),
+            "learner_start_task": self.deal_with_learner_start,
+            "learner_get_data_task": self.deal_with_get_data,
+            "learner_learn_task": self.deal_with_learner_learn,
+            "learner_close_task": self.deal_with_learner_close,
+        }, self.deal_with_resource(), self._logger)
         self._learner: BaseLearner | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -130,10 +120,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
     # ---------------------------------------------------------------- process lifecycle
     def start(self) -> None:
         super().start()
-        self._slave.start()
-        host, port = self._cfg.coordinator_host, self._cfg.coordinator_port
-        if host and port:
-            self._slave.join(str(host), int(port))
+        start_slave(self._slave, self._cfg)
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._slave.wait(timeout)

@@ -1,0 +1,41 @@
+"""What the learner's and the collector's comm classes share: their process's HTTP slave and how it finds the
+coordinator."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ding.interaction import Slave, resolve_token
+
+# Config keys every comm role has (documented once here; see docs/parallel.md).
+COMM_ROLE_CONFIG = dict(
+    host="127.0.0.1",  # address the role's HTTP server binds
+    port=0,  # 0: a free port (the role then joins the coordinator at coordinator_host:coordinator_port)
+    advertise_host=None,  # address the coordinator uses to reach this role (default: host)
+    coordinator_host=None,  # where to join; None: wait for the coordinator to connect this role
+    coordinator_port=None,
+    auth_token=None,  # shared secret; None: the DING_AUTH_TOKEN environment variable
+    heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
+    master_lost_timeout=60.0,  # seconds without the coordinator before the role gives up and its process exits
+)
+
+
+def build_slave(cfg: Mapping[str, Any], name: str, role: str, token: str | None,
+                handlers: Mapping[str, Callable[[dict], Any]], resource: Mapping[str, Any],
+                logger: logging.Logger) -> Slave:
+    """The role's slave from its config (``token`` wins over ``cfg.auth_token`` and the environment)."""
+    return Slave(name, role, cfg["host"], int(cfg["port"] or 0),
+                 token=resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token"),
+                 advertise_host=cfg.get("advertise_host"), heartbeat_interval=float(cfg["heartbeat_interval"]),
+                 master_lost_timeout=float(cfg["master_lost_timeout"]), resource=resource, logger=logger,
+                 handlers=handlers)
+
+
+def start_slave(slave: Slave, cfg: Mapping[str, Any]) -> None:
+    """Start serving; join the coordinator when its address is known (the coordinator ignores a join of a role it
+    has already connected)."""
+    slave.start()
+    host, port = cfg.get("coordinator_host"), cfg.get("coordinator_port")
+    if host and port:
+        slave.join(str(host), int(port))
