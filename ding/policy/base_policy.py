@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 from easydict import EasyDict
 
+from ding.config.ranges import at_least
 from ding.model import create_model
 from ding.utils import POLICY_REGISTRY, CheckpointError, ConfigError, deep_merge_dicts, import_module
 
@@ -81,6 +82,12 @@ class Policy(ABC):
             commander=dict(),
         ),
     )
+    # Allowed values (see ding/config/ranges.py), checked by compile_config; subclasses add theirs.
+    config_ranges: dict = {
+        "random_collect_size": at_least(0, integer=True),
+        "collect.n_episode": at_least(1, integer=True),
+        "collect.unroll_len": at_least(1, integer=True),
+    }
     # Config sections whose content is free-form for the config validator (paths relative to the policy config).
     open_config_keys: tuple[str, ...] = ("model",)
 

@@ -99,6 +99,19 @@ def test_config_typo_names_key_and_suggestion(in_tmp_dir, cartpole_dqn):
         serial_pipeline((main, create), seed=0)
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("section,key,value", [
+    ("collect", "n_sample", 0), ("learn", "update_per_collect", -5), ("learn", "batch_size", 0),
+])
+def test_zero_or_negative_loop_size_fails_before_anything_runs(in_tmp_dir, cartpole_dqn, section, key, value):
+    """These used to loop forever without training; now the compile step names the key and writes nothing."""
+    main, create = cartpole_dqn("loop")
+    main.policy[section][key] = value
+    with pytest.raises(ConfigError, match=rf"policy\.{section}\.{key}: must be >= 1, got {value}"):
+        serial_pipeline((main, create), seed=0)
+    assert not os.path.exists("loop")
+
+
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
     main, create = cartpole_dqn()
     main.policy.collect.n_episode = 2

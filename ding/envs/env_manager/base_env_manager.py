@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.config.ranges import at_least, greater_than, one_of
 from ding.utils import ENV_MANAGER_REGISTRY, EnvError, config_of
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
@@ -48,6 +49,14 @@ class BaseEnvManager:
         reset_timeout=None,  # seconds a reset may take (subprocess managers only; None: no limit)
         retry_waiting_time=0.1,  # seconds to wait before recovering a failed env
     )
+    config_ranges = {
+        "episode_num": greater_than(0),
+        "max_retry": at_least(1, integer=True),
+        "retry_type": one_of("reset", "renew"),
+        "step_timeout": greater_than(0),
+        "reset_timeout": greater_than(0),
+        "retry_waiting_time": at_least(0),
+    }
 
     @classmethod
     def default_config(cls) -> EasyDict:

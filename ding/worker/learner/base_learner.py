@@ -12,6 +12,7 @@ import torch
 from easydict import EasyDict
 
 import ding
+from ding.config.ranges import at_least
 from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
 
 from .checkpoint import (
@@ -116,6 +117,11 @@ class BaseLearner:
             keep_last=3,  # keep the newest N iteration_*.pth.tar files (ckpt_best is never removed); 0 keeps all
         ),
     )
+    config_ranges = {
+        "train_iterations": at_least(0, integer=True),
+        "dataloader.num_workers": at_least(0, integer=True),
+        "checkpoint.keep_last": at_least(0, integer=True),
+    }
     open_config_keys = ("hook", )
 
     @classmethod
