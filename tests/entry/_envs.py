@@ -1,6 +1,8 @@
 """Faulty envs for pipeline tests."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ding.utils import ENV_REGISTRY
@@ -14,3 +16,15 @@ class WrongObsShapeCartPole(CartPoleEnv):
     def step(self, action):
         ts = super().step(action)
         return ts._replace(obs=np.concatenate([ts.obs, np.zeros(1, np.float32)]))
+
+
+RELEASE_HUNG_RESETS = threading.Event()  # set by tests to let abandoned resets return
+
+
+@ENV_REGISTRY.register("test_hanging_reset_cartpole")
+class HangingResetCartPole(CartPoleEnv):
+    """A reset never finishes until ``RELEASE_HUNG_RESETS`` is set."""
+
+    def reset(self):
+        RELEASE_HUNG_RESETS.wait()
+        return super().reset()

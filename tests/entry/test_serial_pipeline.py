@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 import torch
@@ -110,6 +111,24 @@ def test_zero_or_negative_loop_size_fails_before_anything_runs(in_tmp_dir, cartp
     with pytest.raises(ConfigError, match=rf"policy\.{section}\.{key}: must be >= 1, got {value}"):
         serial_pipeline((main, create), seed=0)
     assert not os.path.exists("loop")
+
+
+@pytest.mark.timeout(30)
+def test_a_hanging_reset_in_the_in_process_manager_ends_in_a_clear_error(in_tmp_dir, cartpole_dqn):
+    from ._envs import RELEASE_HUNG_RESETS
+
+    main, create = cartpole_dqn("hang")
+    create.env.type = "test_hanging_reset_cartpole"
+    create.env.import_names = ["tests.entry._envs"]
+    main.env.manager = dict(reset_timeout=1.0)
+    start = time.monotonic()
+    try:
+        with pytest.raises(EnvError, match=r"(?s)env 0: reset failed 1 time.*env 0: reset did not finish within 1s; "
+                                           r"the env was abandoned \(env\.manager\.reset_timeout=1"):
+            serial_pipeline((main, create), seed=0)
+    finally:
+        RELEASE_HUNG_RESETS.set()  # the abandoned reset returns, and its helper thread closes the env
+    assert time.monotonic() - start < 10
 
 
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
