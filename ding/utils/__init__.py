@@ -9,7 +9,15 @@ from .default_helper import (
     setup_torch_threads,
     squeeze,
 )
-from .errors import CheckpointError, ConfigError, DingError, EnvError, RegistryError, ReplayBufferError
+from .errors import (
+    CheckpointError,
+    ConfigError,
+    DingError,
+    EnvError,
+    RegistryError,
+    ReplayBufferError,
+    TrainingError,
+)
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .log_helper import ConsoleStream, build_logger, close_logger, get_text_logger, set_status_line
 from .registry import Registry, import_module, lookup

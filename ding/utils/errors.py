@@ -27,3 +27,7 @@ class CheckpointError(DingError, RuntimeError):
 
 class ReplayBufferError(DingError, RuntimeError):
     """A replay buffer was used in a way it cannot serve."""
+
+
+class TrainingError(DingError, RuntimeError):
+    """Training cannot go on (e.g. a NaN/Inf loss); the message names the iteration and what went wrong."""

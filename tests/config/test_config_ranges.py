@@ -54,6 +54,7 @@ BAD_VALUES = [
     ("policy.other.replay_buffer.replay_buffer_start_size", -1, "must be >= 0, got -1"),
     ("policy.eval.evaluator.eval_freq", 0, "must be >= 1, got 0"),
     ("policy.learn.learner.checkpoint.keep_last", -1, "must be >= 0, got -1"),
+    ("policy.learn.learner.nan_policy", "ignore", "'ignore' is not 'raise' or 'warn'"),
     ("policy.collect.collector.collect_print_freq", -1, "must be >= 0, got -1"),
     ("env.collector_env_num", 0, "must be >= 1, got 0"),
     ("env.evaluator_env_num", -2, "must be >= 1, got -2"),

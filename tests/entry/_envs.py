@@ -28,3 +28,13 @@ class HangingResetCartPole(CartPoleEnv):
     def reset(self):
         RELEASE_HUNG_RESETS.wait()
         return super().reset()
+
+
+@ENV_REGISTRY.register("test_nan_reward_cartpole")
+class NaNRewardCartPole(CartPoleEnv):
+    """Rewards turn NaN after 150 steps of each env (a broken reward function)."""
+
+    def step(self, action):
+        ts = super().step(action)
+        self._steps = getattr(self, "_steps", 0) + 1
+        return ts._replace(reward=np.full(1, np.nan, np.float32)) if self._steps > 150 else ts

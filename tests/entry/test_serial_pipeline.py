@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 
 from ding.entry import serial_pipeline
 from ding.entry.training_view import read_eval_csv
-from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError
+from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError, TrainingError
 
 from .conftest import read_result
 
@@ -129,6 +130,22 @@ def test_a_hanging_reset_in_the_in_process_manager_ends_in_a_clear_error(in_tmp_
     finally:
         RELEASE_HUNG_RESETS.set()  # the abandoned reset returns, and its helper thread closes the env
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.timeout(60)
+def test_nan_loss_stops_the_run_and_keeps_the_last_finite_checkpoint(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("nan", save_ckpt_after_iter=20)
+    create.env.type = "test_nan_reward_cartpole"
+    create.env.import_names = ["tests.entry._envs"]
+    with pytest.raises(TrainingError, match=r"train iteration (\d+): non-finite loss total_loss=nan") as info:
+        serial_pipeline((main, create), seed=0)
+    failed_at = int(re.search(r"train iteration (\d+)", str(info.value)).group(1))
+    saved = sorted(int(n.split("_")[1].split(".")[0]) for n in os.listdir("nan/ckpt") if n.startswith("iteration_"))
+    assert saved and saved[-1] < failed_at
+    assert f"the last checkpoint written is ./nan/ckpt/iteration_{saved[-1]}.pth.tar" in str(info.value)
+    for name in os.listdir("nan/ckpt"):
+        model = torch.load(f"nan/ckpt/{name}", weights_only=False)["model"]
+        assert all(bool(torch.isfinite(t).all()) for t in model.values()), name
 
 
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
