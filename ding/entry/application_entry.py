@@ -8,7 +8,7 @@ import torch
 
 from ding.config import compile_config
 from ding.envs import create_env_manager, get_vec_env_setting
-from ding.policy import create_policy
+from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
 from ding.worker import create_serial_evaluator, load_checkpoint_file
 
@@ -48,6 +48,7 @@ def eval(  # noqa: A001  (DI-engine's name)
         evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=["eval"])
+    check_policy_fits_env(policy, evaluator_env, cfg.env.get("type"))
     state = load_checkpoint_file(load_path)
     policy.eval_mode.load_state_dict({"model": state["model"]})
     evaluator = create_serial_evaluator(cfg.policy.eval.evaluator, env=evaluator_env, policy=policy.eval_mode,

@@ -12,7 +12,7 @@ import torch
 
 from ding.config import compile_config, read_config
 from ding.envs import create_env_manager, get_vec_env_setting
-from ding.policy import create_policy, get_random_policy
+from ding.policy import check_policy_fits_env, create_policy, get_random_policy
 from ding.utils import atomic_write_text, set_pkg_seed, setup_torch_threads
 from ding.worker import (
     BaseLearner,
@@ -109,6 +109,7 @@ class _SerialRun:
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
 
         self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
+        check_policy_fits_env(self.policy, self.collector_env, cfg.env.get("type"))
         from tensorboardX import SummaryWriter
 
         self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))

@@ -90,6 +90,8 @@ class Policy(ABC):
     }
     # Config sections whose content is free-form for the config validator (paths relative to the policy config).
     open_config_keys: tuple[str, ...] = ("model",)
+    # gymnasium space classes this algorithm can act in (None: any); checked at set-up by check_policy_fits_env.
+    action_space_types: tuple[type, ...] | None = None
 
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode

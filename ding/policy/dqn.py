@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -89,6 +90,8 @@ class DQNPolicy(Policy):
         "other.eps.end": between(0, 1),
         "other.eps.decay": greater_than(0),
     }
+
+    action_space_types = (gym.spaces.Discrete,)
 
     def default_model(self) -> tuple[str, list[str]]:
         return "dqn", ["ding.model.template.q_learning"]

@@ -148,6 +148,31 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_finite_checkpoint(in_tmp_dir,
         assert all(bool(torch.isfinite(t).all()) for t in model.values()), name
 
 
+def test_dqn_on_pendulum_is_refused_at_set_up(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("pendulum")
+    main.policy.model.update(obs_shape=3, action_shape=1)
+    create.env = dict(type="pendulum", import_names=["dizoo.classic_control.pendulum.envs.pendulum_env"])
+    with pytest.raises(ConfigError, match=r"DQNPolicy \('dqn'\) needs a Discrete action space, but env 'pendulum' "
+                                          r"has Box\(-1\.0, 1\.0, \(1,\), float32\)"):
+        serial_pipeline((main, create), seed=0)
+    assert not os.path.exists("pendulum/ckpt")
+
+
+@pytest.mark.parametrize("entry", ["serial", "eval"])
+def test_model_shape_is_checked_against_the_env_by_every_entry(in_tmp_dir, cartpole_dqn, entry):
+    from ding.entry import eval as eval_entry
+
+    main, create = cartpole_dqn("shape")
+    main.policy.model.obs_shape = 8
+    with pytest.raises(ConfigError, match=r"policy\.model\.obs_shape: 8 does not match the observation space of env "
+                                          r"'cartpole', Box\(.*\) \(expects 4\)"):
+        if entry == "serial":
+            serial_pipeline((main, create), seed=0)
+        else:
+            open("ckpt.pth.tar", "wb").close()
+            eval_entry((main, create), seed=0, load_path="ckpt.pth.tar")
+
+
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
     main, create = cartpole_dqn()
     main.policy.collect.n_episode = 2
