@@ -173,6 +173,27 @@ def test_model_shape_is_checked_against_the_env_by_every_entry(in_tmp_dir, cartp
             eval_entry((main, create), seed=0, load_path="ckpt.pth.tar")
 
 
+@pytest.mark.parametrize("limits,why", [
+    (dict(max_env_step=-1), r"max_env_step \(--env-step\): must be >= 0, got -1"),
+    (dict(max_train_iter=-100), r"max_train_iter \(--train-iter\): must be >= 0, got -100"),
+    (dict(max_train_iter=1.5), r"max_train_iter \(--train-iter\): expected an int >= 0, got 1.5"),
+])
+def test_negative_limits_are_refused_before_anything_is_written(in_tmp_dir, cartpole_dqn, limits, why):
+    with pytest.raises(ConfigError, match=why):
+        serial_pipeline(cartpole_dqn("limits"), seed=0, **limits)
+    assert not os.path.exists("limits")
+
+
+@pytest.mark.timeout(30)
+def test_a_batch_larger_than_the_buffer_is_refused(in_tmp_dir, cartpole_dqn):
+    """The buffer could never hold a batch: the loop would collect forever without training."""
+    main, create = cartpole_dqn("small")
+    main.policy.other.replay_buffer.replay_buffer_size = 32
+    with pytest.raises(ConfigError, match=r"policy\.learn\.batch_size: a batch of 64 needs 64 stored items, but "
+                                          r"policy\.other\.replay_buffer\.replay_buffer_size is 32"):
+        serial_pipeline((main, create), seed=0)
+
+
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
     main, create = cartpole_dqn()
     main.policy.collect.n_episode = 2
