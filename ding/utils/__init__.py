@@ -16,6 +16,7 @@ from .errors import (
     EnvError,
     RegistryError,
     ReplayBufferError,
+    RunDataError,
     TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
