@@ -15,6 +15,7 @@ from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError, Tr
 from .conftest import read_result
 
 
+@pytest.mark.convergence
 def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
     """The shipped config trains CartPole to 195 within the promised budget (fixed seed)."""
     policy = serial_pipeline(cartpole_dqn("conv", log_show_after_iter=100), seed=0, max_env_step=5000)
@@ -257,6 +258,7 @@ def test_workers_closed_after_an_error(in_tmp_dir, cartpole_dqn, monkeypatch):
     assert torch.get_num_threads() == 1
 
 
+@pytest.mark.convergence
 def test_prioritized_dqn_reaches_stop_value_and_feeds_priorities_back(in_tmp_dir, monkeypatch):
     import copy
 
