@@ -52,6 +52,7 @@ BAD_VALUES = [
     ("policy.other.eps.decay", 0, "must be > 0, got 0"),
     ("policy.other.replay_buffer.replay_buffer_size", 0, "must be >= 1, got 0"),
     ("policy.other.replay_buffer.replay_buffer_start_size", -1, "must be >= 0, got -1"),
+    ("policy.other.replay_buffer.seed", "abc", "expected an int >= 0, got str 'abc'"),
     ("policy.eval.evaluator.eval_freq", 0, "must be >= 1, got 0"),
     ("policy.learn.learner.checkpoint.keep_last", -1, "must be >= 0, got -1"),
     ("policy.learn.learner.nan_policy", "ignore", "'ignore' is not 'raise' or 'warn'"),

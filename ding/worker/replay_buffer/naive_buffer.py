@@ -38,6 +38,7 @@ class NaiveReplayBuffer(IBuffer):
     config_ranges = {
         "replay_buffer_size": at_least(1, integer=True),
         "replay_buffer_start_size": at_least(0, integer=True),
+        "seed": at_least(0, integer=True),
     }
 
     def __init__(
