@@ -22,7 +22,7 @@ from typing import Any, Mapping, Protocol
 
 from ding.utils import ConfigError
 
-from .validation import format_problems
+from .validation import _short, format_problems
 
 
 class Constraint(Protocol):
@@ -30,11 +30,6 @@ class Constraint(Protocol):
 
     def problem(self, value: Any) -> str | None:
         ...
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_number(value: Any) -> bool:

@@ -293,8 +293,16 @@ def _check_batch_fits_buffer(cfg: Any) -> None:
 
 
 def _share_priority_settings(cfg: Any) -> None:
-    """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it."""
+    """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it, and
+    a buffer without priorities is an error rather than silently sampling uniformly."""
     buffer_cfg = cfg.policy.other.get("replay_buffer")
+    wanted = [k for k in ("priority", "priority_IS_weight") if cfg.policy.get(k)]
+    if wanted and buffer_cfg is not None and "priority" not in buffer_cfg:
+        raise ConfigError(
+            f"policy.{wanted[0]}=True, but the {buffer_cfg.get('type')!r} replay buffer does not sample by priority; "
+            "use create_config.replay_buffer.type='advanced', or set policy.priority and policy.priority_IS_weight "
+            "to False"
+        )
     if buffer_cfg is not None and "priority" in buffer_cfg:
         buffer_cfg.priority = bool(cfg.policy.get("priority", False))
         if "priority_IS_weight" in buffer_cfg:

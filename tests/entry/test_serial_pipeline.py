@@ -195,6 +195,14 @@ def test_a_batch_larger_than_the_buffer_is_refused(in_tmp_dir, cartpole_dqn):
         serial_pipeline((main, create), seed=0)
 
 
+def test_priorities_with_a_buffer_that_has_none_are_refused(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("prio")  # the 'deque' (naive) buffer samples uniformly
+    main.policy.priority = True
+    with pytest.raises(ConfigError, match=r"policy\.priority=True, but the 'deque' replay buffer does not sample by "
+                                          r"priority; use create_config\.replay_buffer\.type='advanced'"):
+        serial_pipeline((main, create), seed=0)
+
+
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
     main, create = cartpole_dqn()
     main.policy.collect.n_episode = 2
