@@ -119,6 +119,7 @@ def test_zero_or_negative_loop_size_fails_before_anything_runs(in_tmp_dir, cartp
 def test_a_hanging_reset_in_the_in_process_manager_ends_in_a_clear_error(in_tmp_dir, cartpole_dqn):
     from ._envs import RELEASE_HUNG_RESETS
 
+    RELEASE_HUNG_RESETS.clear()
     main, create = cartpole_dqn("hang")
     create.env.type = "test_hanging_reset_cartpole"
     create.env.import_names = ["tests.entry._envs"]
