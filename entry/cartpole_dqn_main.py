@@ -11,7 +11,7 @@ from tensorboardX import SummaryWriter
 from ding.config import compile_config
 from ding.envs import BaseEnvManager, DingEnvWrapper
 from ding.model import DQN
-from ding.policy import DQNPolicy
+from ding.policy import DQNPolicy, check_policy_fits_env
 from ding.rl_utils import get_epsilon_greedy_fn
 from ding.utils import set_pkg_seed, setup_torch_threads
 from ding.worker import AdvancedReplayBuffer, BaseLearner, InteractionSerialEvaluator, SampleSerialCollector
@@ -38,6 +38,7 @@ def main(cfg: dict = main_config, seed: int = 0, max_iterations: int = 3000) -> 
 
     model = DQN(**cfg.policy.model)
     policy = DQNPolicy(cfg.policy, model=model)
+    check_policy_fits_env(policy, collector_env, "CartPole-v1")  # shapes and action space, before anything runs
     tb_logger = SummaryWriter(os.path.join(f"./{cfg.exp_name}/log/", "serial"))
     learner = BaseLearner(cfg.policy.learn.learner, policy.learn_mode, tb_logger, exp_name=cfg.exp_name)
     collector = SampleSerialCollector(cfg.policy.collect.collector, collector_env, policy.collect_mode, tb_logger,

@@ -13,6 +13,7 @@ from easydict import EasyDict
 from ding.utils import ConfigError, deep_merge_dicts
 
 from .components import (
+    BASE_RANGES,
     ENV_COMMON_CONFIG,
     PARTS,
     PARTS_BY_NAME,
@@ -26,6 +27,7 @@ from .components import (
     registered_name,
     set_path,
 )
+from .ranges import find_range_problems, ranges_of, undeclared_paths
 from .validation import find_config_problems, format_problems
 from .writer import save_config, save_config_formatted
 
@@ -129,6 +131,9 @@ def compile_config(
     compiled = deep_merge_dicts(compiled, user_main)
     compiled.seed = seed
     compiled.exp_name = user_main.get("exp_name") or "default_experiment"
+    problems = _range_problems(compiled, classes, src, parts) + _exp_name_problems(compiled.exp_name, src)
+    if problems:
+        raise ConfigError(format_problems(problems))
     evaluator_cfg = get_path(compiled, "policy.eval.evaluator")
     if isinstance(evaluator_cfg, dict):  # env is the one place to set these; the evaluator reads them
         evaluator_cfg.stop_value = compiled.env.stop_value
@@ -139,6 +144,39 @@ def compile_config(
     elif system_cfg is not None:
         system_cfg(compiled)
     return compiled
+
+
+def _range_problems(compiled: EasyDict, classes: Mapping[str, Any], src: str,
+                   parts: tuple[Part, ...] = PARTS) -> list[str]:
+    """Every value outside the range its component declares (``config_ranges``, see ranges.py), by key path."""
+    problems = find_range_problems(compiled, BASE_RANGES, source=src)
+    for part in parts:
+        cls = classes.get(part.name)
+        ranges = ranges_of(cls)
+        if not ranges:
+            continue
+        missing = undeclared_paths(ranges, default_config_of(cls) or {})
+        if missing:
+            raise TypeError(f"{cls.__qualname__}.config_ranges names {missing}, which are not keys of its config")
+        section = get_path(compiled, part.place)
+        if isinstance(section, Mapping):
+            problems += find_range_problems(section, ranges, part.place, src)
+    return problems
+
+
+def _exp_name_problems(exp_name: Any, src: str) -> list[str]:
+    """The run directory ``./<exp_name>/`` must be creatable: no part of the path may be an existing file."""
+    if not isinstance(exp_name, str):
+        return [f"exp_name: expected str (the run directory), got {type(exp_name).__name__} {exp_name!r} (in {src})"]
+    path = os.path.normpath(exp_name)
+    parts = [path]
+    while os.path.dirname(parts[-1]) not in ("", parts[-1]):
+        parts.append(os.path.dirname(parts[-1]))
+    for p in reversed(parts):
+        if os.path.exists(p) and not os.path.isdir(p):
+            return [f"exp_name: {exp_name!r} needs the directory ./{path}/, but '{p}' is a file (in {src}); "
+                    "choose another exp_name (or --exp-name)"]
+    return []
 
 
 def _create_section_problems(user_create: Mapping, src: str, by_name: Mapping[str, Part]) -> list[str]:

@@ -24,6 +24,8 @@ from ding.utils import (
     import_module,
 )
 
+from .ranges import at_least, between
+
 
 @dataclass(frozen=True)
 class Part:
@@ -61,6 +63,13 @@ ENV_COMMON_CONFIG = dict(
     stop_value=float("inf"),  # training stops once the mean eval return reaches it (copied to the evaluator)
     manager=dict(),  # env manager config (defaults from the env manager class)
 )
+# Limits of the base keys (see ranges.py); each component declares its own in ``config_ranges``.
+BASE_RANGES = {
+    "seed": between(0, 2**32 - 1, integer=True, hint="set by `ding -s N` or serial_pipeline(seed=N)"),
+    "env.collector_env_num": at_least(1, integer=True),
+    "env.evaluator_env_num": at_least(1, integer=True),
+    "env.n_evaluator_episode": at_least(1, integer=True),
+}
 POLICY_TEMPLATE = dict(
     cuda=False,  # run the policy's model on GPU
     model=dict(),

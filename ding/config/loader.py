@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 import os
 import sys
+import traceback
 from typing import Any, Mapping
 
 from easydict import EasyDict
@@ -35,7 +36,11 @@ def _exec_config_file(path: str) -> dict[str, Any]:
         source = f.read()
     # Compiled here rather than by the import system's loader: no bytecode cache, so a config file rewritten within
     # the same second (same mtime and size) is never read from a stale .pyc.
-    code = compile(source, abspath, "exec")
+    try:
+        code = compile(source, abspath, "exec")
+    except SyntaxError as e:
+        text = f": {e.text.strip()}" if e.text and e.text.strip() else ""
+        raise ConfigError(f"config file '{path}', line {e.lineno}: syntax error ({e.msg}){text}") from e
     stem = os.path.splitext(os.path.basename(abspath))[0]
     name = f"_ding_config_{next(_counter)}_{stem}"
     spec = importlib.util.spec_from_file_location(name, abspath)
@@ -46,6 +51,8 @@ def _exec_config_file(path: str) -> dict[str, Any]:
     sys.modules[name] = module  # some code (dataclasses, pickle) looks its module up while it runs
     try:
         exec(code, module.__dict__)
+    except Exception as e:  # reported with the file and line it came from; the original error is chained
+        raise ConfigError(_run_failure(path, abspath, e)) from e
     finally:
         if sys.modules.get(name) is module:
             del sys.modules[name]
@@ -54,6 +61,19 @@ def _exec_config_file(path: str) -> dict[str, Any]:
         except ValueError:
             pass  # the file itself took it off sys.path
     return module.__dict__
+
+
+def _run_failure(path: str, abspath: str, error: Exception) -> str:
+    """``config file 'p.py', line 3: ModuleNotFoundError: ...`` (+ where it was raised, if in another file)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    in_file = [f for f in frames if os.path.abspath(f.filename) == abspath]
+    line = f", line {in_file[-1].lineno}" if in_file else ""
+    msg = f"config file '{path}'{line}: {type(error).__name__}: {error}"
+    if frames and os.path.abspath(frames[-1].filename) != abspath:
+        msg += f" (raised in {frames[-1].filename}, line {frames[-1].lineno})"
+    if isinstance(error, ImportError):
+        msg += ". Is the package installed, or the module's directory on PYTHONPATH?"
+    return msg
 
 
 def _section(namespace: Mapping[str, Any], name: str, path: str, required: bool) -> EasyDict:

@@ -81,8 +81,10 @@ def validate_config(
 
 
 def format_problems(problems: list[str]) -> str:
-    head = "1 problem in the config:" if len(problems) == 1 else f"{len(problems)} problems in the config:"
-    return "\n".join([head] + [f"  {p}" for p in problems])
+    """One problem: its line as is (the ``ding`` command prints it as one line). Several: a count, then one each."""
+    if len(problems) == 1:
+        return problems[0]
+    return "\n".join([f"{len(problems)} problems in the config:"] + [f"  {p}" for p in problems])
 
 
 def _join(prefix: str, key: str) -> str:

@@ -8,9 +8,9 @@ import torch
 
 from ding.config import compile_config
 from ding.envs import create_env_manager, get_vec_env_setting
-from ding.policy import create_policy
+from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
-from ding.worker import create_serial_evaluator, load_checkpoint_file
+from ding.worker import CKPT_BEST_NAME, create_serial_evaluator, list_iteration_checkpoints, load_checkpoint_file
 
 from .serial_entry import _eval_returns, _load_input
 
@@ -36,6 +36,9 @@ def eval(  # noqa: A001  (DI-engine's name)
     load_path = load_path or cfg.policy.get("load_path")
     if not load_path:
         raise CheckpointError("eval: no checkpoint given; pass --load-path (or set policy.load_path in the config)")
+    if os.path.isdir(load_path):
+        raise CheckpointError(f"eval: checkpoint {load_path!r} is a directory; pass a checkpoint file, e.g. "
+                              f"{_example_checkpoint(load_path)}")
     if not os.path.isfile(load_path):
         raise CheckpointError(f"eval: checkpoint {load_path!r} does not exist")
     if env_setting is None:
@@ -48,7 +51,11 @@ def eval(  # noqa: A001  (DI-engine's name)
         evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
     policy = create_policy(cfg.policy, model=model, enable_field=["eval"])
+    check_policy_fits_env(policy, evaluator_env, cfg.env.get("type"))
     state = load_checkpoint_file(load_path)
+    if "model" not in state:
+        raise CheckpointError(f"eval: checkpoint '{load_path}' has no 'model' entry (it holds {sorted(state)}); pass a "
+                              "checkpoint written by a ding run (ckpt/ckpt_best.pth.tar or ckpt/iteration_N.pth.tar)")
     policy.eval_mode.load_state_dict({"model": state["model"]})
     evaluator = create_serial_evaluator(cfg.policy.eval.evaluator, env=evaluator_env, policy=policy.eval_mode,
                                         exp_name=cfg.exp_name)
@@ -59,3 +66,14 @@ def eval(  # noqa: A001  (DI-engine's name)
     ret = _eval_returns(episode_info)
     print(f"[eval] {load_path}: return {ret['eval_return_mean']:.2f} ± {ret['eval_return_std']:.2f}")
     return ret["eval_return_mean"]
+
+
+def _example_checkpoint(directory: str) -> str:
+    """A checkpoint file to suggest for a directory given as a checkpoint (its ckpt/ subfolder for a run's folder)."""
+    for d in (directory, os.path.join(directory, "ckpt")):
+        if os.path.isfile(os.path.join(d, CKPT_BEST_NAME)):
+            return os.path.join(d, CKPT_BEST_NAME)
+        found = list_iteration_checkpoints(d)
+        if found:
+            return found[-1][1]
+    return os.path.join(directory, CKPT_BEST_NAME)

@@ -31,8 +31,8 @@ def _with_exp_name(args: argparse.Namespace, seed: int, n_seeds: int):
     main_cfg, create_cfg = read_config(args.config)
     if args.exp_name:
         main_cfg.exp_name = args.exp_name if n_seeds == 1 else f"{args.exp_name}_seed{seed}"
-    elif re.search(r"_seed\d+$", main_cfg.get("exp_name", "")):
-        # 'cartpole_dqn_seed0' run with -s 1 becomes 'cartpole_dqn_seed1'
+    elif isinstance(main_cfg.get("exp_name"), str) and re.search(r"_seed\d+$", main_cfg.exp_name):
+        # 'cartpole_dqn_seed0' run with -s 1 becomes 'cartpole_dqn_seed1' (compile_config reports a non-str exp_name)
         main_cfg.exp_name = re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name)
     return main_cfg, create_cfg
 

@@ -7,15 +7,21 @@ from collections import defaultdict
 
 import numpy as np
 
+from ding.utils import RunDataError
+
 from .training_view import read_eval_csv
 
 _SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6})?$")
 
 
 def _eval_csv(exp_dir: str) -> str:
+    if not os.path.isdir(exp_dir):
+        what = "is a file, not a directory" if os.path.exists(exp_dir) else "does not exist"
+        raise RunDataError(f"plot: {exp_dir!r} {what}; pass the ./<exp_name>/ directory of a run made by ding "
+                           f"(looked in {os.getcwd()})")
     path = os.path.join(exp_dir, "log", "eval.csv")
     if not os.path.isfile(path):
-        raise FileNotFoundError(
+        raise RunDataError(
             f"plot: {exp_dir!r} has no log/eval.csv; pass the directory of a run made by ding "
             "(the ./<exp_name>/ folder of a serial run)"
         )
@@ -37,7 +43,7 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
     for d in exp_dirs:
         rows = read_eval_csv(_eval_csv(d))
         if not rows:
-            raise ValueError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
+            raise RunDataError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
         groups[_SEED_SUFFIX.sub("", os.path.basename(os.path.normpath(d)))].append(rows)
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)

@@ -11,9 +11,10 @@ from typing import Any
 import torch
 
 from ding.config import compile_config, read_config
+from ding.config.ranges import at_least
 from ding.envs import create_env_manager, get_vec_env_setting
-from ding.policy import create_policy, get_random_policy
-from ding.utils import atomic_write_text, set_pkg_seed, setup_torch_threads
+from ding.policy import check_policy_fits_env, create_policy, get_random_policy
+from ding.utils import ConfigError, atomic_write_text, set_pkg_seed, setup_torch_threads
 from ding.worker import (
     BaseLearner,
     BaseSerialCommander,
@@ -58,6 +59,7 @@ def serial_pipeline(
     ``policy.learn.resume_training=True``) continues the run in ``./<exp_name>/`` from its latest checkpoint, exactly.
     """
     setup_torch_threads()
+    _check_limits(max_train_iter=max_train_iter, max_env_step=max_env_step)
     main_cfg, create_cfg, source = _load_input(input_cfg, source)
     if resume is None:
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
@@ -69,6 +71,7 @@ def serial_pipeline(
     cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
                          renew_dir=not resume, source=source)
     _share_priority_settings(cfg)
+    _check_batch_fits_buffer(cfg)
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
 
@@ -109,6 +112,7 @@ class _SerialRun:
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
 
         self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
+        check_policy_fits_env(self.policy, self.collector_env, cfg.env.get("type"))
         from tensorboardX import SummaryWriter
 
         self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
@@ -265,9 +269,40 @@ class _FileLog:
         self._handler.close()
 
 
+def _check_limits(**limits: int | None) -> None:
+    """``max_train_iter`` / ``max_env_step`` (``--train-iter`` / ``--env-step``) are counts: ints >= 0 (None: none)."""
+    flags = {"max_train_iter": "--train-iter", "max_env_step": "--env-step"}
+    problems = [f"{name} ({flags[name]}): {why}" for name, value in limits.items()
+                if value is not None and (why := at_least(0, integer=True).problem(value))]
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def _check_batch_fits_buffer(cfg: Any) -> None:
+    """A batch the buffer can never hold would leave the loop collecting forever without one update."""
+    buffer_cfg = cfg.policy.other.get("replay_buffer") or {}
+    size, batch = buffer_cfg.get("replay_buffer_size"), cfg.policy.learn.get("batch_size")
+    ratio = (buffer_cfg.get("thruput_controller") or {}).get("sample_min_limit_ratio", 1)
+    if size is None or batch is None or batch * ratio <= size:
+        return
+    need = f"{batch} stored items" if ratio == 1 else f"{batch * ratio:g} stored items (sample_min_limit_ratio={ratio})"
+    raise ConfigError(
+        f"policy.learn.batch_size: a batch of {batch} needs {need}, but policy.other.replay_buffer.replay_buffer_size "
+        f"is {size}, so training would never start; raise replay_buffer_size or lower batch_size"
+    )
+
+
 def _share_priority_settings(cfg: Any) -> None:
-    """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it."""
+    """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it, and
+    a buffer without priorities is an error rather than silently sampling uniformly."""
     buffer_cfg = cfg.policy.other.get("replay_buffer")
+    wanted = [k for k in ("priority", "priority_IS_weight") if cfg.policy.get(k)]
+    if wanted and buffer_cfg is not None and "priority" not in buffer_cfg:
+        raise ConfigError(
+            f"policy.{wanted[0]}=True, but the {buffer_cfg.get('type')!r} replay buffer does not sample by priority; "
+            "use create_config.replay_buffer.type='advanced', or set policy.priority and policy.priority_IS_weight "
+            "to False"
+        )
     if buffer_cfg is not None and "priority" in buffer_cfg:
         buffer_cfg.priority = bool(cfg.policy.get("priority", False))
         if "priority_IS_weight" in buffer_cfg:

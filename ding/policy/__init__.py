@@ -10,8 +10,9 @@ from .base_policy import (
 )
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy
+from .space_check import check_policy_fits_env
 
 __all__ = [
     "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
-    "PolicyLearnMode", "create_policy", "get_policy_cls", "get_random_policy",
+    "PolicyLearnMode", "check_policy_fits_env", "create_policy", "get_policy_cls", "get_random_policy",
 ]

@@ -12,6 +12,7 @@ import torch
 import torch.nn as nn
 from easydict import EasyDict
 
+from ding.config.ranges import at_least
 from ding.model import create_model
 from ding.utils import POLICY_REGISTRY, CheckpointError, ConfigError, deep_merge_dicts, import_module
 
@@ -81,8 +82,16 @@ class Policy(ABC):
             commander=dict(),
         ),
     )
+    # Allowed values (see ding/config/ranges.py), checked by compile_config; subclasses add theirs.
+    config_ranges: dict = {
+        "random_collect_size": at_least(0, integer=True),
+        "collect.n_episode": at_least(1, integer=True),
+        "collect.unroll_len": at_least(1, integer=True),
+    }
     # Config sections whose content is free-form for the config validator (paths relative to the policy config).
     open_config_keys: tuple[str, ...] = ("model",)
+    # gymnasium space classes this algorithm can act in (None: any); checked at set-up by check_policy_fits_env.
+    action_space_types: tuple[type, ...] | None = None
 
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode

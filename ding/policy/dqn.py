@@ -4,11 +4,19 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+import gymnasium as gym
 import numpy as np
 import torch
 
+from ding.config.ranges import at_least, between, greater_than, one_of
 from ding.model import hard_update, soft_update
-from ding.rl_utils import get_epsilon_greedy_fn, get_nstep_return_data, q_nstep_td_data, q_nstep_td_error
+from ding.rl_utils import (
+    EPSILON_SCHEDULE_TYPES,
+    get_epsilon_greedy_fn,
+    get_nstep_return_data,
+    q_nstep_td_data,
+    q_nstep_td_error,
+)
 from ding.torch_utils import default_collate
 from ding.utils import POLICY_REGISTRY, ConfigError
 
@@ -67,6 +75,23 @@ class DQNPolicy(Policy):
             replay_buffer=dict(replay_buffer_size=10000),
         ),
     )
+
+    config_ranges = {
+        "discount_factor": between(0, 1),
+        "nstep": at_least(1, integer=True),
+        "learn.update_per_collect": at_least(1, integer=True),
+        "learn.batch_size": at_least(1, integer=True),
+        "learn.learning_rate": greater_than(0),
+        "learn.target_update_freq": at_least(0, integer=True),
+        "learn.target_theta": between(0, 1),
+        "collect.n_sample": at_least(1, integer=True),
+        "other.eps.type": one_of(*EPSILON_SCHEDULE_TYPES),
+        "other.eps.start": between(0, 1),
+        "other.eps.end": between(0, 1),
+        "other.eps.decay": greater_than(0),
+    }
+
+    action_space_types = (gym.spaces.Discrete,)
 
     def default_model(self) -> tuple[str, list[str]]:
         return "dqn", ["ding.model.template.q_learning"]

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import math
 
-_SCHEDULE_TYPES = ("exp", "linear")
+from ding.utils import ConfigError
+
+EPSILON_SCHEDULE_TYPES = ("exp", "linear")
 
 
 class EpsilonSchedule:
@@ -15,15 +17,15 @@ class EpsilonSchedule:
     """
 
     def __init__(self, start: float, end: float, decay: int | float, type_: str = "exp") -> None:
-        if type_ not in _SCHEDULE_TYPES:
-            raise ValueError(f"epsilon schedule: unknown type {type_!r}; use one of {_SCHEDULE_TYPES} "
+        if type_ not in EPSILON_SCHEDULE_TYPES:
+            raise ConfigError(f"epsilon schedule: unknown type {type_!r}; use one of {EPSILON_SCHEDULE_TYPES} "
                              "(config key policy.other.eps.type)")
         for name, value in (("start", start), ("end", end)):
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"epsilon schedule: {name}={value!r} is not a probability in [0, 1] "
+                raise ConfigError(f"epsilon schedule: {name}={value!r} is not a probability in [0, 1] "
                                  f"(config key policy.other.eps.{name})")
         if not decay > 0:
-            raise ValueError(f"epsilon schedule: decay={decay!r} must be > 0 env steps "
+            raise ConfigError(f"epsilon schedule: decay={decay!r} must be > 0 env steps "
                              "(config key policy.other.eps.decay)")
         self.start = float(start)
         self.end = float(end)

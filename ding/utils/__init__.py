@@ -17,6 +17,8 @@ from .errors import (
     EnvError,
     RegistryError,
     ReplayBufferError,
+    RunDataError,
+    TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .log_helper import ConsoleStream, build_logger, close_logger, get_text_logger, set_status_line

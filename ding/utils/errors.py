@@ -31,3 +31,11 @@ class ReplayBufferError(DingError, RuntimeError):
 
 class DataFileError(DingError, ValueError):
     """A data or policy file exchanged between parallel-mode processes is missing, corrupt or of an unknown format."""
+
+
+class TrainingError(DingError, RuntimeError):
+    """Training cannot go on (e.g. a NaN/Inf loss); the message names the iteration and what went wrong."""
+
+
+class RunDataError(DingError, FileNotFoundError):
+    """A run directory given to a command (e.g. ``ding -m plot``), or the log it reads there, is missing or empty."""

@@ -105,6 +105,32 @@ def test_main_config_must_be_a_dict(tmp_path):
         read_config(write(tmp_path / "cfg.py", "main_config = [1, 2]\n"))
 
 
+def test_syntax_error_names_file_and_line(tmp_path):
+    path = write(tmp_path / "cfg.py", "main_config = dict(\n    a=1,\n    b=2 3,\n)\n")
+    with pytest.raises(ConfigError, match=r"^config file '.*cfg\.py', line 3: syntax error \(.*\): b=2 3,$") as info:
+        read_config(path)
+    assert isinstance(info.value.__cause__, SyntaxError)
+
+
+def test_failing_import_names_file_line_and_module(tmp_path):
+    path = write(tmp_path / "cfg.py", "import os\nfrom no_such_pkg_for_ding import envs\nmain_config = dict()\n")
+    with pytest.raises(ConfigError, match=r"cfg\.py', line 2: ModuleNotFoundError: No module named "
+                                          r"'no_such_pkg_for_ding'\. Is the package installed") as info:
+        read_config(path)
+    assert isinstance(info.value.__cause__, ModuleNotFoundError)
+
+
+def test_exception_while_running_names_the_config_line_and_where_it_was_raised(tmp_path):
+    write(tmp_path / "helper_for_cfg.py", "def size():\n    return {}['missing']\n")
+    path = write(tmp_path / "cfg.py", "from helper_for_cfg import size\n\nmain_config = dict(n=size())\n")
+    with pytest.raises(ConfigError, match=r"cfg\.py', line 3: KeyError: 'missing' \(raised in .*helper_for_cfg\.py, "
+                                          r"line 2\)$"):
+        read_config(path)
+    import sys
+
+    assert str(tmp_path) not in sys.path  # the file's directory is taken off sys.path after a failure too
+
+
 def test_read_config_with_system(tmp_path):
     path = write(tmp_path / "par.py", """
         main_config = dict(exp_name='p')

@@ -89,8 +89,8 @@ def test_plot_writes_a_png(in_tmp_dir, cartpole_dqn):
 
 def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):
     os.makedirs("empty")
-    with pytest.raises(FileNotFoundError, match="has no log/eval.csv"):
-        main(["-m", "plot", "empty"])
+    assert main(["-m", "plot", "empty"]) == 1
+    assert "ding: RunDataError: plot: 'empty' has no log/eval.csv" in capsys.readouterr().err
 
 
 def test_user_errors_are_one_message_without_traceback(in_tmp_dir, capsys):

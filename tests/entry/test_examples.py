@@ -4,6 +4,8 @@ from __future__ import annotations
 import importlib.util
 import os
 
+import pytest
+
 from .conftest import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,6 +18,7 @@ def _load(name: str):
     return module
 
 
+@pytest.mark.convergence
 def test_hand_built_loop_trains_cartpole(in_tmp_dir):
     best = _load("cartpole_dqn_main").main(seed=0, max_iterations=3000)
     assert best >= 195

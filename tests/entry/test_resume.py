@@ -109,7 +109,7 @@ main_config.policy.learn.learner = dict(
     import_names=['tests.entry._plugins'],
     hook=dict(log_show_after_iter=100000,
               slow=dict(name='slow', type='test_slow_down', position='after_iter', priority=50,
-                        ext_args=dict(seconds=0.01))),
+                        ext_args=dict(seconds={seconds}))),
 )
 """
 
@@ -120,12 +120,17 @@ def _ding(args, cwd, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig):
-    n = 300
+@pytest.mark.parametrize("sig,n,evals,seconds", [
+    pytest.param(signal.SIGINT, 120, 2, 0.02, id="SIGINT-120-iterations"),
+    pytest.param(signal.SIGINT, 300, 3, 0.01, id="SIGINT-300-iterations", marks=pytest.mark.slow),
+    pytest.param(signal.SIGTERM, 300, 3, 0.01, id="SIGTERM-300-iterations", marks=pytest.mark.slow),
+])
+def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig, n, evals, seconds):
+    """Three real `ding` processes: an unstopped run, one stopped by a signal after ``evals`` evaluations, and its
+    resume; the resumed run ends where the unstopped one did (the slow variants stop later in a longer run)."""
     for exp in ("full", "part"):
         with open(f"{exp}.py", "w") as f:
-            f.write(_SUBPROCESS_CONFIG.format(exp=exp))
+            f.write(_SUBPROCESS_CONFIG.format(exp=exp, seconds=seconds))
     full = _ding(["-m", "serial", "-c", "full.py", "--train-iter", str(n)], ".")
     out_full, _ = full.communicate(timeout=300)
     assert full.returncode == 0, out_full
@@ -134,7 +139,7 @@ def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig):
     try:
         deadline = time.time() + 120
         while time.time() < deadline:  # interrupt once training is well under way
-            if os.path.exists("part/log/eval.csv") and len(read_eval_csv("part/log/eval.csv")) >= 3:
+            if os.path.exists("part/log/eval.csv") and len(read_eval_csv("part/log/eval.csv")) >= evals:
                 break
             time.sleep(0.02)
         part.send_signal(sig)

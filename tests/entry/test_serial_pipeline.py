@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 
 import pytest
 import torch
 
 from ding.entry import serial_pipeline
 from ding.entry.training_view import read_eval_csv
-from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError
+from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError, TrainingError
 
 from .conftest import read_result
 
 
+@pytest.mark.convergence
 def test_cartpole_dqn_reaches_stop_value(in_tmp_dir, cartpole_dqn):
     """The shipped config trains CartPole to 195 within the promised budget (fixed seed)."""
     policy = serial_pipeline(cartpole_dqn("conv", log_show_after_iter=100), seed=0, max_env_step=5000)
@@ -99,6 +102,108 @@ def test_config_typo_names_key_and_suggestion(in_tmp_dir, cartpole_dqn):
         serial_pipeline((main, create), seed=0)
 
 
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("section,key,value", [
+    ("collect", "n_sample", 0), ("learn", "update_per_collect", -5), ("learn", "batch_size", 0),
+])
+def test_zero_or_negative_loop_size_fails_before_anything_runs(in_tmp_dir, cartpole_dqn, section, key, value):
+    """These used to loop forever without training; now the compile step names the key and writes nothing."""
+    main, create = cartpole_dqn("loop")
+    main.policy[section][key] = value
+    with pytest.raises(ConfigError, match=rf"policy\.{section}\.{key}: must be >= 1, got {value}"):
+        serial_pipeline((main, create), seed=0)
+    assert not os.path.exists("loop")
+
+
+@pytest.mark.timeout(30)
+def test_a_hanging_reset_in_the_in_process_manager_ends_in_a_clear_error(in_tmp_dir, cartpole_dqn):
+    from ._envs import RELEASE_HUNG_RESETS
+
+    RELEASE_HUNG_RESETS.clear()
+    main, create = cartpole_dqn("hang")
+    create.env.type = "test_hanging_reset_cartpole"
+    create.env.import_names = ["tests.entry._envs"]
+    main.env.manager = dict(reset_timeout=1.0)
+    start = time.monotonic()
+    try:
+        with pytest.raises(EnvError, match=r"(?s)env 0: reset failed 1 time.*env 0: reset did not finish within 1s; "
+                                           r"the env was abandoned \(env\.manager\.reset_timeout=1"):
+            serial_pipeline((main, create), seed=0)
+    finally:
+        RELEASE_HUNG_RESETS.set()  # the abandoned reset returns, and its helper thread closes the env
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.timeout(60)
+def test_nan_loss_stops_the_run_and_keeps_the_last_finite_checkpoint(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("nan", save_ckpt_after_iter=20)
+    create.env.type = "test_nan_reward_cartpole"
+    create.env.import_names = ["tests.entry._envs"]
+    with pytest.raises(TrainingError, match=r"train iteration (\d+): non-finite loss total_loss=nan") as info:
+        serial_pipeline((main, create), seed=0)
+    failed_at = int(re.search(r"train iteration (\d+)", str(info.value)).group(1))
+    saved = sorted(int(n.split("_")[1].split(".")[0]) for n in os.listdir("nan/ckpt") if n.startswith("iteration_"))
+    assert saved and saved[-1] < failed_at
+    assert f"the last checkpoint written is ./nan/ckpt/iteration_{saved[-1]}.pth.tar" in str(info.value)
+    for name in os.listdir("nan/ckpt"):
+        model = torch.load(f"nan/ckpt/{name}", weights_only=False)["model"]
+        assert all(bool(torch.isfinite(t).all()) for t in model.values()), name
+
+
+def test_dqn_on_pendulum_is_refused_at_set_up(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("pendulum")
+    main.policy.model.update(obs_shape=3, action_shape=1)
+    create.env = dict(type="pendulum", import_names=["dizoo.classic_control.pendulum.envs.pendulum_env"])
+    with pytest.raises(ConfigError, match=r"DQNPolicy \('dqn'\) needs a Discrete action space, but env 'pendulum' "
+                                          r"has Box\(-1\.0, 1\.0, \(1,\), float32\)"):
+        serial_pipeline((main, create), seed=0)
+    assert not os.path.exists("pendulum/ckpt")
+
+
+@pytest.mark.parametrize("entry", ["serial", "eval"])
+def test_model_shape_is_checked_against_the_env_by_every_entry(in_tmp_dir, cartpole_dqn, entry):
+    from ding.entry import eval as eval_entry
+
+    main, create = cartpole_dqn("shape")
+    main.policy.model.obs_shape = 8
+    with pytest.raises(ConfigError, match=r"policy\.model\.obs_shape: 8 does not match the observation space of env "
+                                          r"'cartpole', Box\(.*\) \(expects 4\)"):
+        if entry == "serial":
+            serial_pipeline((main, create), seed=0)
+        else:
+            open("ckpt.pth.tar", "wb").close()
+            eval_entry((main, create), seed=0, load_path="ckpt.pth.tar")
+
+
+@pytest.mark.parametrize("limits,why", [
+    (dict(max_env_step=-1), r"max_env_step \(--env-step\): must be >= 0, got -1"),
+    (dict(max_train_iter=-100), r"max_train_iter \(--train-iter\): must be >= 0, got -100"),
+    (dict(max_train_iter=1.5), r"max_train_iter \(--train-iter\): expected an int >= 0, got 1.5"),
+])
+def test_negative_limits_are_refused_before_anything_is_written(in_tmp_dir, cartpole_dqn, limits, why):
+    with pytest.raises(ConfigError, match=why):
+        serial_pipeline(cartpole_dqn("limits"), seed=0, **limits)
+    assert not os.path.exists("limits")
+
+
+@pytest.mark.timeout(30)
+def test_a_batch_larger_than_the_buffer_is_refused(in_tmp_dir, cartpole_dqn):
+    """The buffer could never hold a batch: the loop would collect forever without training."""
+    main, create = cartpole_dqn("small")
+    main.policy.other.replay_buffer.replay_buffer_size = 32
+    with pytest.raises(ConfigError, match=r"policy\.learn\.batch_size: a batch of 64 needs 64 stored items, but "
+                                          r"policy\.other\.replay_buffer\.replay_buffer_size is 32"):
+        serial_pipeline((main, create), seed=0)
+
+
+def test_priorities_with_a_buffer_that_has_none_are_refused(in_tmp_dir, cartpole_dqn):
+    main, create = cartpole_dqn("prio")  # the 'deque' (naive) buffer samples uniformly
+    main.policy.priority = True
+    with pytest.raises(ConfigError, match=r"policy\.priority=True, but the 'deque' replay buffer does not sample by "
+                                          r"priority; use create_config\.replay_buffer\.type='advanced'"):
+        serial_pipeline((main, create), seed=0)
+
+
 def test_n_sample_and_n_episode_both_set(in_tmp_dir, cartpole_dqn):
     main, create = cartpole_dqn()
     main.policy.collect.n_episode = 2
@@ -162,6 +267,7 @@ def test_workers_closed_after_an_error(in_tmp_dir, cartpole_dqn, monkeypatch):
     assert torch.get_num_threads() == 1
 
 
+@pytest.mark.convergence
 def test_prioritized_dqn_reaches_stop_value_and_feeds_priorities_back(in_tmp_dir, monkeypatch):
     import copy
 

@@ -71,8 +71,9 @@ def test_an_env_that_always_fails_still_ends_in_an_error(kind):
             step_until_done(m)
 
 
-@pytest.mark.parametrize("kind", SUBPROCESS)
-def test_a_hung_worker_is_stopped_at_step_timeout(kind):
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", MANAGERS)
+def test_a_hung_step_is_stopped_at_step_timeout(kind):
     m = make(kind, env_cfgs=[dict(), dict(fault="hang", at=2)], step_timeout=0.5)
     m.launch()
     start = time.monotonic()
@@ -82,8 +83,9 @@ def test_a_hung_worker_is_stopped_at_step_timeout(kind):
     assert m.closed and mp.active_children() == []
 
 
-@pytest.mark.parametrize("kind", SUBPROCESS)
-def test_a_hung_worker_is_restarted_when_retries_remain(kind, tmp_path):
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", MANAGERS)
+def test_a_hung_env_is_rebuilt_when_retries_remain(kind, tmp_path):
     cfgs = [dict(), dict(fault="hang", at=2, marker=str(tmp_path / "once"))]
     with make(kind, env_cfgs=cfgs, step_timeout=0.5, max_retry=2, episode_num=2, retry_waiting_time=0) as m:
         m.launch()
@@ -94,13 +96,44 @@ def test_a_hung_worker_is_restarted_when_retries_remain(kind, tmp_path):
     assert sum(ts.done and not ts.info.get("abnormal") for ts in traj[1]) == 2
 
 
-@pytest.mark.parametrize("kind", SUBPROCESS)
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", MANAGERS)
 def test_a_hung_reset_is_stopped_at_reset_timeout(kind):
     m = make(kind, env_cfgs=[dict(), dict(fault="hang", fault_reset=True)], reset_timeout=0.5)
     start = time.monotonic()
     with pytest.raises(EnvError, match=r"(?s)env 1: reset failed.*did not finish within 0.5s"):
         m.launch()
     assert time.monotonic() - start < 5.0 and mp.active_children() == []
+
+
+@pytest.mark.timeout(30)
+def test_in_process_limits_use_helper_threads_only_when_set_and_close_them():
+    """Without a limit the base manager calls the env directly; with one, each env gets a helper thread that
+    close() ends, and an overrunning env is left to its helper thread (closed there), never touched again."""
+    import threading
+
+    earlier = set(threading.enumerate())  # helper threads of earlier tests' hung envs may still be sleeping
+
+    def helpers():
+        return [t for t in threading.enumerate() if t.name.startswith("BaseEnvManager-env") and t not in earlier]
+
+    with make("base", n=2) as m:
+        m.launch()
+        m.step({i: 1 for i in m.ready_obs_id})
+        assert helpers() == []
+    m = make("base", env_cfgs=[dict(), dict(fault="hang", at=1)], step_timeout=0.3, max_retry=2,
+             retry_waiting_time=0)
+    m.launch()
+    assert helpers() == []  # only steps are limited
+    out = m.step({0: 1, 1: 1})
+    assert len(helpers()) == 2  # env 0 and the abandoned env 1 (the rebuilt env 1 has only been reset)
+    assert out[1].info["abnormal"] and "env 1: step did not finish within 0.3s" in out[1].info["error"]
+    assert "env.manager.step_timeout=0.3" in out[1].info["error"]
+    m.close()
+    deadline = time.monotonic() + 5
+    while [t for t in helpers() if t.is_alive() and "env0" in t.name] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [t.name for t in helpers() if t.is_alive()] == ["BaseEnvManager-env1"]  # still inside the hung step
 
 
 @pytest.mark.parametrize("kind", SUBPROCESS)

@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ding.config.ranges import at_least
 from ding.utils import ENV_REGISTRY, ENV_WRAPPER_REGISTRY, EnvError, deep_merge_dicts
 
 from .base_env import BaseEnv, BaseEnvTimestep
@@ -45,6 +46,7 @@ class DingEnvWrapper(BaseEnv):
         render_mode=None,  # passed to the env constructor; enable_save_replay switches it to 'rgb_array'
         replay_path=None,  # if set, record episode videos to this folder (needs moviepy)
     )
+    config_ranges = {"max_episode_steps": at_least(1, integer=True)}
 
     def __init__(self, env: gym.Env | None = None, cfg: Mapping | None = None) -> None:
         if isinstance(env, Mapping) and cfg is None:  # called as env_fn(cfg) by get_vec_env_setting

@@ -8,15 +8,18 @@ import pickle
 import time
 import traceback
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 from easydict import EasyDict
 
+from ding.config.ranges import at_least, greater_than, one_of
 from ding.utils import ENV_MANAGER_REGISTRY, EnvError, config_of
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
+from .call_timeout import CallTimeout, TimedCalls
 from .manager_utils import (
     EnvState,
     abnormal_timestep,
@@ -35,8 +38,9 @@ class BaseEnvManager:
 
     ``BaseEnvManager(env_fn, cfg)`` with ``env_fn`` a list of callables that each build one env. ``step`` takes
     ``{env_id: action}`` for ready envs and returns ``{env_id: BaseEnvTimestep}``; an env whose episode ends is reset
-    at once (``auto_reset``) and its new observation shows up in ``ready_obs``. Timeouts cannot interrupt Python code
-    running in this process, so ``step_timeout``/``reset_timeout`` are only enforced by the subprocess managers.
+    at once (``auto_reset``) and its new observation shows up in ``ready_obs``. With ``step_timeout`` /
+    ``reset_timeout`` set, those calls run in a helper thread per env (see ``call_timeout.py``) and one that overruns
+    its limit counts as a failure of that env, like an exception.
     """
 
     config = dict(
@@ -44,10 +48,21 @@ class BaseEnvManager:
         max_retry=1,  # attempts per env before an error is raised; failures count since its last normal episode end
         retry_type="reset",  # recovery between attempts: 'reset' the env, or 'renew' (rebuild it from env_fn)
         auto_reset=True,  # reset an env as soon as its episode ends (False: wait for reset({env_id: param}))
-        step_timeout=None,  # seconds a step may take (subprocess managers only; None: no limit)
-        reset_timeout=None,  # seconds a reset may take (subprocess managers only; None: no limit)
+        # Seconds a step / reset (with its seeding) may take; None: no limit. Here the call then runs in a helper
+        # thread the manager stops waiting for: a call past its limit is a failure (the env is abandoned, and
+        # rebuilt from env_fn if max_retry allows).
+        step_timeout=None,
+        reset_timeout=None,
         retry_waiting_time=0.1,  # seconds to wait before recovering a failed env
     )
+    config_ranges = {
+        "episode_num": greater_than(0),
+        "max_retry": at_least(1, integer=True),
+        "retry_type": one_of("reset", "renew"),
+        "step_timeout": greater_than(0),
+        "reset_timeout": greater_than(0),
+        "retry_waiting_time": at_least(0),
+    }
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -77,6 +92,8 @@ class BaseEnvManager:
         self._applied_seed: list[tuple[int, bool | None] | None] = [None] * self._env_num
         self._replay_path: list[str] | None = None
         self._reset_param: dict[int, dict] = {i: {} for i in range(self._env_num)}
+        self._timed: TimedCalls | None = None  # helper threads of the limited calls (created on first use)
+        self._abandoned: set[int] = set()  # envs whose call overran its limit: closed by their helper thread
         self._init_state()
 
     def _init_state(self) -> None:
@@ -169,6 +186,7 @@ class BaseEnvManager:
 
     def _create_envs(self, envs: list[BaseEnv] | None = None) -> None:
         self._envs: list[BaseEnv] = envs if envs is not None else [f() for f in self._env_fn]
+        self._abandoned = set()
         self._obs_shape = [obs_shape_of(e.observation_space) for e in self._envs]
         self._spaces = (self._envs[0].observation_space, self._envs[0].action_space, self._envs[0].reward_space)
         if self._replay_path is not None and envs is None:
@@ -218,10 +236,15 @@ class BaseEnvManager:
         for _ in range(self._max_retry):  # each failure raises once _fail_count reaches max_retry
             env = self._envs[env_id]
             seed = self._seed_args(env_id)
+            param = self._reset_param[env_id]
             try:
-                if seed is not None:
-                    apply_seed(env, seed)
-                obs = env.reset(**self._reset_param[env_id])
+                if self._reset_timeout is None:
+                    obs = _seed_and_reset(env, seed, param)
+                else:
+                    obs = self._timed_call(env_id, "reset", partial(_seed_and_reset, env, seed, param))
+            except CallTimeout as e:
+                self._on_failure(env_id, "reset", str(e), lost=True)
+                continue
             except Exception:  # noqa: BLE001 -- any env error is reported with its traceback
                 self._on_failure(env_id, "reset", traceback.format_exc(), lost=False)
                 continue
@@ -230,6 +253,18 @@ class BaseEnvManager:
             self._env_states[env_id] = EnvState.RUN
             return
         raise AssertionError("unreachable: _on_failure raises after max_retry failures")
+
+    def _timed_call(self, env_id: int, op: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` limited to ``env.manager.<op>_timeout`` seconds; past it the env is abandoned (CallTimeout)."""
+        limit = self._step_timeout if op == "step" else self._reset_timeout
+        if self._timed is None:
+            self._timed = TimedCalls(type(self).__name__)
+        env = self._envs[env_id]
+        try:
+            return self._timed.call(env_id, fn, limit, op, on_abandon=env.close)
+        except CallTimeout as e:
+            self._abandoned.add(env_id)
+            raise CallTimeout(f"{e} (env.manager.{op}_timeout={limit:g}; raise it if the env is only slow)") from None
 
     def _check_obs(self, env_id: int, op: str, obs: Any) -> None:
         shape = self._obs_shape[env_id]
@@ -258,9 +293,11 @@ class BaseEnvManager:
     def _renew(self, env_id: int) -> None:
         old = self._envs[env_id]
         try:
-            old.close()
+            if env_id not in self._abandoned:  # an abandoned env is closed by its helper thread, if it ever returns
+                old.close()
         except Exception:  # a broken env may fail to close too: log it, go on
             logger.warning("env %d: close() of the broken env failed", env_id, exc_info=True)
+        self._abandoned.discard(env_id)
         self._envs[env_id] = self._env_fn[env_id]()
         if self._replay_path is not None:
             self._envs[env_id].enable_save_replay(self._replay_path[env_id])
@@ -273,8 +310,13 @@ class BaseEnvManager:
         envs, self._envs = getattr(self, "_envs", []), []
         self._ready_obs = {}
         self._env_states = [s if s in (EnvState.DONE, EnvState.ERROR) else EnvState.VOID for s in self._env_states]
+        if self._timed is not None:
+            self._timed.close()
+            self._timed = None
         first_error: BaseException | None = None
-        for e in envs:
+        for i, e in enumerate(envs):
+            if i in self._abandoned:
+                continue
             try:
                 e.close()
             except Exception as err:  # noqa: BLE001 -- close the others first, then report the first failure
@@ -311,12 +353,19 @@ class BaseEnvManager:
         if not isinstance(actions, Mapping) or not ready.keys() >= actions.keys():
             self._raise_not_ready(actions)
         envs, shapes = self._envs, self._obs_shape
+        limited = self._step_timeout is not None
         timesteps = {}
         for env_id, action in actions.items():
             try:
-                ts = envs[env_id].step(action)
+                if limited:
+                    ts = self._timed_call(env_id, "step", partial(envs[env_id].step, action))
+                else:
+                    ts = envs[env_id].step(action)
             except InvalidActionError:
                 raise  # the caller's action is wrong: no retry can fix that
+            except CallTimeout as e:
+                timesteps[env_id] = self._step_failed(env_id, str(e), lost=True)
+                continue
             except Exception:  # noqa: BLE001 -- any env error is reported with its traceback
                 timesteps[env_id] = self._step_failed(env_id, traceback.format_exc())
                 continue
@@ -444,3 +493,9 @@ class BaseEnvManager:
         self._env_seed = list(state["env_seed"])
         self._applied_seed = list(state["applied_seed"])
         self._reset_param = {int(k): dict(v) for k, v in state["reset_param"].items()}
+
+
+def _seed_and_reset(env: BaseEnv, seed: tuple[int, bool | None] | None, param: Mapping[str, Any]) -> Any:
+    if seed is not None:
+        apply_seed(env, seed)
+    return env.reset(**param)

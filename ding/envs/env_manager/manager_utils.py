@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.config.ranges import check_ranges, ranges_of
 from ding.utils import ConfigError, EnvError, deep_merge_dicts
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
@@ -57,12 +58,7 @@ def check_manager_cfg(manager: Any, cfg: Mapping | None) -> EasyDict:
             lines.append(f"env.manager.{k}: unknown key for {name}{hint}")
         raise ConfigError("\n".join(lines) + f"\nValid keys: {', '.join(sorted(manager.config))}")
     merged = deep_merge_dicts(manager.default_config(), cfg)
-    if merged.retry_type not in ("reset", "renew"):
-        raise ConfigError(f"env.manager.retry_type: {merged.retry_type!r} is not 'reset' or 'renew'")
-    if int(merged.max_retry) < 1:
-        raise ConfigError(f"env.manager.max_retry: must be >= 1 (number of attempts), got {merged.max_retry}")
-    if not merged.episode_num > 0:
-        raise ConfigError(f"env.manager.episode_num: must be > 0, got {merged.episode_num}")
+    check_ranges(merged, ranges_of(type(manager)), "env.manager")
     return merged
 
 

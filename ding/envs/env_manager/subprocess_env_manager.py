@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ding.config.ranges import at_least
 from ding.utils import ENV_MANAGER_REGISTRY, ConfigError, EnvError
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
@@ -36,9 +37,6 @@ class _SubprocessEnvManager(BaseEnvManager):
                 f"env.manager.context: {c.context!r} is not a start method of this platform; "
                 f"use one of {mp.get_all_start_methods()}"
             )
-        for key in ("step_timeout", "reset_timeout"):
-            if c[key] is not None and not c[key] > 0:
-                raise ConfigError(f"env.manager.{key}: must be > 0 seconds or None (no limit), got {c[key]!r}")
         self._ctx = mp.get_context(c.context)
         self._shared_memory = bool(c.shared_memory)
         self._workers: list[EnvWorkerHandle] = []
@@ -424,11 +422,10 @@ class AsyncSubprocessEnvManager(_SubprocessEnvManager):
         wait_num=2,  # step() returns once this many stepping envs answered (fewer if fewer are stepping)
         step_wait_timeout=0.01,  # ...or once this many seconds passed and at least one env answered
     )
+    config_ranges = {"wait_num": at_least(1, integer=True), "step_wait_timeout": at_least(0)}
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: Mapping | None = None) -> None:
         super().__init__(env_fn, cfg)
-        if int(self._cfg.wait_num) < 1:
-            raise ConfigError(f"env.manager.wait_num: must be >= 1, got {self._cfg.wait_num}")
         self._wait_num = int(self._cfg.wait_num)
         self._step_wait_timeout = self._cfg.step_wait_timeout
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import torch.nn as nn
 
+from ding.config.ranges import check_ranges, ranges_of
 from ding.utils import MODEL_REGISTRY, ConfigError, import_module
 
 
@@ -34,7 +35,8 @@ def check_model_kwargs(model_cls: type, kwargs: Mapping[str, Any], where: str = 
 def create_model(cfg: Mapping[str, Any], where: str = "model") -> nn.Module:
     """Build ``MODEL_REGISTRY[cfg['type']](**rest)`` after importing ``cfg['import_names']``.
 
-    ``where`` is the config path used in error messages (the policy passes ``'policy.model'``).
+    The arguments are checked first: unknown or missing ones, and values outside the model class's
+    ``config_ranges``. ``where`` is the config path used in error messages (the policy passes ``'policy.model'``).
     """
     kwargs = dict(cfg)
     if "type" not in kwargs:
@@ -44,4 +46,5 @@ def create_model(cfg: Mapping[str, Any], where: str = "model") -> nn.Module:
     import_module(kwargs.pop("import_names", None))
     model_cls = MODEL_REGISTRY.get(model_type, where=f"{where}.type")
     check_model_kwargs(model_cls, kwargs, where)
+    check_ranges(kwargs, ranges_of(model_cls), where)
     return model_cls(**kwargs)

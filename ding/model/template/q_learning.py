@@ -6,15 +6,19 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
+from ding.config.ranges import at_least, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
 from ..common import ConvEncoder, DiscreteHead, DuelingHead, FCEncoder
+from ..common.nn_module import NORM_TYPES
 
 
 def as_shape(shape: int | Sequence[int], what: str) -> tuple[int, ...]:
     """Normalise an int or a sequence of ints into a tuple."""
-    if isinstance(shape, int):
+    if isinstance(shape, int) and not isinstance(shape, bool):
         return (shape,)
+    if isinstance(shape, (str, bytes)):
+        raise ValueError(f"{what}: expected an int or a list of ints, got {type(shape).__name__} {shape!r}")
     try:
         out = tuple(int(s) for s in shape)
     except TypeError:
@@ -38,6 +42,16 @@ def build_encoder(
 @MODEL_REGISTRY.register("dqn")
 class DQN(nn.Module):
     """Encoder + (dueling) Q head; ``forward(obs) -> {'logit': (B, n_actions)}`` Q-values."""
+
+    # Allowed values of the keyword arguments (policy.model.*), checked by create_model (ding/config/ranges.py).
+    config_ranges = {
+        "obs_shape": shape(),
+        "action_shape": shape(),
+        "encoder_hidden_size_list": sizes(),
+        "head_hidden_size": at_least(1, integer=True),
+        "head_layer_num": at_least(0, integer=True),
+        "norm_type": one_of(*NORM_TYPES),
+    }
 
     def __init__(
         self,

@@ -6,9 +6,11 @@ from typing import Any, Mapping, Sequence
 import torch
 import torch.nn as nn
 
+from ding.config.ranges import at_least, one_of, shape
 from ding.utils import MODEL_REGISTRY
 
 from ..common import RegressionHead, ReparameterizationHead, mlp
+from ..common.nn_module import NORM_TYPES
 from .q_learning import as_shape
 
 ACTION_SPACES = ("regression", "reparameterization")
@@ -23,6 +25,18 @@ class ContinuousQAC(nn.Module):
     ``'reparameterization'`` -> ``{'logit': {'mu', 'sigma'}}`` (SAC). ``forward({'obs', 'action'},
     'compute_critic')`` -> ``{'q_value'}``: (B,), or a list of two (B,) tensors with ``twin_critic``.
     """
+
+    # Allowed values of the keyword arguments (policy.model.*), checked by create_model (ding/config/ranges.py).
+    config_ranges = {
+        "obs_shape": shape(),
+        "action_shape": shape(),
+        "action_space": one_of(*ACTION_SPACES),
+        "actor_head_hidden_size": at_least(1, integer=True),
+        "actor_head_layer_num": at_least(0, integer=True),
+        "critic_head_hidden_size": at_least(1, integer=True),
+        "critic_head_layer_num": at_least(0, integer=True),
+        "norm_type": one_of(*NORM_TYPES),
+    }
 
     def __init__(
         self,

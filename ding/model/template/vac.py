@@ -6,9 +6,12 @@ from typing import Any, Sequence
 import torch
 import torch.nn as nn
 
+from ding.config.ranges import at_least, greater_than, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
 from ..common import DiscreteHead, RegressionHead, ReparameterizationHead
+from ..common.head import SIGMA_TYPES
+from ..common.nn_module import NORM_TYPES
 from .q_learning import as_shape, build_encoder
 
 ACTION_SPACES = ("discrete", "continuous")
@@ -22,6 +25,22 @@ class VAC(nn.Module):
 
     Discrete: ``logit`` is (B, n_actions). Continuous: ``logit`` is ``{'mu', 'sigma'}`` of a diagonal Gaussian.
     """
+
+    # Allowed values of the keyword arguments (policy.model.*), checked by create_model (ding/config/ranges.py).
+    config_ranges = {
+        "obs_shape": shape(),
+        "action_shape": shape(),
+        "action_space": one_of(*ACTION_SPACES),
+        "encoder_hidden_size_list": sizes(),
+        "actor_head_hidden_size": at_least(1, integer=True),
+        "actor_head_layer_num": at_least(0, integer=True),
+        "critic_head_hidden_size": at_least(1, integer=True),
+        "critic_head_layer_num": at_least(0, integer=True),
+        "norm_type": one_of(*NORM_TYPES),
+        "sigma_type": one_of(*SIGMA_TYPES),
+        "fixed_sigma_value": greater_than(0),
+        "bound_type": one_of("tanh"),
+    }
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ding.config.ranges import at_least, one_of
 from ding.utils import SERIAL_EVALUATOR_REGISTRY, ConfigError, EnvError
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
 from ding.worker.learner.worker_logger import CONSOLE
@@ -40,6 +41,11 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
             mode="train_iter",
         ),
     )
+    config_ranges = {
+        "eval_freq": at_least(1, integer=True),
+        "n_episode": at_least(1, integer=True),
+        "render.mode": one_of("train_iter", "envstep"),
+    }
 
     def reset_env(self, _env: Any = None) -> None:
         if _env is not None:

@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ding.config.ranges import at_least
 from ding.utils import SERIAL_EVALUATOR_REGISTRY
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
 from ding.worker.learner.worker_logger import CONSOLE
@@ -42,6 +43,7 @@ class MetricSerialEvaluator(BaseSerialEvaluator):
         # Metric value that ends training, compared with metric.gt (None or inf: never).
         stop_value=float("inf"),
     )
+    config_ranges = {"eval_freq": at_least(1, integer=True)}
 
     def reset_env(self, _env: tuple[Iterable, IMetric] | None = None) -> None:
         if _env is None:

@@ -5,6 +5,7 @@ import copy
 import time
 from typing import Any
 
+from ding.config.ranges import at_least
 from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError
 
@@ -34,6 +35,7 @@ class SampleSerialCollector(BaseSerialCollector):
         # Episode callbacks: [dict(type='<EPISODE_CALLBACK_REGISTRY name>', **kwargs), ...].
         callbacks=[],
     )
+    config_ranges = {"collect_print_freq": at_least(0, integer=True)}
 
     def _on_new_policy(self, policy: Any) -> None:
         super()._on_new_policy(policy)

@@ -12,6 +12,7 @@ import torch
 from easydict import EasyDict
 
 import ding
+from ding.config.ranges import at_least, one_of
 from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
 
 from .checkpoint import (
@@ -36,6 +37,7 @@ from .learner_hook import (
     call_hooks,
     merge_hooks,
 )
+from .nan_guard import NAN_POLICIES, NonFiniteGuard
 from .worker_logger import WorkerLogs
 
 
@@ -115,7 +117,16 @@ class BaseLearner:
         checkpoint=dict(
             keep_last=3,  # keep the newest N iteration_*.pth.tar files (ckpt_best is never removed); 0 keeps all
         ),
+        # A NaN/Inf loss: 'raise' stops training with a TrainingError naming the iteration and the loss term;
+        # 'warn' logs it and trains on. Either way no checkpoint of NaN/Inf parameters is ever written.
+        nan_policy='raise',
     )
+    config_ranges = {
+        "nan_policy": one_of(*NAN_POLICIES),
+        "train_iterations": at_least(0, integer=True),
+        "dataloader.num_workers": at_least(0, integer=True),
+        "checkpoint.keep_last": at_least(0, integer=True),
+    }
     open_config_keys = ("hook", )
 
     @classmethod
@@ -146,6 +157,7 @@ class BaseLearner:
         self._closed = False
         self._logs = WorkerLogs(exp_name, instance_name, tb_logger, make_tb=self._rank == 0, log_dir=log_dir)
         self._logger, self._tb_logger = self._logs.logger, self._logs.tb_logger
+        self._nan_guard = NonFiniteGuard(self._cfg.nan_policy, self._logger)
 
         self._log_buffer: dict[str, dict[str, Any]] = {"scalar": {}, "scalars": {}, "histogram": {}}
         self._last_iter = CountVar(0)
@@ -200,6 +212,8 @@ class BaseLearner:
         self._priority_info = self._build_priority_info(priority, data) if priority is not None else None
         for e in elems:
             scalar, scalars, histogram = _split_log_vars(e)
+            # before the after_iter hooks, which may save a checkpoint of these parameters
+            self._nan_guard.check_output(scalar, self.train_iter + 1, self._last_ckpt_path())
             scalar["train_time"] = train_time / len(elems)
             for key, new in (("scalar", scalar), ("scalars", scalars), ("histogram", histogram)):
                 buf = self._log_buffer[key]
@@ -310,7 +324,8 @@ class BaseLearner:
         """Write ``./<exp_name>/ckpt/<ckpt_name>`` atomically (default ``iteration_<train_iter>.pth.tar``).
 
         ``with_extra`` (default: True except for ``ckpt_best.pth.tar``) adds registered extra state. Saving an
-        ``iteration_N`` file rotates older ones (``checkpoint.keep_last``). Only rank 0 writes; returns the path.
+        ``iteration_N`` file rotates older ones (``checkpoint.keep_last``). Only rank 0 writes; returns the path (None:
+        nothing written, on another rank or for NaN/Inf parameters with ``nan_policy="warn"``).
         """
         if self._rank != 0:
             return None
@@ -321,6 +336,9 @@ class BaseLearner:
         clash = [k for k in RESERVED_KEYS if k in state]
         if clash:
             raise ValueError(f"save_checkpoint: the policy's state_dict uses reserved checkpoint keys {clash}")
+        path = os.path.join(self.ckpt_dir, name)
+        if not self._nan_guard.check_state(state, path, self._last_ckpt_path()):
+            return None
         state["last_iter"] = self.train_iter
         state["last_step"] = self._collector_envstep
         state["meta"] = {
@@ -332,13 +350,15 @@ class BaseLearner:
         }
         if (name != CKPT_BEST_NAME if with_extra is None else with_extra) and self._extras:
             state["extra"] = {k: get() for k, (get, _) in self._extras.items()}
-        path = os.path.join(self.ckpt_dir, name)
         save_checkpoint_file(state, path)
         self._ckpt_name = name
         self.info(f"saved checkpoint {path}")
         if _ITER_RE.match(name):
             rotate_checkpoints(self.ckpt_dir, self._cfg.checkpoint.keep_last)
         return path
+
+    def _last_ckpt_path(self) -> str | None:
+        return os.path.join(self.ckpt_dir, self._ckpt_name) if self._ckpt_name else None
 
     def _policy_cfg(self) -> Any:
         get = getattr(self._policy, "get_attribute", None)

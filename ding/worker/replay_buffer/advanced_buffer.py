@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ding.config.ranges import at_least, between, greater_than
 from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import check_sample_size
@@ -71,6 +72,20 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             ),
         ),
     )
+    config_ranges = {
+        "max_use": at_least(1),
+        "max_staleness": at_least(0),
+        "alpha": at_least(0),
+        "beta": between(0, 1),
+        "anneal_step": at_least(0),
+        "thruput_controller.push_sample_rate_limit.max": greater_than(0),
+        "thruput_controller.push_sample_rate_limit.min": at_least(0),
+        "thruput_controller.window_seconds": greater_than(0),
+        "thruput_controller.sample_min_limit_ratio": greater_than(0),
+        "monitor.sampled_data_attr.average_range": at_least(1, integer=True),
+        "monitor.sampled_data_attr.print_freq": at_least(1, integer=True),
+        "monitor.periodic_thruput.seconds": greater_than(0),
+    }
 
     def __init__(
         self,

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ding.config.ranges import at_least
 from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import check_sample_size
@@ -30,6 +31,7 @@ class EpisodeReplayBuffer(NaiveReplayBuffer):
         enable_track_used_data=False,  # pass every evicted episode to the callback of set_used_data_callback()
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
     )
+    config_ranges = {"episode_len": at_least(1, integer=True)}
 
     def __init__(self, cfg: Mapping[str, Any] | None, tb_logger: Any = None,
                  exp_name: str = "default_experiment", instance_name: str = "buffer") -> None:

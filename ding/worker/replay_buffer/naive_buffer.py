@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ding.config.ranges import at_least
 from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import IBuffer, ThrottledLog, check_sample_size, make_rng, resolve_buffer_config
@@ -34,6 +35,11 @@ class NaiveReplayBuffer(IBuffer):
         enable_track_used_data=False,  # pass every evicted item to the callback of set_used_data_callback()
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
     )
+    config_ranges = {
+        "replay_buffer_size": at_least(1, integer=True),
+        "replay_buffer_start_size": at_least(0, integer=True),
+        "seed": at_least(0, integer=True),
+    }
 
     def __init__(
         self,

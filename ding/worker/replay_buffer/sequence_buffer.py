@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ding.config.ranges import at_least
 from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import check_sample_size
@@ -29,6 +30,7 @@ class SequenceReplayBuffer(NaiveReplayBuffer):
         enable_track_used_data=False,  # pass every evicted transition to the callback of set_used_data_callback()
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
     )
+    config_ranges = {"sequence_len": at_least(1, integer=True)}
 
     def _check_config(self) -> None:
         super()._check_config()

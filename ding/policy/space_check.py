@@ -1,0 +1,76 @@
+"""Does the policy fit the env? One check every pipeline runs at set-up, right after it built the env managers and
+the policy (before any env is launched or any step is taken)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ding.utils import ConfigError
+
+from .base_policy import Policy
+
+
+def check_policy_fits_env(policy: Policy, env: Any, env_name: str | None = None) -> None:
+    """Raise one ``ConfigError`` if the env's spaces do not suit ``policy``.
+
+    ``env`` is an env manager (or an env): anything with ``observation_space`` and ``action_space``. Checked: the
+    action space kind the policy class accepts (``Policy.action_space_types``), and the model's ``obs_shape`` /
+    ``action_shape`` (from ``policy.model`` in the config, else the model's attributes) against the spaces' shapes.
+    """
+    obs_space, act_space = env.observation_space, env.action_space
+    cfg, model = policy._get_attribute("cfg"), policy._get_attribute("model")
+    name = f"env '{env_name}'" if env_name else "the env"
+    problems = []
+    kinds = type(policy).action_space_types
+    if kinds is not None and act_space is not None and not isinstance(act_space, kinds):
+        wanted = " or ".join(k.__name__ for k in kinds)
+        problems.append(
+            f"policy.type: {type(policy).__name__} ({cfg.get('type')!r}) needs a {wanted} action space, but {name} "
+            f"has {act_space}. Use a policy made for this action space, or an env with {wanted} actions"
+        )
+    else:
+        problems += _shape_problems("obs_shape", cfg, model, _obs_shape(obs_space), obs_space, name)
+        problems += _shape_problems("action_shape", cfg, model, _action_shape(act_space), act_space, name)
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def _as_tuple(shape: Any) -> tuple[int, ...] | None:
+    if isinstance(shape, (int,)) and not isinstance(shape, bool):
+        return (shape,)
+    if isinstance(shape, (list, tuple)) and all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+        return tuple(shape)
+    return None  # not a shape (create_model already refused such config values)
+
+
+def _obs_shape(space: Any) -> tuple[int, ...] | None:
+    shape = getattr(space, "shape", None)
+    return tuple(int(s) for s in shape) if shape else None
+
+
+def _action_shape(space: Any) -> tuple[int, ...] | None:
+    """What ``model.action_shape`` must be: n for Discrete(n), nvec for MultiDiscrete, the shape of a Box."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Discrete):
+        return (int(space.n),)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return tuple(int(n) for n in space.nvec)
+    if isinstance(space, gym.spaces.Box):
+        return tuple(int(s) for s in space.shape)
+    return None
+
+
+def _shape_problems(key: str, cfg: Any, model: Any, expected: tuple[int, ...] | None, space: Any,
+                    name: str) -> list[str]:
+    value = (cfg.get("model") or {}).get(key)
+    where = f"policy.model.{key}"
+    if value is None:
+        value = getattr(model, key, None)
+        where = f"the model's {key} ({type(model).__name__}.{key})"
+    got = _as_tuple(value)
+    if expected is None or got is None or got == expected:
+        return []
+    suggestion = expected[0] if len(expected) == 1 else list(expected)
+    kind = "observation" if key == "obs_shape" else "action"
+    return [f"{where}: {value!r} does not match the {kind} space of {name}, {space} (expects {suggestion!r}); "
+            f"set policy.model.{key}={suggestion!r}"]
