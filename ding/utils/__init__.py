@@ -9,8 +9,9 @@ from .default_helper import (
     setup_torch_threads,
     squeeze,
 )
-from .errors import CheckpointError, ConfigError, DingError, EnvError, RegistryError, ReplayBufferError
+from .errors import CheckpointError, ConfigError, DingError, EnvError, LockError, RegistryError, ReplayBufferError
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
+from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, close_logger, get_text_logger, set_status_line
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403

@@ -27,3 +27,7 @@ class CheckpointError(DingError, RuntimeError):
 
 class ReplayBufferError(DingError, RuntimeError):
     """A replay buffer was used in a way it cannot serve."""
+
+
+class LockError(DingError, RuntimeError):
+    """A directory is in use by another ding process (its lock is held); the message names it and the holder."""
