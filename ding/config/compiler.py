@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import copy
-import datetime
 import difflib
-import logging
 import os
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from easydict import EasyDict
@@ -26,10 +25,9 @@ from .components import (
     registered_name,
     set_path,
 )
+from .exp_dir import claim_exp_dir
 from .validation import find_config_problems, format_problems
 from .writer import save_config, save_config_formatted
-
-logger = logging.getLogger(__name__)
 
 
 class _RegistryDefault:
@@ -77,6 +75,49 @@ def compile_config(
     Neither ``cfg`` nor ``create_cfg`` is changed. See docs/config.md.
     """
     src = os.fspath(source) if source else "<dict>"
+    given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
+                 evaluator=evaluator, replay_buffer=buffer, commander=None, reward_model=reward_model,
+                 world_model=world_model)
+    result = _compile(cfg, given, seed, auto, create_cfg, src)
+    if save_cfg:
+        result.save(save_path, renew_dir=renew_dir)
+    return result.cfg
+
+
+def compile_run_config(cfg: Mapping, create_cfg: Mapping, seed: int = 0, *,
+                       source: str | None = None) -> CompiledConfig:
+    """``compile_config(cfg, auto=True, create_cfg=create_cfg, seed=seed)`` that writes nothing yet.
+
+    A pipeline claims and locks the run directory, and validates a resume, before it calls ``.save()``: a refused or
+    failed run leaves no file behind.
+    """
+    given = dict.fromkeys(PARTS_BY_NAME) | dict(learner=DEFAULT_LEARNER, evaluator=DEFAULT_EVALUATOR)
+    return _compile(cfg, given, seed, True, create_cfg, os.fspath(source) if source else "<dict>")
+
+
+@dataclass
+class CompiledConfig:
+    """A compiled config and the create_config recorded beside it (each part's type and import_names)."""
+
+    cfg: EasyDict
+    create_cfg: EasyDict
+
+    def save(self, save_path: str = "total_config.py", renew_dir: bool = False) -> None:
+        """Write ``./<cfg.exp_name>/<save_path>`` and its ``formatted_`` copy (atomically).
+
+        ``renew_dir=True`` first claims the directory (:func:`claim_exp_dir`): an existing one is left alone and
+        ``cfg.exp_name`` becomes the ``<exp_name>_<YYMMDD_HHMMSS>`` directory created instead.
+        """
+        if renew_dir:
+            self.cfg.exp_name = claim_exp_dir(self.cfg.exp_name)
+        path = os.path.join(self.cfg.exp_name, save_path)
+        formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
+        save_config(self.cfg, path, create_cfg=self.create_cfg)
+        save_config_formatted(self.cfg, formatted, create_cfg=self.create_cfg)
+
+
+def _compile(cfg: Mapping, given: dict[str, Any], seed: int, auto: bool, create_cfg: Mapping | None,
+             src: str) -> CompiledConfig:
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"compile_config: main_config must be a dict or EasyDict, got {type(cfg).__name__} ({src})")
     if create_cfg is not None and not isinstance(create_cfg, Mapping):
@@ -87,9 +128,6 @@ def compile_config(
     problems = _create_section_problems(user_create, src)
     if problems:
         raise ConfigError(format_problems(problems))
-    given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
-                 evaluator=evaluator, replay_buffer=buffer, commander=None, reward_model=reward_model,
-                 world_model=world_model)
     if auto:
         if create_cfg is None:
             raise ConfigError("compile_config(auto=True) needs create_cfg (the config file's create_config) to know "
@@ -124,9 +162,7 @@ def compile_config(
         evaluator_cfg.stop_value = compiled.env.stop_value
         evaluator_cfg.n_episode = compiled.env.n_evaluator_episode
 
-    if save_cfg:
-        _save(compiled, types, save_path, renew_dir)
-    return compiled
+    return CompiledConfig(compiled, types)
 
 
 def _create_section_problems(user_create: Mapping, src: str) -> list[str]:
@@ -275,29 +311,3 @@ def _merge_under(base: Mapping, cfg: Mapping) -> EasyDict:
         elif isinstance(value, Mapping) and isinstance(merged[key], Mapping):
             merged[key] = _merge_under(value, merged[key])
     return merged
-
-
-def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool) -> None:
-    exp_dir = compiled.exp_name
-    if renew_dir and os.path.exists(exp_dir):
-        compiled.exp_name = _claim_fresh_dir(exp_dir)
-        logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
-                       exp_dir, compiled.exp_name)
-    path = os.path.join(compiled.exp_name, save_path)
-    formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
-    save_config(compiled, path, create_cfg=types)
-    save_config_formatted(compiled, formatted, create_cfg=types)
-
-
-def _claim_fresh_dir(exp_dir: str) -> str:
-    """Create and return ``<exp_dir>_<YYMMDD_HHMMSS>`` (``_1``, ``_2``, ... appended if taken, e.g. by a run
-    started in the same second)."""
-    base = exp_dir.rstrip("/\\") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
-    for i in range(1000):
-        candidate = f"{base}_{i}" if i else base
-        try:
-            os.makedirs(candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise ConfigError(f"cannot find a free experiment directory name next to '{exp_dir}'; clean up old runs")
