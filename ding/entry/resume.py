@@ -9,12 +9,17 @@ makes the same decisions, bit for bit, as a run that never stopped.
 """
 from __future__ import annotations
 
+import copy
+import logging
 import os
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from ding.utils import CheckpointError, get_rng_state, set_rng_state
-from ding.worker import find_latest_checkpoint, list_iteration_checkpoints
+from ding.config import claim_exp_dir
+from ding.policy import create_policy
+from ding.utils import CheckpointError, DirLock, get_rng_state, set_rng_state
+from ding.worker import list_iteration_checkpoints, load_latest_checkpoint, load_policy_state
 
 _RENEWED = re.compile(r"_\d{6}_\d{6}(_\d+)?")  # the suffix compile_config gives a run whose directory existed
 
@@ -39,24 +44,87 @@ def resume_dir(exp_name: str) -> str:
     return best if newest_ckpt_time(best) >= 0 else base
 
 
-def find_resume_checkpoint(exp_name: str) -> str:
-    """The newest loadable ``iteration_N.pth.tar`` of ``./<exp_name>/ckpt``; damaged newer files are skipped with a
-    warning that names them. No checkpoint at all is an error that says what to do."""
-    ckpt_dir = os.path.join(exp_name, "ckpt")
-    if not list_iteration_checkpoints(ckpt_dir):
+def lock_run_dir(exp_name: str, resume: bool) -> DirLock:
+    """The run's directory, locked for the life of the run: a new directory for a new run (``exp_name``, or
+    ``<exp_name>_<timestamp>`` when that exists), the directory to continue for a resume (:func:`resume_dir`).
+
+    A directory another ding process holds is refused with one ``LockError`` naming it and the holder's pid.
+    """
+    if not resume:
+        return DirLock(claim_exp_dir(exp_name), what="run").acquire()
+    exp_dir = resume_dir(exp_name)
+    ckpt_dir = os.path.join(exp_dir, "ckpt")
+    if not list_iteration_checkpoints(ckpt_dir):  # checked before locking: a failed resume creates nothing
         raise CheckpointError(
             f"resume: no checkpoint to resume from in '{ckpt_dir}'. Resume continues the run of the same exp_name "
             "in the current directory; start it without --resume first (or check exp_name and the directory)."
         )
-    import logging
+    hint = ("two processes cannot write one run: wait for it to end (Ctrl-C stops it with a checkpoint), or give "
+            "another run's directory with --exp-name")
+    return DirLock(exp_dir, what="run", hint=hint).acquire()
 
+
+@dataclass
+class ResumePoint:
+    """The checkpoint a resume continues from, read and checked before anything is written."""
+
+    path: str
+    checkpoint: dict
+
+
+def check_resume(cfg: Any, model: Any) -> ResumePoint:
+    """Read the newest good checkpoint of ``./<cfg.exp_name>/ckpt`` and check it can resume this config: it holds
+    run state and its policy state fits a freshly built policy. Nothing is written; errors say what to do."""
+    ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
     log = logging.getLogger("ding.resume")
     if not log.handlers:
         log.addHandler(logging.StreamHandler())
-    path = find_latest_checkpoint(ckpt_dir, log)
-    if path is None:
+    found = load_latest_checkpoint(ckpt_dir, log)
+    if found is None:
         raise CheckpointError(f"resume: every checkpoint in '{ckpt_dir}' is damaged; nothing to resume from")
-    return path
+    path, checkpoint = found
+    if not isinstance(checkpoint.get("extra"), dict) or "loop" not in checkpoint["extra"]:
+        raise CheckpointError(
+            f"resume: checkpoint '{path}' holds only the policy (no run state); it cannot resume a run exactly. "
+            "Load it as weights instead (learner hook load_ckpt_before_run)."
+        )
+    policy = create_policy(cfg.policy, model=copy.deepcopy(model), enable_field=["learn"])
+    load_policy_state(policy.learn_mode, checkpoint, path)  # a model that changed shape fails here
+    return ResumePoint(path, checkpoint)
+
+
+class AppendUndo:
+    """Snapshot of a run directory taken before a resume builds its workers; :meth:`undo` puts it back.
+
+    Between the snapshot and the restored checkpoint the run only adds to its directory: log lines are appended,
+    TensorBoard starts a new event file. If the restore fails, ``undo`` removes the new files and directories and
+    cuts the grown files back to their old length, so a failed resume leaves every file as it was. Everything that
+    rewrites a file (config files, ``eval.csv`` truncation, checkpoints) happens only after the restore succeeded.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._sizes: dict[str, int] = {}
+        self._dirs: set[str] = set()
+        for root, dirs, files in os.walk(path):
+            self._dirs.update(os.path.join(root, d) for d in dirs)
+            for name in files:
+                file = os.path.join(root, name)
+                self._sizes[file] = os.path.getsize(file)
+
+    def undo(self) -> None:
+        for root, dirs, files in os.walk(self.path, topdown=False):
+            for name in files:
+                file = os.path.join(root, name)
+                old = self._sizes.get(file)
+                if old is None:
+                    os.remove(file)
+                elif os.path.getsize(file) > old:
+                    os.truncate(file, old)
+            for name in dirs:
+                d = os.path.join(root, name)
+                if d not in self._dirs:
+                    os.rmdir(d)
 
 
 class RunState:
@@ -97,10 +165,11 @@ class RunState:
     def save_now(self) -> str | None:
         return self.run.learner.save_checkpoint()
 
-    def load(self, path: str) -> int:
-        """Restore everything from ``path``; return the index of the next update to run."""
+    def load(self, point: ResumePoint) -> int:
+        """Restore everything from a checked resume point; return the index of the next update to run."""
         self._loaded_loop = None
-        self.run.learner.load_checkpoint(path)
+        path = point.path
+        self.run.learner.load_checkpoint_state(point.checkpoint, path)
         if self._loaded_loop is None:
             raise CheckpointError(
                 f"resume: checkpoint '{path}' holds only the policy (no run state); it cannot resume a run exactly. "

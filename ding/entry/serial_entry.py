@@ -10,10 +10,10 @@ from typing import Any
 
 import torch
 
-from ding.config import compile_config, read_config
+from ding.config import compile_run_config, read_config
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import create_policy, get_random_policy
-from ding.utils import atomic_write_text, set_pkg_seed, setup_torch_threads
+from ding.utils import atomic_write_text, build_tb_writer, set_pkg_seed, setup_torch_threads
 from ding.worker import (
     BaseLearner,
     BaseSerialCommander,
@@ -23,7 +23,7 @@ from ding.worker import (
     iteration_ckpt_name,
 )
 
-from .resume import RunState, find_resume_checkpoint, resume_dir
+from .resume import AppendUndo, ResumePoint, RunState, check_resume, lock_run_dir
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
@@ -61,23 +61,36 @@ def serial_pipeline(
     main_cfg, create_cfg, source = _load_input(input_cfg, source)
     if resume is None:
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
-    # find the checkpoint first: a resume with nothing to resume from must not leave a fresh directory behind
-    resume_path = None
-    if resume:
-        main_cfg["exp_name"] = resume_dir(main_cfg.get("exp_name", "default_experiment"))
-        resume_path = find_resume_checkpoint(main_cfg["exp_name"])
-    cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
-                         renew_dir=not resume, source=source)
-    _share_priority_settings(cfg)
+    compiled = compile_run_config(main_cfg, create_cfg, seed, source=source)
+    cfg = compiled.cfg
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
 
-    run = _SerialRun(cfg, env_setting, model, dynamic_seed)
-    try:
-        with GracefulStop() as stop:
-            run.train(max_train_iter, max_env_step, resume_path, stop)
-    finally:
-        run.close()
+    # Nothing is written into the run's directory before it is ours (claimed and locked) and a resume has been
+    # checked: a refused or failed start leaves every file of the run as it was.
+    with lock_run_dir(cfg.exp_name, resume) as run_dir:
+        cfg.exp_name = run_dir.path
+        if resume:
+            resume_point = check_resume(cfg, model)
+            undo: AppendUndo | None = AppendUndo(run_dir.path)
+        else:
+            resume_point, undo = None, None
+            compiled.save()
+        try:
+            run = _SerialRun(cfg, env_setting, model, dynamic_seed)
+            try:
+                with GracefulStop() as stop:
+                    run.begin(resume_point)
+                    if undo is not None:  # restored: from here on the run may rewrite its files
+                        undo = None
+                        compiled.save()
+                    run.train(max_train_iter, max_env_step, stop)
+            finally:
+                run.close()
+        except BaseException:
+            if undo is not None:
+                undo.undo()
+            raise
     return run.policy
 
 
@@ -88,6 +101,7 @@ class _SerialRun:
                  dynamic_seed: bool | None) -> None:
         self.cfg = cfg
         self._closables: list[Any] = []
+        self._resumed = False
         try:
             self._build(env_setting, model, dynamic_seed)
         except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
@@ -109,9 +123,7 @@ class _SerialRun:
         set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
 
         self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
-        from tensorboardX import SummaryWriter
-
-        self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        self.tb_logger = build_tb_writer(os.path.join(cfg.exp_name, "log", "serial"))
         self._closables.append(self.tb_logger)
         p = self.policy
         self.learner = self._own(
@@ -138,28 +150,33 @@ class _SerialRun:
         return obj
 
     # ---------------------------------------------------------------- the loop
-    def train(self, max_train_iter: int, max_env_step: int, resume_path: str | None, stop: GracefulStop) -> None:
+    def begin(self, resume: ResumePoint | None) -> None:
+        """``before_run`` hooks, then the resume's restore, or the warm-up collect of a new run."""
+        self._start_time = time.time()
+        self.learner.call_hook("before_run")
+        self.state.next_update = self.cfg.policy.learn.update_per_collect  # a new run starts at the top of the loop
+        if resume is not None:
+            self.state.load(resume)
+            self._resumed = True
+        elif self.cfg.policy.get("random_collect_size", 0) > 0:
+            self._random_collect(self.cfg.policy.random_collect_size)
+
+    def train(self, max_train_iter: int, max_env_step: int, stop: GracefulStop) -> None:
         """SPEC §6: {commander → eval? → collect → push → update_per_collect × (sample → train → priorities)}.
 
-        The loop is written with the updates first so a resumed run can re-enter it in the middle of a collect
-        cycle (``RunState.next_update``). Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at safe points only:
-        after an update or after a collect, where the checkpoint describes a consistent state.
+        Call :meth:`begin` first. The loop is written with the updates first so a resumed run can re-enter it in the
+        middle of a collect cycle (``RunState.next_update``). Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at
+        safe points only: after an update or after a collect, where the checkpoint describes a consistent state.
         """
         cfg, learner, collector, buffer, state = self.cfg, self.learner, self.collector, self.buffer, self.state
         update_per_collect = cfg.policy.learn.update_per_collect
         batch_size = cfg.policy.learn.batch_size
         use_priority = bool(cfg.policy.get("priority", False))
-        start_time = time.time()
+        start_time = self._start_time
         view = ProgressView(max_env_step=max_env_step, max_train_iter=max_train_iter,
                             stop_value=cfg.env.get("stop_value"))
-
-        learner.call_hook("before_run")
-        state.next_update = update_per_collect  # a fresh run starts at the top of the loop
-        if resume_path is not None:
-            state.load(resume_path)
+        if self._resumed:
             self.eval_csv.truncate_after(learner.train_iter)
-        elif cfg.policy.get("random_collect_size", 0) > 0:
-            self._random_collect(cfg.policy.random_collect_size)
 
         stop_flag = False
         while True:

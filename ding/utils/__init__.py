@@ -12,7 +12,7 @@ from .default_helper import (
 from .errors import CheckpointError, ConfigError, DingError, EnvError, LockError, RegistryError, ReplayBufferError
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .lock import DirLock
-from .log_helper import ConsoleStream, build_logger, close_logger, get_text_logger, set_status_line
+from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES

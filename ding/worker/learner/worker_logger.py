@@ -5,7 +5,7 @@ import logging
 import os
 from typing import Any
 
-from ding.utils import ConsoleStream, close_logger, get_text_logger
+from ding.utils import ConsoleStream, build_tb_writer, close_logger, get_text_logger
 
 CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
 
@@ -34,9 +34,7 @@ def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
 
 def build_tb_logger(exp_name: str, instance_name: str) -> Any:
     """A tensorboardX writer at ``./<exp_name>/log/<instance_name>/`` for a worker that was not given one."""
-    from tensorboardX import SummaryWriter
-
-    return SummaryWriter(os.path.join(".", exp_name, "log", instance_name))
+    return build_tb_writer(os.path.join(".", exp_name, "log", instance_name))
 
 
 def close_worker_logger(logger: logging.Logger) -> None:
