@@ -32,6 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--load-path", default=None, help="checkpoint to load (eval mode)")
     p.add_argument("--resume", action="store_true",
                    help="continue the experiment in ./<exp-name>/ from its latest checkpoint, exactly")
+    p.add_argument("--extend", action="store_true",
+                   help="with --resume: continue a finished run on purpose, until --train-iter / --env-step")
     p.add_argument("--replay-path", default=None, help="eval mode: save replays of the evaluation episodes here")
     p.add_argument("-P", "--platform", default="local", help="dist mode launcher: local | slurm")
     p.add_argument("-M", "--module", default=None, help="dist mode: config | coordinator | learner | collector")

@@ -46,7 +46,7 @@ def run_serial(args: argparse.Namespace) -> int:
     for seed in seeds:
         cfg = _with_exp_name(args, seed, len(seeds))
         serial_pipeline(cfg, seed=seed, max_train_iter=args.train_iter, max_env_step=args.env_step,
-                        resume=args.resume or None, source=args.config)
+                        resume=args.resume or None, extend=args.extend, source=args.config)
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ding.config import claim_exp_dir
 from ding.policy import create_policy
-from ding.utils import CheckpointError, DirLock, get_rng_state, set_rng_state
+from ding.utils import CheckpointError, DirLock, ResumeError, get_rng_state, set_rng_state
 from ding.worker import list_iteration_checkpoints, load_latest_checkpoint, load_policy_state
 
 _RENEWED = re.compile(r"_\d{6}_\d{6}(_\d+)?")  # the suffix compile_config gives a run whose directory existed
@@ -64,6 +64,22 @@ def lock_run_dir(exp_name: str, resume: bool) -> DirLock:
     return DirLock(exp_dir, what="run", hint=hint).acquire()
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Where a run stops at the latest: ``max_train_iter`` / ``max_env_step`` (``--train-iter`` / ``--env-step``)."""
+
+    train_iter: int = int(1e10)
+    env_step: int = int(1e10)
+
+    def given(self) -> bool:
+        return self.train_iter < int(1e10) or self.env_step < int(1e10)
+
+    def describe(self) -> str:
+        parts = [f"--train-iter {self.train_iter}" if self.train_iter < int(1e10) else "",
+                 f"--env-step {self.env_step}" if self.env_step < int(1e10) else ""]
+        return " and ".join(p for p in parts if p)
+
+
 @dataclass
 class ResumePoint:
     """The checkpoint a resume continues from, read and checked before anything is written."""
@@ -72,9 +88,10 @@ class ResumePoint:
     checkpoint: dict
 
 
-def check_resume(cfg: Any, model: Any) -> ResumePoint:
+def check_resume(cfg: Any, model: Any, limits: Limits, extend: bool = False) -> ResumePoint:
     """Read the newest good checkpoint of ``./<cfg.exp_name>/ckpt`` and check it can resume this config: it holds
-    run state and its policy state fits a freshly built policy. Nothing is written; errors say what to do."""
+    run state, the run is not finished (unless ``extend``) nor past ``limits``, and its policy state fits a freshly
+    built policy. Nothing is written; errors say what to do."""
     ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
     log = logging.getLogger("ding.resume")
     if not log.handlers:
@@ -88,9 +105,40 @@ def check_resume(cfg: Any, model: Any) -> ResumePoint:
             f"resume: checkpoint '{path}' holds only the policy (no run state); it cannot resume a run exactly. "
             "Load it as weights instead (learner hook load_ckpt_before_run)."
         )
+    _check_not_finished(cfg, checkpoint, limits, extend)
     policy = create_policy(cfg.policy, model=copy.deepcopy(model), enable_field=["learn"])
     load_policy_state(policy.learn_mode, checkpoint, path)  # a model that changed shape fails here
     return ResumePoint(path, checkpoint)
+
+
+def _check_not_finished(cfg: Any, checkpoint: dict, limits: Limits, extend: bool) -> None:
+    """Refuse a resume that would train a finished run further (or could not train at all) by accident."""
+    name = cfg.exp_name
+    train_iter, env_step = int(checkpoint.get("last_iter", 0)), int(checkpoint.get("last_step", 0))
+    if train_iter >= limits.train_iter or env_step >= limits.env_step:
+        raise ResumeError(
+            f"resume: run '{name}' is already at train_iter {train_iter:,} and env step {env_step:,}: nothing is left "
+            f"to do under {limits.describe()}. To continue it, raise --train-iter / --env-step above where it stopped "
+            "(max_train_iter / max_env_step from Python)."
+        )
+    ended = checkpoint["extra"]["loop"].get("ended")
+    if not ended or extend:
+        return
+    how = ("add --extend with a higher --train-iter or --env-step (extend=True from Python; the stop value then no "
+           "longer ends it)")
+    if ended["reason"] == "stop_value":
+        reached, stop_value = ended.get("eval_return_mean"), cfg.env.get("stop_value")
+        if reached is None or stop_value is None or reached >= stop_value:
+            raise ResumeError(
+                f"resume: run '{name}' is finished: it reached its stop value (eval return {reached} at train_iter "
+                f"{train_iter:,}, env step {env_step:,}). Resuming would train it further and overwrite its result. To "
+                f"extend it on purpose, {how}, or raise env.stop_value above {reached} in the config."
+            )
+    elif ended["reason"] == "hook":
+        raise ResumeError(
+            f"resume: run '{name}' is finished: a learner hook ended it (learner.request_stop) at train_iter "
+            f"{train_iter:,}. To continue it on purpose, {how}."
+        )
 
 
 class AppendUndo:
@@ -143,6 +191,8 @@ class RunState:
         learner.register_checkpoint_extra("rng", get_rng_state, set_rng_state)
         learner.register_checkpoint_extra("loop", self._loop_state, self._set_loop_state)
         self._loaded_loop: dict[str, Any] | None = None
+        self.ended: dict[str, Any] | None = None  # how the run ended (set after the loop; None while it trains)
+        self.loaded_elapsed = 0.0  # training time of the sessions before a resume
 
     # the loop calls these around each update
     def begin_update(self, i: int) -> None:
@@ -153,11 +203,12 @@ class RunState:
         self.next_update = i + 1
 
     def _loop_state(self) -> dict[str, Any]:
+        common = {"elapsed_s": self.run.elapsed(), "ended": self.ended}
         if self._updating is not None:  # written by a hook inside learner.train: the update is done but the
             # buffer has not yet received its priorities
             pending = self.run.learner.priority_info if self._use_priority else None
-            return {"next_update": self._updating + 1, "pending_priority": pending}
-        return {"next_update": self.next_update, "pending_priority": None}
+            return {"next_update": self._updating + 1, "pending_priority": pending, **common}
+        return {"next_update": self.next_update, "pending_priority": None, **common}
 
     def _set_loop_state(self, state: dict[str, Any]) -> None:
         self._loaded_loop = dict(state)
@@ -179,6 +230,7 @@ class RunState:
         if pending:
             self.run.buffer.update(pending)
         self.next_update = int(self._loaded_loop["next_update"])
+        self.loaded_elapsed = float(self._loaded_loop.get("elapsed_s", 0.0))
         self.run.learner.info(f"resumed from {path} at train_iter {self.run.learner.train_iter}, "
                               f"env step {self.run.collector.envstep}")
         print(f"ding: resumed from {path} (train_iter {self.run.learner.train_iter}, "

@@ -13,7 +13,7 @@ import torch
 from ding.config import compile_run_config, read_config
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import create_policy, get_random_policy
-from ding.utils import atomic_write_text, build_tb_writer, set_pkg_seed, setup_torch_threads
+from ding.utils import ResumeError, atomic_write_text, build_tb_writer, set_pkg_seed, setup_torch_threads
 from ding.worker import (
     BaseLearner,
     BaseSerialCommander,
@@ -23,7 +23,7 @@ from ding.worker import (
     iteration_ckpt_name,
 )
 
-from .resume import AppendUndo, ResumePoint, RunState, check_resume, lock_run_dir
+from .resume import AppendUndo, Limits, ResumePoint, RunState, check_resume, lock_run_dir
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
@@ -50,12 +50,15 @@ def serial_pipeline(
     dynamic_seed: bool | None = True,
     *,
     resume: bool | None = None,
+    extend: bool = False,
     source: str | None = None,
 ) -> Any:
     """Train an off-policy policy until the evaluator reaches ``stop_value`` or a limit; return the policy.
 
     ``input_cfg`` is a config file path or ``(main_config, create_config)``. ``resume=True`` (or
     ``policy.learn.resume_training=True``) continues the run in ``./<exp_name>/`` from its latest checkpoint, exactly.
+    A finished run is not resumed unless ``extend=True``: it then trains on to ``max_train_iter`` / ``max_env_step``
+    and the stop value no longer ends it.
     """
     setup_torch_threads()
     main_cfg, create_cfg, source = _load_input(input_cfg, source)
@@ -65,13 +68,19 @@ def serial_pipeline(
     cfg = compiled.cfg
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
+    limits = Limits(max_train_iter, max_env_step)
+    if extend and not resume:
+        raise ResumeError("extend continues a finished run: use it with --resume (resume=True)")
+    if extend and not limits.given():
+        raise ResumeError("--extend trains a finished run on until --train-iter or --env-step (the stop value no "
+                          "longer ends it): give one of them")
 
     # Nothing is written into the run's directory before it is ours (claimed and locked) and a resume has been
     # checked: a refused or failed start leaves every file of the run as it was.
     with lock_run_dir(cfg.exp_name, resume) as run_dir:
         cfg.exp_name = run_dir.path
         if resume:
-            resume_point = check_resume(cfg, model)
+            resume_point = check_resume(cfg, model, limits, extend)
             undo: AppendUndo | None = AppendUndo(run_dir.path)
         else:
             resume_point, undo = None, None
@@ -84,7 +93,7 @@ def serial_pipeline(
                     if undo is not None:  # restored: from here on the run may rewrite its files
                         undo = None
                         compiled.save()
-                    run.train(max_train_iter, max_env_step, stop)
+                    run.train(limits, stop, stop_at_stop_value=not extend)
             finally:
                 run.close()
         except BaseException:
@@ -102,6 +111,7 @@ class _SerialRun:
         self.cfg = cfg
         self._closables: list[Any] = []
         self._resumed = False
+        self._start_time = time.time()
         try:
             self._build(env_setting, model, dynamic_seed)
         except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
@@ -157,11 +167,12 @@ class _SerialRun:
         self.state.next_update = self.cfg.policy.learn.update_per_collect  # a new run starts at the top of the loop
         if resume is not None:
             self.state.load(resume)
+            self._start_time -= self.state.loaded_elapsed
             self._resumed = True
         elif self.cfg.policy.get("random_collect_size", 0) > 0:
             self._random_collect(self.cfg.policy.random_collect_size)
 
-    def train(self, max_train_iter: int, max_env_step: int, stop: GracefulStop) -> None:
+    def train(self, limits: Limits, stop: GracefulStop, stop_at_stop_value: bool = True) -> None:
         """SPEC §6: {commander → eval? → collect → push → update_per_collect × (sample → train → priorities)}.
 
         Call :meth:`begin` first. The loop is written with the updates first so a resumed run can re-enter it in the
@@ -172,13 +183,14 @@ class _SerialRun:
         update_per_collect = cfg.policy.learn.update_per_collect
         batch_size = cfg.policy.learn.batch_size
         use_priority = bool(cfg.policy.get("priority", False))
-        start_time = self._start_time
+        max_train_iter, max_env_step = limits.train_iter, limits.env_step
         view = ProgressView(max_env_step=max_env_step, max_train_iter=max_train_iter,
                             stop_value=cfg.env.get("stop_value"))
         if self._resumed:
             self.eval_csv.truncate_after(learner.train_iter)
 
         stop_flag = False
+        ended = "limit"
         while True:
             for i in range(state.next_update, update_per_collect):
                 # warm-up: too few samples for a batch yet (quietly); any other refusal is logged by the buffer
@@ -195,6 +207,7 @@ class _SerialRun:
                     break
             view.update(collector.envstep, learner.train_iter)
             if stop.requested or learner.stop_requested:
+                ended = "interrupted" if stop.requested else "hook"
                 break
             if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
                 break
@@ -203,19 +216,28 @@ class _SerialRun:
                 stop_flag, episode_info = self.evaluator.eval(learner.save_checkpoint, learner.train_iter,
                                                               collector.envstep)
                 self._record_eval(episode_info, view)
+                stop_flag = stop_flag and stop_at_stop_value
                 if stop_flag:
+                    ended = "stop_value"
                     break
             new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=collect_kwargs)
             buffer.push(new_data, cur_collector_envstep=collector.envstep)
             state.next_update = 0
             if stop.requested:
+                ended = "interrupted"
                 break
+        # the end-of-run checkpoint records how the run ended, so a later --resume can tell a finished run
+        state.ended = None if ended == "interrupted" else {"reason": ended, **self.last_eval}
         learner.call_hook("after_run")
         if stop.requested and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
             state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
         view.close()
-        self._write_result(stop_flag, time.time() - start_time, interrupted=stop.requested)
+        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested)
         stop.reraise()
+
+    def elapsed(self) -> float:
+        """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
+        return time.time() - self._start_time
 
     def _random_collect(self, size: int) -> None:
         random_policy = get_random_policy(self.policy.collect_mode, self.collector_env.action_space)
@@ -228,7 +250,7 @@ class _SerialRun:
         ret = _eval_returns(episode_info)
         self.last_eval = {"train_iter": self.learner.train_iter, "env_step": self.collector.envstep, **ret}
         self.eval_csv.append(self.learner.train_iter, self.collector.envstep, ret["eval_return_mean"],
-                             ret["eval_return_std"])
+                             ret["eval_return_std"], self.elapsed())
         # every buffer type reports its fill level (the prioritized one also logs sample statistics itself)
         self.tb_logger.add_scalar("buffer_iter/count", self.buffer.count(), self.learner.train_iter)
         pushed = getattr(self.buffer, "push_count", None)

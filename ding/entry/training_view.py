@@ -112,19 +112,14 @@ class EvalCSV:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._t0 = time.time()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if not os.path.exists(path):
             atomic_write_text(path, ",".join(_EVAL_FIELDS) + "\n")
-        else:  # a resumed run: wall time continues from the last row
-            rows = read_eval_csv(path)
-            if rows:
-                self._t0 -= rows[-1]["wall_time"]
 
-    def append(self, train_iter: int, env_step: int, mean: float, std: float) -> None:
+    def append(self, train_iter: int, env_step: int, mean: float, std: float, wall_time: float) -> None:
+        """One row; ``wall_time`` is the run's training time so far in seconds (all sessions of a resumed run)."""
         with open(self.path, "a", newline="") as f:
-            csv.writer(f).writerow([train_iter, env_step, f"{mean:.6g}", f"{std:.6g}",
-                                    f"{time.time() - self._t0:.3f}"])
+            csv.writer(f).writerow([train_iter, env_step, f"{mean:.6g}", f"{std:.6g}", f"{wall_time:.3f}"])
 
     def truncate_after(self, train_iter: int) -> None:
         """Drop rows newer than ``train_iter`` (a resumed run re-creates them)."""

@@ -9,7 +9,16 @@ from .default_helper import (
     setup_torch_threads,
     squeeze,
 )
-from .errors import CheckpointError, ConfigError, DingError, EnvError, LockError, RegistryError, ReplayBufferError
+from .errors import (
+    CheckpointError,
+    ConfigError,
+    DingError,
+    EnvError,
+    LockError,
+    RegistryError,
+    ReplayBufferError,
+    ResumeError,
+)
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line

@@ -31,3 +31,7 @@ class ReplayBufferError(DingError, RuntimeError):
 
 class LockError(DingError, RuntimeError):
     """A directory is in use by another ding process (its lock is held); the message names it and the holder."""
+
+
+class ResumeError(DingError, RuntimeError):
+    """A run cannot be continued as asked (e.g. it is finished); the message says how to continue it on purpose."""
