@@ -233,7 +233,7 @@ class _SerialRun:
             state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
         view.close()
         self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested)
-        stop.reraise()
+        stop.reraise(self.cfg.exp_name)
 
     def elapsed(self) -> float:
         """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
@@ -267,10 +267,11 @@ class _SerialRun:
             "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
-        why = ("reached the stop value" if stop_flag else "interrupted; resume with --resume" if interrupted
+        why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
                else "stopped at a limit or by a hook")
+        saved = "checkpoint and results" if interrupted else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
-              f"({wall:.1f} s); results in ./{self.cfg.exp_name}/", flush=True)
+              f"({wall:.1f} s); {saved} in ./{self.cfg.exp_name}/", flush=True)
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""

@@ -18,7 +18,8 @@ _EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std",
 class GracefulStop:
     """Turn the first SIGINT/SIGTERM into a stop request the loop honours at its next safe point.
 
-    The loop then writes a checkpoint and ends; :meth:`reraise` raises ``KeyboardInterrupt`` afterwards so callers
+    The loop then writes a checkpoint and ends; :meth:`reraise` raises :class:`TrainingInterrupted` (a
+    ``KeyboardInterrupt``) afterwards so callers
     see the interruption. A second signal aborts at once. Outside the main thread signals cannot be caught, so the
     object is inert there.
     """
@@ -47,9 +48,17 @@ class GracefulStop:
             signal.signal(sig, old)
         self._old.clear()
 
-    def reraise(self) -> None:
+    def reraise(self, exp_dir: str) -> None:
         if self.requested:
-            raise KeyboardInterrupt(f"training stopped by {self.signal_name}; checkpoint saved")
+            raise TrainingInterrupted(self.signal_name or "a signal", exp_dir)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C/SIGTERM after writing its checkpoint; ``exp_dir`` is the run's directory."""
+
+    def __init__(self, signal_name: str, exp_dir: str) -> None:
+        super().__init__(f"training stopped by {signal_name}; checkpoint saved in ./{exp_dir}/ckpt")
+        self.exp_dir = exp_dir
 
 
 class ProgressView:
