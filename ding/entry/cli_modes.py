@@ -168,7 +168,7 @@ def run_eval(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ plot
 def _plot_arguments(p: Any) -> None:
     p.add_argument("paths", nargs="*", metavar="EXP_DIR", help="experiment directories to draw")
-    p.add_argument("-o", "--output", default=None, help="output PNG path")
+    p.add_argument("-o", "--output", default=None, help="output PNG path (default: ./eval_return_<experiments>.png)")
 
 
 @mode("plot", help="draw eval return vs env steps of one or more runs (PNG)", add_arguments=_plot_arguments,

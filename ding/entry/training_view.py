@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import signal
 import sys
@@ -69,7 +70,8 @@ class ProgressView:
         self.enabled = bool(getattr(sys.stdout, "isatty", lambda: False)()) if enabled is None else enabled
         self.max_env_step = max_env_step if max_env_step < int(1e10) else None
         self.max_train_iter = max_train_iter if max_train_iter < int(1e10) else None
-        self.stop_value = stop_value
+        # no stop value (the default is inf): show the last return alone, not '/inf' and an empty bar
+        self.stop_value = stop_value if stop_value is not None and math.isfinite(stop_value) else None
         self.min_interval = min_interval
         self._last_draw = 0.0
         self._t0 = time.time()

@@ -143,6 +143,40 @@ def test_plot_writes_a_png(in_tmp_dir, cartpole_dqn):
     assert os.path.getsize("curve.png") > 10_000
 
 
+def _fake_run(name: str, rows: list[tuple[int, float]]) -> None:
+    os.makedirs(f"{name}/log")
+    with open(f"{name}/log/eval.csv", "w") as f:
+        f.write("train_iter,env_step,eval_return_mean,eval_return_std,wall_time\n")
+        f.writelines(f"{i},{step},{ret},0,{i}\n" for i, (step, ret) in enumerate(rows))
+
+
+def test_plot_writes_to_the_current_directory_never_into_a_run(in_tmp_dir, capsys):
+    _fake_run("a_seed0", [(0, 10), (100, 50), (200, 200)])  # reached the stop value early
+    _fake_run("a_seed1", [(0, 10), (100, 30), (200, 90), (400, 200)])
+    _fake_run("b", [(0, 5), (300, 100)])
+    before = {d: sorted(os.listdir(d)) for d in ("a_seed0", "a_seed1", "b")}
+    assert main(["-m", "plot", "a_seed0", "a_seed1", "b"]) == 0
+    assert capsys.readouterr().out.strip() == "ding: wrote eval_return_a_b.png"
+    assert os.path.getsize("eval_return_a_b.png") > 10_000
+    assert {d: sorted(os.listdir(d)) for d in before} == before
+    assert main(["-m", "plot", "b", "-o", "mine.png"]) == 0 and os.path.isfile("mine.png")
+
+
+def test_plot_says_when_a_finished_seed_is_held_at_its_last_value(in_tmp_dir):
+    from ding.entry.plot import eval_figure
+
+    _fake_run("a_seed0", [(0, 10), (100, 50), (200, 200)])
+    _fake_run("a_seed1", [(0, 10), (100, 30), (200, 90), (400, 200)])
+    fig = eval_figure(["a_seed0", "a_seed1"])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["a (mean of 2 seeds, band: min-max; 1 finished seed(s) held at their last value)",
+                      "a seed's last evaluation (held from here on)"]
+    _fake_run("c_seed0", [(0, 1), (100, 2)])
+    _fake_run("c_seed1", [(0, 1), (100, 3)])  # same length: nothing held
+    labels = [t.get_text() for t in eval_figure(["c_seed0", "c_seed1"]).axes[0].get_legend().get_texts()]
+    assert labels == ["c (mean of 2 seeds, band: min-max)"]
+
+
 def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):
     os.makedirs("empty")
     with pytest.raises(FileNotFoundError, match="has no log/eval.csv"):

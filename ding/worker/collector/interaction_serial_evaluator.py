@@ -174,9 +174,9 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
     def _log(self, info: dict[str, Any], video: Any) -> None:
         train_iter, envstep = info["train_iter"], info["envstep"]
         rate = info["envstep_count"] / max(info["duration"], 1e-9)
-        parts = ["[eval]"]
+        parts = []  # fields joined by ' | ' after the '[eval]' tag; a field that is unknown is left out
         if train_iter >= 0:
-            parts[0] += f" iter {train_iter:,}"
+            parts.append(f"iter {train_iter:,}")
         if envstep >= 0:
             parts.append(f"env steps {envstep:,}")
         parts.append(f"return {fmt_return(info['eval_episode_return_mean'])} ± "
@@ -184,7 +184,7 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
         parts.append(f"{rate:,.0f} steps/s")
         if info["stop_flag"]:
             parts.append(f"reached stop value {fmt_return(self._cfg.stop_value)}")
-        self._logger.info(" | ".join(parts), extra=CONSOLE)
+        self._logger.info("[eval] " + " | ".join(parts), extra=CONSOLE)
         self._logger.info(f"episode returns {info['eval_episode_return']}, lengths {info['episode_length']}")
         tb = self._tb_logger
         if tb is None:
