@@ -52,9 +52,9 @@ def _chosen_mode(argv: list[str]) -> Mode | None:
 
 
 def _query(name: str) -> int:
-    from ding.utils import ALL_REGISTRIES
+    from ding.utils import ALL_REGISTRIES, load_plugins
 
-    _import_everything()
+    load_plugins()  # ding's own components and every installed plugin's (the env zoo among them)
     names = sorted(ALL_REGISTRIES) if name == "all" else [name]
     for n in names:
         reg = ALL_REGISTRIES.get(n)
@@ -68,16 +68,6 @@ def _query(name: str) -> int:
         for k, v in reg.query_details().items():
             print(f"  {k:<24} {v}")
     return 0
-
-
-def _import_everything() -> None:
-    """Import the built-in components and dizoo envs so their registrations are visible."""
-    import importlib
-
-    for mod in ("ding.envs", "ding.policy", "ding.model", "ding.worker", "dizoo.classic_control.cartpole.envs",
-                "dizoo.classic_control.pendulum.envs", "dizoo.classic_control.acrobot.envs",
-                "dizoo.classic_control.mountain_car.envs", "dizoo.box2d.lunarlander.envs"):
-        importlib.import_module(mod)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ding.utils import SERIAL_EVALUATOR_REGISTRY, ConfigError, EnvError
+from ding.utils.worker_logs import CONSOLE
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
-from ding.worker.learner.worker_logger import CONSOLE
 
 from .base_serial_collector import in_flight
 from .base_serial_evaluator import BaseSerialEvaluator, VectorEvalMonitor, fmt_return

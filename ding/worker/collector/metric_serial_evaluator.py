@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ding.utils import SERIAL_EVALUATOR_REGISTRY
+from ding.utils.worker_logs import CONSOLE
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
-from ding.worker.learner.worker_logger import CONSOLE
 
 from .base_serial_evaluator import BaseSerialEvaluator
 

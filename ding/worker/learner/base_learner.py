@@ -13,6 +13,7 @@ from easydict import EasyDict
 
 import ding
 from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
+from ding.utils.worker_logs import WorkerLogs
 
 from .checkpoint import (
     _ITER_RE,
@@ -37,7 +38,6 @@ from .learner_hook import (
     call_hooks,
     merge_hooks,
 )
-from .worker_logger import WorkerLogs
 
 
 class CountVar:

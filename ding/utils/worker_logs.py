@@ -1,0 +1,61 @@
+"""Logging shared by the workers (learner, collectors, evaluators): a timestamped text log per worker, a compact
+console view, and a TensorBoard writer."""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from .log_helper import ConsoleStream, build_tb_writer, close_logger, get_text_logger
+
+CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
+
+
+class _ConsoleOnly(logging.Filter):
+    """Let through only the records logged with ``extra=CONSOLE``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return bool(getattr(record, "console", False))
+
+
+def build_worker_logger(exp_name: str, instance_name: str) -> logging.Logger:
+    """Logger writing every record to ``./<exp_name>/log/<instance_name>/<instance_name>_logger.txt``.
+
+    Records logged with ``extra=CONSOLE`` are also printed to stdout as the bare message (the compact console view of
+    the run: one line per evaluation, one per ``log_show`` interval).
+    """
+    path = os.path.join(".", exp_name, "log", instance_name, f"{instance_name}_logger.txt")
+    logger = get_text_logger(path, f"{exp_name}.{instance_name}")
+    console = logging.StreamHandler(ConsoleStream())  # stdout, below any progress line
+    console.setFormatter(logging.Formatter("%(message)s"))
+    console.addFilter(_ConsoleOnly())
+    logger.addHandler(console)
+    return logger
+
+
+def build_tb_logger(exp_name: str, instance_name: str) -> Any:
+    """A tensorboardX writer at ``./<exp_name>/log/<instance_name>/`` for a worker that was not given one."""
+    return build_tb_writer(os.path.join(".", exp_name, "log", instance_name))
+
+
+def close_worker_logger(logger: logging.Logger) -> None:
+    close_logger(logger)
+
+
+class WorkerLogs:
+    """A worker's text logger and TensorBoard writer: the given ``tb_logger``, or one of its own (``own_tb``).
+
+    ``close()`` flushes the writer, closes it only if the worker made it, and closes the text log.
+    """
+
+    def __init__(self, exp_name: str, instance_name: str, tb_logger: Any = None, make_tb: bool = True) -> None:
+        self.logger = build_worker_logger(exp_name, instance_name)
+        self.own_tb = tb_logger is None and make_tb
+        self.tb_logger = build_tb_logger(exp_name, instance_name) if self.own_tb else tb_logger
+
+    def close(self) -> None:
+        if self.tb_logger is not None:
+            self.tb_logger.flush()
+            if self.own_tb:
+                self.tb_logger.close()
+        close_worker_logger(self.logger)
