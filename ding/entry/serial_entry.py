@@ -66,6 +66,7 @@ def serial_pipeline(
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
     compiled = compile_run_config(main_cfg, create_cfg, seed, source=source)
     cfg = compiled.cfg
+    _share_priority_settings(cfg)  # before the config is saved: total_config.py is the config the run uses
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
     limits = Limits(max_train_iter, max_env_step)
