@@ -6,6 +6,10 @@ its RNG), the evaluator (best return, last evaluation), the commander, every glo
 update of the current collect cycle comes next, plus a priority update still owed to the buffer when the checkpoint
 was written from inside ``learner.train``). Loading it puts every component back where it was, so the resumed run
 makes the same decisions, bit for bit, as a run that never stopped.
+
+A run owns its directory: :func:`lock_run_dir` claims (new run) or chooses (resume) it and locks it for the run's
+life. A resume is checked (:func:`check_resume`) before anything is written, and what the workers add to the
+directory before the restore succeeds is taken back if it fails (:class:`AppendUndo`).
 """
 from __future__ import annotations
 
