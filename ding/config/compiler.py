@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import copy
-import datetime
 import difflib
-import logging
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from easydict import EasyDict
@@ -27,11 +26,10 @@ from .components import (
     registered_name,
     set_path,
 )
+from .exp_dir import claim_exp_dir
 from .ranges import find_range_problems, ranges_of, undeclared_paths
 from .validation import find_config_problems, format_problems
 from .writer import save_config, save_config_formatted
-
-logger = logging.getLogger(__name__)
 
 
 class _RegistryDefault:
@@ -85,8 +83,57 @@ def compile_config(
     defaults) let parallel mode compile with its own collector and commander registries; ``system_cfg(compiled)``
     builds the parallel system config once the experiment directory is final, and it is saved with the rest.
     """
-    by_name = {p.name: p for p in parts}
     src = os.fspath(source) if source else "<dict>"
+    given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
+                 evaluator=evaluator, replay_buffer=buffer, commander=None, reward_model=reward_model,
+                 world_model=world_model)
+    result = _compile(cfg, given, seed, auto, create_cfg, src, parts, extra_defaults)
+    if save_cfg:
+        result.save(save_path, renew_dir=renew_dir, system_cfg=system_cfg)
+    elif system_cfg is not None:
+        result.system = system_cfg(result.cfg)
+    return result.cfg
+
+
+def compile_run_config(cfg: Mapping, create_cfg: Mapping, seed: int = 0, *,
+                       source: str | None = None) -> CompiledConfig:
+    """``compile_config(cfg, auto=True, create_cfg=create_cfg, seed=seed)`` that writes nothing yet.
+
+    A pipeline claims and locks the run directory, and validates a resume, before it calls ``.save()``: a refused or
+    failed run leaves no file behind.
+    """
+    given = dict.fromkeys(PARTS_BY_NAME) | dict(learner=DEFAULT_LEARNER, evaluator=DEFAULT_EVALUATOR)
+    return _compile(cfg, given, seed, True, create_cfg, os.fspath(source) if source else "<dict>")
+
+
+@dataclass
+class CompiledConfig:
+    """A compiled config and the create_config recorded beside it (each part's type and import_names)."""
+
+    cfg: EasyDict
+    create_cfg: EasyDict
+    system: Mapping | None = None  # parallel mode's system config, saved beside the others
+
+    def save(self, save_path: str = "total_config.py", renew_dir: bool = False,
+             system_cfg: Callable[[EasyDict], Mapping] | None = None) -> None:
+        """Write ``./<cfg.exp_name>/<save_path>`` and its ``formatted_`` copy (atomically).
+
+        ``renew_dir=True`` first claims the directory (:func:`claim_exp_dir`): an existing one is left alone and
+        ``cfg.exp_name`` becomes the ``<exp_name>_<YYMMDD_HHMMSS>`` directory created instead.
+        """
+        if renew_dir:
+            self.cfg.exp_name = claim_exp_dir(self.cfg.exp_name)
+        if system_cfg is not None:  # built once the directory is final (its paths may live under it)
+            self.system = system_cfg(self.cfg)
+        path = os.path.join(self.cfg.exp_name, save_path)
+        formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
+        save_config(self.cfg, path, create_cfg=self.create_cfg, system_cfg=self.system)
+        save_config_formatted(self.cfg, formatted, create_cfg=self.create_cfg, system_cfg=self.system)
+
+
+def _compile(cfg: Mapping, given: dict[str, Any], seed: int, auto: bool, create_cfg: Mapping | None,
+             src: str, parts: tuple[Part, ...] = PARTS, extra_defaults: Mapping | None = None) -> CompiledConfig:
+    by_name = {p.name: p for p in parts}
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"compile_config: main_config must be a dict or EasyDict, got {type(cfg).__name__} ({src})")
     if create_cfg is not None and not isinstance(create_cfg, Mapping):
@@ -97,9 +144,6 @@ def compile_config(
     problems = _create_section_problems(user_create, src, by_name)
     if problems:
         raise ConfigError(format_problems(problems))
-    given = dict(env=env, env_manager=env_manager, policy=policy, learner=learner, collector=collector,
-                 evaluator=evaluator, replay_buffer=buffer, commander=None, reward_model=reward_model,
-                 world_model=world_model)
     if auto:
         if create_cfg is None:
             raise ConfigError("compile_config(auto=True) needs create_cfg (the config file's create_config) to know "
@@ -139,11 +183,7 @@ def compile_config(
         evaluator_cfg.stop_value = compiled.env.stop_value
         evaluator_cfg.n_episode = compiled.env.n_evaluator_episode
 
-    if save_cfg:
-        _save(compiled, types, save_path, renew_dir, system_cfg)
-    elif system_cfg is not None:
-        system_cfg(compiled)
-    return compiled
+    return CompiledConfig(compiled, types)
 
 
 def _range_problems(compiled: EasyDict, classes: Mapping[str, Any], src: str,
@@ -326,31 +366,3 @@ def _merge_under(base: Mapping, cfg: Mapping) -> EasyDict:
         elif isinstance(value, Mapping) and isinstance(merged[key], Mapping):
             merged[key] = _merge_under(value, merged[key])
     return merged
-
-
-def _save(compiled: EasyDict, types: EasyDict, save_path: str, renew_dir: bool,
-          system_cfg: Callable[[EasyDict], Mapping] | None = None) -> None:
-    exp_dir = compiled.exp_name
-    if renew_dir and os.path.exists(exp_dir):
-        compiled.exp_name = _claim_fresh_dir(exp_dir)
-        logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
-                       exp_dir, compiled.exp_name)
-    path = os.path.join(compiled.exp_name, save_path)
-    formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
-    system = system_cfg(compiled) if system_cfg is not None else None
-    save_config(compiled, path, create_cfg=types, system_cfg=system)
-    save_config_formatted(compiled, formatted, create_cfg=types, system_cfg=system)
-
-
-def _claim_fresh_dir(exp_dir: str) -> str:
-    """Create and return ``<exp_dir>_<YYMMDD_HHMMSS>`` (``_1``, ``_2``, ... appended if taken, e.g. by a run
-    started in the same second)."""
-    base = exp_dir.rstrip("/\\") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
-    for i in range(1000):
-        candidate = f"{base}_{i}" if i else base
-        try:
-            os.makedirs(candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise ConfigError(f"cannot find a free experiment directory name next to '{exp_dir}'; clean up old runs")

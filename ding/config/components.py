@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import importlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -35,21 +34,22 @@ class Part:
     place: str  # dotted path of its config inside main_config
     registry: Registry
     default_type: str | None  # auto mode: the type used when no config names one (None: the part is skipped)
-    home: str | None  # ding package whose import registers the built-in types, imported on a lookup miss
 
 
 # Outer sections come before the sections nested in them (env before env.manager, policy before its workers).
+# The built-in types register when their packages are imported; a lookup that misses imports the installed plugins
+# (ding.utils.load_plugins), which include ding's own packages, so ding.config never names a package above it.
 PARTS: tuple[Part, ...] = (
-    Part("env", "env", ENV_REGISTRY, None, None),
-    Part("env_manager", "env.manager", ENV_MANAGER_REGISTRY, "base", "ding.envs"),
-    Part("policy", "policy", POLICY_REGISTRY, None, "ding.policy"),
-    Part("learner", "policy.learn.learner", LEARNER_REGISTRY, "base", "ding.worker"),
-    Part("collector", "policy.collect.collector", SERIAL_COLLECTOR_REGISTRY, "sample", "ding.worker"),
-    Part("evaluator", "policy.eval.evaluator", SERIAL_EVALUATOR_REGISTRY, "interaction", "ding.worker"),
-    Part("replay_buffer", "policy.other.replay_buffer", BUFFER_REGISTRY, "advanced", "ding.worker"),
-    Part("commander", "policy.other.commander", SERIAL_COMMANDER_REGISTRY, "base", "ding.worker"),
-    Part("reward_model", "reward_model", REWARD_MODEL_REGISTRY, None, None),
-    Part("world_model", "world_model", WORLD_MODEL_REGISTRY, None, None),
+    Part("env", "env", ENV_REGISTRY, None),
+    Part("env_manager", "env.manager", ENV_MANAGER_REGISTRY, "base"),
+    Part("policy", "policy", POLICY_REGISTRY, None),
+    Part("learner", "policy.learn.learner", LEARNER_REGISTRY, "base"),
+    Part("collector", "policy.collect.collector", SERIAL_COLLECTOR_REGISTRY, "sample"),
+    Part("evaluator", "policy.eval.evaluator", SERIAL_EVALUATOR_REGISTRY, "interaction"),
+    Part("replay_buffer", "policy.other.replay_buffer", BUFFER_REGISTRY, "advanced"),
+    Part("commander", "policy.other.commander", SERIAL_COMMANDER_REGISTRY, "base"),
+    Part("reward_model", "reward_model", REWARD_MODEL_REGISTRY, None),
+    Part("world_model", "world_model", WORLD_MODEL_REGISTRY, None),
 )
 PARTS_BY_NAME: dict[str, Part] = {p.name: p for p in PARTS}
 
@@ -111,12 +111,10 @@ def check_import_names(value: Any, where: str) -> list[str]:
 
 
 def lookup_type(part: Part, name: Any, import_names: Iterable[str], where: str) -> type:
-    """Import ``import_names``, then return ``part.registry[name]`` (importing ding's own package on a miss)."""
+    """Import ``import_names``, then return ``part.registry[name]`` (the installed plugins are imported on a miss)."""
     if not isinstance(name, str) or not name:
         raise ConfigError(f"{where}: expected a registered {part.registry.name} type name (a str), got {name!r}")
     import_module(import_names)
-    if name not in part.registry and part.home:
-        importlib.import_module(part.home)
     return part.registry.get(name, where=where)
 
 

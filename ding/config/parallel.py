@@ -30,14 +30,13 @@ from .validation import find_config_problems, format_problems
 
 # Parallel mode swaps the serial collector and commander for the parallel ones.
 PARALLEL_PARTS: tuple[Part, ...] = tuple(
-    Part("collector", p.place, PARALLEL_COLLECTOR_REGISTRY, "zergling", "ding.worker") if p.name == "collector" else
-    Part("commander", p.place, COMMANDER_REGISTRY, "solo", "ding.worker") if p.name == "commander" else p
+    Part("collector", p.place, PARALLEL_COLLECTOR_REGISTRY, "zergling") if p.name == "collector" else
+    Part("commander", p.place, COMMANDER_REGISTRY, "solo") if p.name == "commander" else p
     for p in PARTS
 )
 _COMM_PARTS = {
-    "comm_learner": Part("comm_learner", "system.comm_learner", COMM_LEARNER_REGISTRY, "flask_fs", "ding.worker"),
-    "comm_collector": Part("comm_collector", "system.comm_collector", COMM_COLLECTOR_REGISTRY, "flask_fs",
-                           "ding.worker"),
+    "comm_learner": Part("comm_learner", "system.comm_learner", COMM_LEARNER_REGISTRY, "flask_fs"),
+    "comm_collector": Part("comm_collector", "system.comm_collector", COMM_COLLECTOR_REGISTRY, "flask_fs"),
 }
 
 # Keys of DI-engine's parallel configs that live in the main config.

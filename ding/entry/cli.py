@@ -1,62 +1,64 @@
-"""The ``ding`` command: ``ding -m serial|serial_onpolicy|eval|parallel|dist|plot -c cfg.py ...``."""
+"""The ``ding`` command: ``ding -m MODE ...`` (the modes registered in :mod:`ding.entry.cli_modes`), ``ding -q``."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from typing import Sequence
 
 from ding import __version__
 
+from .cli_modes import MODES, Mode
 
-def build_parser() -> argparse.ArgumentParser:
+
+def build_parser(mode: Mode | None = None) -> argparse.ArgumentParser:
+    """The parser of ``ding`` alone (every mode listed) or of ``ding -m MODE`` (that mode's flags too)."""
+    if mode is None:
+        width = max((len(n) for n in MODES), default=0)
+        lines = ["modes (ding -m MODE --help lists a mode's options):"]
+        lines += [f"  {n:<{width}}  {m.help}" for n, m in sorted(MODES.items())]
+        examples = [e for _, m in sorted(MODES.items()) for e in m.examples] + ["ding -q policy"]
+    else:
+        lines, examples = [], list(mode.examples)
+    epilog = "\n".join(lines + (["", "examples:"] if lines else ["examples:"]) + [f"  {e}" for e in examples])
     p = argparse.ArgumentParser(
-        prog="ding",
+        prog="ding" if mode is None else f"ding -m {mode.name}",
         description="ding: train, evaluate and inspect reinforcement-learning experiments.",
-        epilog="Examples:\n  ding -m serial -c config/serial/cartpole_dqn.py -s 0\n"
-        "  ding -m serial -c config/serial/cartpole_dqn.py --resume\n"
-        "  ding -m eval -c config/serial/cartpole_dqn.py --load-path cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar\n"
-        "  ding -m plot cartpole_dqn_seed0 cartpole_dqn_seed1\n  ding -q policy",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    shown = mode is None  # a mode's help shows that mode's options only
     p.add_argument("-v", "--version", action="version", version=f"ding {__version__}")
     p.add_argument("-q", "--query-registry", metavar="REGISTRY", default=None,
                    help="list the names registered in REGISTRY (e.g. policy, env, env_manager, buffer) and exit; "
-                        "'all' lists every registry")
-    p.add_argument("-m", "--mode", default=None, help="serial | serial_onpolicy | eval | parallel | dist | plot")
-    p.add_argument("-c", "--config", default=None, help="path to a Python config file (main_config, create_config)")
-    p.add_argument("-s", "--seed", type=int, action="append", default=None,
-                   help="random seed; repeat to run several seeds one after another (default 0)")
-    p.add_argument("--exp-name", default=None, help="experiment name (output directory ./<exp-name>/)")
-    p.add_argument("--train-iter", type=int, default=int(1e10), help="stop after this many training iterations")
-    p.add_argument("--env-step", type=int, default=int(1e10), help="stop after this many environment steps")
-    p.add_argument("--load-path", default=None, help="checkpoint to load (eval mode)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the experiment in ./<exp-name>/ from its latest checkpoint, exactly")
-    p.add_argument("--replay-path", default=None, help="eval mode: save replays of the evaluation episodes here")
-    p.add_argument("-P", "--platform", default="local", help="dist mode launcher: local | slurm")
-    p.add_argument("-M", "--module", default=None, help="dist mode: config | coordinator | learner | collector")
-    p.add_argument("--module-name", default=None, help="dist mode: name of the module instance to start")
-    p.add_argument("-cdh", "--coordinator-host", default=None)
-    p.add_argument("-cdp", "--coordinator-port", type=int, default=None)
-    p.add_argument("-lh", "--learner-host", default=None)
-    p.add_argument("-lp", "--learner-port", type=int, default=None)
-    p.add_argument("-clh", "--collector-host", default=None)
-    p.add_argument("-clp", "--collector-port", type=int, default=None)
-    p.add_argument("-o", "--output", default=None, help="plot mode: output PNG path")
-    p.add_argument("paths", nargs="*", help="plot mode: experiment directories")
+                        "'all' lists every registry" if shown else argparse.SUPPRESS)
+    p.add_argument("-m", "--mode", metavar="MODE", default=None,
+                   help=f"what to do: {' | '.join(sorted(MODES))}" if shown else argparse.SUPPRESS)
+    if mode is not None and mode.add_arguments is not None:
+        mode.add_arguments(p.add_argument_group(f"-m {mode.name}", mode.help))
     return p
 
 
-def _query(name: str) -> int:
-    _import_everything()
-    from ding.utils import ALL_REGISTRIES
+def _chosen_mode(argv: list[str]) -> Mode | None:
+    pre = argparse.ArgumentParser(prog="ding", add_help=False)
+    pre.add_argument("-m", "--mode", default=None)
+    name = pre.parse_known_args(argv)[0].mode
+    if name is None:
+        return None
+    if name not in MODES:
+        close = difflib.get_close_matches(name, sorted(MODES), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        build_parser().error(f"unknown mode {name!r}{hint} Modes: {', '.join(sorted(MODES))}")
+    return MODES[name]
 
+
+def _query(name: str) -> int:
+    from ding.utils import ALL_REGISTRIES, load_plugins
+
+    load_plugins()  # ding's own components and every installed plugin's (the env zoo among them)
     names = sorted(ALL_REGISTRIES) if name == "all" else [name]
     for n in names:
         reg = ALL_REGISTRIES.get(n)
         if reg is None:
-            import difflib
-
             close = difflib.get_close_matches(name, sorted(ALL_REGISTRIES), n=3)
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             print(f"ding: unknown registry {name!r}.{hint} Registries: {', '.join(sorted(ALL_REGISTRIES))}",
@@ -68,34 +70,25 @@ def _query(name: str) -> int:
     return 0
 
 
-def _import_everything() -> None:
-    """Import the built-in components and dizoo envs so their registrations are visible."""
-    import importlib
-
-    for mod in ("ding.envs", "ding.policy", "ding.model", "ding.worker", "dizoo.classic_control.cartpole.envs",
-                "dizoo.classic_control.pendulum.envs", "dizoo.classic_control.acrobot.envs",
-                "dizoo.classic_control.mountain_car.envs", "dizoo.box2d.lunarlander.envs"):
-        importlib.import_module(mod)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    mode = _chosen_mode(argv)
+    parser = build_parser(mode)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        where = (f"ding -m {mode.name} --help lists its options" if mode is not None
+                 else f"options belong to a mode: add -m {' | '.join(sorted(MODES))}")
+        parser.error(f"unrecognized arguments: {' '.join(extra)} ({where})")
     if args.query_registry:
         return _query(args.query_registry)
-    if args.mode is None:
+    if mode is None:
         parser.print_help()
         return 0
-    from .cli_modes import MODES
-
-    fn = MODES.get(args.mode)
-    if fn is None:
-        parser.error(f"unknown mode {args.mode!r}; choose one of: {', '.join(sorted(MODES))}")
     from ding.utils import DingError
 
     try:
-        return fn(args)
-    except KeyboardInterrupt:
+        return mode(args)
+    except KeyboardInterrupt:  # before the run could save a checkpoint (set-up, or a second Ctrl-C)
         print("ding: interrupted", file=sys.stderr)
         return 130
     except DingError as e:  # a user-facing error already says what and where: no traceback needed

@@ -1,21 +1,64 @@
-"""The modes of the ``ding`` command. Each takes the parsed arguments and returns an exit code."""
+"""The modes of the ``ding`` command. Each registers its help line, its own flags and examples with :func:`mode`;
+``ding --help`` lists exactly the registered modes, ``ding -m NAME --help`` shows a mode's flags."""
 from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
-# Each mode maps to a function taking the parsed args and returning an exit code. New modes register here.
-MODES: dict[str, Callable[[argparse.Namespace], int]] = {}
+AddArguments = Callable[[Any], None]  # receives an argparse parser or argument group
 
 
-def mode(name: str) -> Callable:
+@dataclass(frozen=True)
+class Mode:
+    """One ``ding -m NAME`` mode: ``run(args) -> exit code``, its help line, its flags and examples."""
+
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    help: str
+    add_arguments: AddArguments | None = None
+    examples: tuple[str, ...] = ()
+
+    def __call__(self, args: argparse.Namespace) -> int:
+        return self.run(args)
+
+
+MODES: dict[str, Mode] = {}
+
+
+def mode(name: str, help: str | None = None, add_arguments: AddArguments | None = None,  # noqa: A002
+         examples: tuple[str, ...] = ()) -> Callable:
+    """Register the decorated ``fn(args) -> int`` as ``ding -m name``.
+
+    ``help`` is its line in ``ding --help`` (default: the first line of the function's docstring);
+    ``add_arguments(parser)`` adds the mode's own flags (use :func:`config_arguments` / :func:`limit_arguments` for
+    the shared ones); ``examples`` are command lines shown in the help.
+    """
+
     def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        MODES[name] = fn
+        text = help if help is not None else (fn.__doc__ or "").strip().split("\n")[0]
+        MODES[name] = Mode(name, fn, text, add_arguments, examples)
         return fn
 
     return register
+
+
+# ------------------------------------------------------------------ flags shared by several modes
+def config_arguments(p: Any) -> None:
+    """``-c CONFIG``, ``-s SEED`` (repeatable) and ``--exp-name``."""
+    p.add_argument("-c", "--config", default=None, help="path to a Python config file (main_config, create_config)")
+    p.add_argument("-s", "--seed", type=int, action="append", default=None,
+                   help="random seed; repeat to run several seeds one after another (default 0)")
+    p.add_argument("--exp-name", default=None, help="experiment name (output directory ./<exp-name>/)")
+
+
+def limit_arguments(p: Any) -> None:
+    """``--train-iter`` and ``--env-step``."""
+    p.add_argument("--train-iter", type=int, default=int(1e10), help="stop after this many training iterations")
+    p.add_argument("--env-step", type=int, default=int(1e10), help="stop after this many environment steps")
 
 
 def _need_config(args: argparse.Namespace) -> str:
@@ -25,32 +68,91 @@ def _need_config(args: argparse.Namespace) -> str:
     return args.config
 
 
-def _with_exp_name(args: argparse.Namespace, seed: int, n_seeds: int):
+def _exp_name(config_exp_name: str, given: str | None, seed: int, n_seeds: int) -> str:
+    """The experiment name a seed runs under: ``--exp-name`` (``_seed<k>`` appended with several seeds), or the
+    config's, whose ``_seed<k>`` suffix follows the seed (``cartpole_dqn_seed0`` run with ``-s 1`` is ``..._seed1``)."""
+    if given:
+        return given if n_seeds == 1 else f"{given}_seed{seed}"
+    return re.sub(r"_seed\d+$", f"_seed{seed}", config_exp_name)
+
+
+def _with_exp_name(args: argparse.Namespace, seed: int, n_seeds: int) -> tuple[Any, Any]:
     from ding.config import read_config
 
     main_cfg, create_cfg = read_config(args.config)
-    if args.exp_name:
-        main_cfg.exp_name = args.exp_name if n_seeds == 1 else f"{args.exp_name}_seed{seed}"
-    elif isinstance(main_cfg.get("exp_name"), str) and re.search(r"_seed\d+$", main_cfg.exp_name):
-        # 'cartpole_dqn_seed0' run with -s 1 becomes 'cartpole_dqn_seed1' (compile_config reports a non-str exp_name)
-        main_cfg.exp_name = re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name)
+    given = main_cfg.get("exp_name")
+    name = _exp_name(given if isinstance(given, str) else "", args.exp_name, seed, n_seeds)
+    if name:  # (a non-str exp_name is left for compile_config to report)
+        main_cfg.exp_name = name
     return main_cfg, create_cfg
 
 
-@mode("serial")
+# ------------------------------------------------------------------ serial
+def _serial_arguments(p: Any) -> None:
+    config_arguments(p)
+    limit_arguments(p)
+    p.add_argument("--resume", action="store_true",
+                   help="continue the experiment in ./<exp-name>/ from its latest checkpoint, exactly")
+    p.add_argument("--extend", action="store_true",
+                   help="with --resume: continue a finished run on purpose, until --train-iter / --env-step")
+
+
+def resume_command(args: argparse.Namespace, seed: int, exp_dir: str, default_exp_name: str) -> str:
+    """The ``ding`` command that resumes ``exp_dir`` (one seed of ``args``), ready to paste."""
+    cmd = ["ding", "-m", args.mode, "-c", args.config, "-s", str(seed)]
+    if args.exp_name or exp_dir != default_exp_name:
+        cmd += ["--exp-name", exp_dir]
+    cmd += _limit_flags(args) + ["--resume"]
+    return shlex.join(cmd)
+
+
+def _limit_flags(args: argparse.Namespace) -> list[str]:
+    flags = []
+    if args.train_iter < int(1e10):
+        flags += ["--train-iter", str(args.train_iter)]
+    if args.env_step < int(1e10):
+        flags += ["--env-step", str(args.env_step)]
+    return flags
+
+
+@mode("serial", help="train an off-policy policy in one process (serial_pipeline)", add_arguments=_serial_arguments,
+      examples=("ding -m serial -c config/serial/cartpole_dqn.py -s 0",
+                "ding -m serial -c config/serial/cartpole_dqn.py -s 0 --resume"))
 def run_serial(args: argparse.Namespace) -> int:
     from .serial_entry import serial_pipeline
+    from .training_view import TrainingInterrupted
 
     _need_config(args)
     seeds = args.seed or [0]
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
         cfg = _with_exp_name(args, seed, len(seeds))
-        serial_pipeline(cfg, seed=seed, max_train_iter=args.train_iter, max_env_step=args.env_step,
-                        resume=args.resume or None, source=args.config)
+        try:
+            serial_pipeline(cfg, seed=seed, max_train_iter=args.train_iter, max_env_step=args.env_step,
+                            resume=args.resume or None, extend=args.extend, source=args.config)
+        except TrainingInterrupted as e:  # the pipeline said where the checkpoint is; say how to go on
+            default = _exp_name(cfg[0].get("exp_name", ""), None, seed, 1)
+            print(f"ding: to resume: {resume_command(args, seed, e.exp_dir, default)}", file=sys.stderr)
+            rest = seeds[i + 1:]
+            if rest:
+                cmd = ["ding", "-m", args.mode, "-c", args.config]
+                for s in rest:
+                    cmd += ["-s", str(s)]
+                cmd += (["--exp-name", args.exp_name] if args.exp_name else []) + _limit_flags(args)
+                print(f"ding: seed(s) {', '.join(map(str, rest))} did not run: {shlex.join(cmd)}", file=sys.stderr)
+            return 130
     return 0
 
 
-@mode("eval")
+# ------------------------------------------------------------------ eval
+def _eval_arguments(p: Any) -> None:
+    config_arguments(p)
+    p.add_argument("--load-path", default=None, help="checkpoint to evaluate")
+    p.add_argument("--replay-path", default=None, help="save replays of the evaluation episodes here")
+
+
+@mode("eval", help="evaluate a checkpoint with the config's evaluator", add_arguments=_eval_arguments,
+      examples=("ding -m eval -c config/serial/cartpole_dqn.py --load-path "
+                "cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar",))
 def run_eval(args: argparse.Namespace) -> int:
     from .application_entry import eval as eval_entry
 
@@ -64,7 +166,14 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-@mode("plot")
+# ------------------------------------------------------------------ plot
+def _plot_arguments(p: Any) -> None:
+    p.add_argument("paths", nargs="*", metavar="EXP_DIR", help="experiment directories to draw")
+    p.add_argument("-o", "--output", default=None, help="output PNG path (default: ./eval_return_<experiments>.png)")
+
+
+@mode("plot", help="draw eval return vs env steps of one or more runs (PNG)", add_arguments=_plot_arguments,
+      examples=("ding -m plot cartpole_dqn_seed0 cartpole_dqn_seed1",))
 def run_plot(args: argparse.Namespace) -> int:
     from .plot import plot_runs
 
@@ -76,33 +185,48 @@ def run_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-@mode("parallel")
+# ------------------------------------------------------------------ parallel
+@mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",
+      add_arguments=lambda p: (config_arguments(p), limit_arguments(p)),
+      examples=("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0",))
 def run_parallel(args: argparse.Namespace) -> int:
     from ding.config import read_config_with_system, rename_experiment
-    from ding.utils import ConfigError
 
     from .parallel_entry import parallel_pipeline
 
     _need_config(args)
-    if args.resume:
-        raise ConfigError("-m parallel: --resume is not built for parallel mode yet (within a run, a restarted "
-                          "learner continues from its checkpoint by itself); start a new run")
-    if args.platform != "local":
-        raise ConfigError(f"-m parallel runs its roles as local processes; -P {args.platform} is not built yet "
-                          "(start each role with `ding -m dist --module ...` instead)")
     seeds = args.seed or [0]
     for seed in seeds:
         main_cfg, create_cfg, system_cfg = read_config_with_system(args.config)
-        if args.exp_name:
-            rename_experiment(main_cfg, system_cfg, args.exp_name if len(seeds) == 1 else f"{args.exp_name}_seed{seed}")
-        elif re.search(r"_seed\d+$", main_cfg.get("exp_name", "")):
-            rename_experiment(main_cfg, system_cfg, re.sub(r"_seed\d+$", f"_seed{seed}", main_cfg.exp_name))
+        given = main_cfg.get("exp_name")
+        name = _exp_name(given if isinstance(given, str) else "", args.exp_name, seed, len(seeds))
+        if name:
+            rename_experiment(main_cfg, system_cfg, name)
         parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
                           max_train_iter=args.train_iter, source=args.config)
     return 0
 
 
-@mode("dist")
+# ------------------------------------------------------------------ dist
+def _dist_arguments(p: Any) -> None:
+    config_arguments(p)
+    limit_arguments(p)
+    p.add_argument("-M", "--module", default=None, help="the role to start: config | coordinator | learner | collector")
+    p.add_argument("--module-name", default=None, help="name of a learner/collector (e.g. learner0, collector3)")
+    p.add_argument("-P", "--platform", default="local", help="launcher platform (only 'local' is built)")
+    p.add_argument("-cdh", "--coordinator-host", default=None, help="the coordinator's address")
+    p.add_argument("-cdp", "--coordinator-port", type=int, default=None, help="the coordinator's port")
+    p.add_argument("-lh", "--learner-host", default=None, help="address a learner binds and advertises")
+    p.add_argument("-lp", "--learner-port", type=int, default=None, help="port a learner binds (0: a free one)")
+    p.add_argument("-clh", "--collector-host", default=None, help="address a collector binds and advertises")
+    p.add_argument("-clp", "--collector-port", type=int, default=None, help="port a collector binds (0: free)")
+
+
+@mode("dist", help="start one role of a multi-process run (config, coordinator, learner or collector)",
+      add_arguments=_dist_arguments,
+      examples=("ding -m dist --module config -c config/parallel/cartpole_dqn.py",
+                "ding -m dist --module collector --module-name collector5 -c cartpole_dqn_parallel_seed0/"
+                "total_config.py -cdh 10.0.0.1 -cdp 22000"))
 def run_dist(args: argparse.Namespace) -> int:
     from .dist_entry import run_dist_module
 

@@ -149,7 +149,10 @@ def run_dist_module(args: Any) -> int:
               f"  ding -m dist --module learner --module-name learner0 -c {path}\n"
               f"  ding -m dist --module collector --module-name collector0 -c {path}")
         return 0
-    return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter)
+    from ding.utils import DirLock
+
+    with DirLock(cfg.main.exp_name, what="run"):
+        return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter)
 
 
 def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None) -> int:
@@ -171,7 +174,7 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     exp = cfg.main.exp_name
     eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
     coordinator.on_eval = lambda r: eval_csv.append(r["train_iter"], r["env_step"], r["eval_return_mean"],
-                                                    r["eval_return_std"])
+                                                    r["eval_return_std"], r["wall_time"])
     with GracefulStop() as stop:
         coordinator.start()
         print(f"ding: coordinator listening on {coordinator.host}:{coordinator.port}; start learners and collectors "
@@ -193,5 +196,5 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
         from .parallel_entry import ParallelRunError
 
         raise ParallelRunError(coordinator.fatal_error)
-    stop.reraise()
+    stop.reraise(exp)
     return 0

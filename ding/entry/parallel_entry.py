@@ -21,7 +21,7 @@ from typing import Any
 
 from ding.config import compile_config_parallel, read_config_with_system
 from ding.interaction import TOKEN_ENV, new_token
-from ding.utils import DingError, atomic_write_text, setup_torch_threads
+from ding.utils import DingError, DirLock, atomic_write_text, setup_torch_threads
 
 from .dist_entry import PARENT_PID_ENV
 from .training_view import EvalCSV, GracefulStop, ProgressView
@@ -148,12 +148,18 @@ def parallel_pipeline(
     written to ``./<exp_name>/result``. ``enable_total_log`` / ``disable_flask_log`` are accepted for DI-engine
     compatibility (the HTTP servers never log requests; every role logs under ``./<exp_name>/log/``).
     """
-    from ding.worker import Coordinator
-
     setup_torch_threads()
     main, create, system, path = _load(input_cfg)
     source = source or path
-    cfg = compile_config_parallel(main, create, system, seed=seed, source=source)
+    cfg = compile_config_parallel(main, create, system, seed=seed, source=source)  # claims ./<exp_name>/
+    exp = cfg.main.exp_name
+    with DirLock(exp, what="run"):  # held for the run's life: no other ding run writes this directory
+        return _run(cfg, max_env_step, max_train_iter)
+
+
+def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None) -> dict[str, Any]:
+    from ding.worker import Coordinator
+
     exp = cfg.main.exp_name
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
     coordinator = Coordinator(cfg, token=token)
@@ -168,7 +174,7 @@ def parallel_pipeline(
 
     def on_eval(record: dict) -> None:
         eval_csv.append(record["train_iter"], record["env_step"], record["eval_return_mean"],
-                        record["eval_return_std"])
+                        record["eval_return_std"], record["wall_time"])
         view.eval(record["eval_return_mean"])
 
     coordinator.on_eval = on_eval
@@ -209,7 +215,7 @@ def parallel_pipeline(
           f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
     if coordinator.fatal_error:
         raise ParallelRunError(coordinator.fatal_error)
-    stop.reraise()
+    stop.reraise(exp)
     return result
 
 

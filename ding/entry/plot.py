@@ -1,9 +1,11 @@
 """Plot evaluation return over env steps for one or more runs (``ding -m plot``)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from ding.utils import RunDataError
 
 from .training_view import read_eval_csv
 
-_SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6})?$")
+_SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6}(_\d+)?)?$")
 
 
 def _eval_csv(exp_dir: str) -> str:
@@ -28,9 +30,71 @@ def _eval_csv(exp_dir: str) -> str:
     return path
 
 
+def _groups(exp_dirs: list[str]) -> dict[str, list[list[dict[str, float]]]]:
+    """Evaluations of each run, grouped by experiment: runs that differ only by seed (``<name>_seed<k>``) together."""
+    groups: dict[str, list[list[dict[str, float]]]] = defaultdict(list)
+    for d in exp_dirs:
+        rows = read_eval_csv(_eval_csv(d))
+        if not rows:
+            raise RunDataError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
+        groups[_SEED_SUFFIX.sub("", os.path.basename(os.path.normpath(d)))].append(rows)
+    return groups
+
+
+def default_output(names: list[str]) -> str:
+    """``./eval_return_<names>.png`` in the current directory: a plot never replaces a file inside a run."""
+    stem = "_".join(names)
+    if len(stem) > 80:
+        stem = f"{names[0][:60]}_and_{len(names) - 1}_more"
+    return f"eval_return_{stem}.png"
+
+
+def eval_figure(exp_dirs: list[str], title: str | None = None) -> Any:
+    """A matplotlib figure of eval return vs env steps (see :func:`plot_runs`)."""
+    return _figure(_groups(exp_dirs), _stop_value(exp_dirs[0]), title)
+
+
+def _figure(groups: dict[str, list[list[dict[str, float]]]], stop: float | None, title: str | None) -> Any:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    held_marked = False
+    for name, runs in groups.items():
+        if len(runs) == 1:
+            r = runs[0]
+            ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=name, marker=".")
+            continue
+        # a seed that ended earlier (e.g. reached the stop value) is held at its last evaluation until the longest
+        # seed ends: the mean and band say so, and its end is marked
+        last = [max(x["env_step"] for x in r) for r in runs]
+        grid = np.linspace(0, max(last), 200)
+        ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r]) for r in runs])
+        held = sum(end < max(last) for end in last)
+        note = f"; {held} finished seed(s) held at their last value" if held else ""
+        line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds, band: min-max{note})")
+        ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
+        for r, end in zip(runs, last):
+            if end < max(last):
+                ax.plot([end], [r[-1]["eval_return_mean"]], marker="x", color=line.get_color(), linestyle="none",
+                        label=None if held_marked else "a seed's last evaluation (held from here on)")
+                held_marked = True
+    if stop is not None:
+        ax.axhline(stop, color="grey", linestyle="--", linewidth=1, label=f"stop value {stop:g}")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("evaluation return")
+    ax.set_title(title or ", ".join(groups))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None = None) -> str:
     """Write a PNG of eval return vs env steps: one line per run; runs that differ only by seed
-    (``<name>_seed<k>``) are drawn as their mean with a min-max band. Returns the PNG path."""
+    (``<name>_seed<k>``) are drawn as their mean with a min-max band. Returns the PNG path.
+
+    The default output is ``./eval_return_<experiments>.png`` in the current directory, never a run's folder.
+    """
     try:
         import matplotlib
 
@@ -39,45 +103,15 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
     except ImportError as e:
         raise ImportError("plot: matplotlib is needed for plots; install it with pip install 'ding[plot]'") from e
 
-    groups: dict[str, list[list[dict[str, float]]]] = defaultdict(list)
-    for d in exp_dirs:
-        rows = read_eval_csv(_eval_csv(d))
-        if not rows:
-            raise RunDataError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
-        groups[_SEED_SUFFIX.sub("", os.path.basename(os.path.normpath(d)))].append(rows)
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    stop_drawn = False
-    for name, runs in groups.items():
-        if len(runs) == 1:
-            r = runs[0]
-            ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=name, marker=".")
-        else:
-            # a run that ended (e.g. reached the stop value) holds its last evaluation until the longest run ends
-            grid = np.linspace(0, max(max(x["env_step"] for x in r) for r in runs), 200)
-            ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r])
-                           for r in runs])
-            line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds, band: min-max)")
-            ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
-        stop = _stop_value(exp_dirs[0])
-        if stop is not None and not stop_drawn:
-            ax.axhline(stop, color="grey", linestyle="--", linewidth=1, label=f"stop value {stop:g}")
-            stop_drawn = True
-    ax.set_xlabel("env steps")
-    ax.set_ylabel("evaluation return")
-    ax.set_title(title or ", ".join(groups))
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    output = output or os.path.join(exp_dirs[0], "eval_return.png")
+    groups = _groups(exp_dirs)
+    fig = _figure(groups, _stop_value(exp_dirs[0]), title)
+    output = output or default_output(list(groups))
     fig.savefig(output)
     plt.close(fig)
     return output
 
 
 def _stop_value(exp_dir: str) -> float | None:
-    import json
-
     path = os.path.join(exp_dir, "result")
     if os.path.isfile(path):
         with open(path) as f:

@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
-from ding.config import compile_config, read_config
+from ding.config import compile_run_config, read_config
 from ding.config.ranges import at_least
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import check_policy_fits_env, create_policy, get_random_policy
-from ding.utils import ConfigError, atomic_write_text, set_pkg_seed, setup_torch_threads
+from ding.utils import ConfigError, ResumeError, atomic_write_text, build_tb_writer, set_pkg_seed, setup_torch_threads
 from ding.worker import (
     BaseLearner,
     BaseSerialCommander,
@@ -24,7 +24,7 @@ from ding.worker import (
     iteration_ckpt_name,
 )
 
-from .resume import RunState, find_resume_checkpoint, resume_dir
+from .resume import AppendUndo, Limits, ResumePoint, RunState, check_resume, lock_run_dir
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
@@ -51,36 +51,59 @@ def serial_pipeline(
     dynamic_seed: bool | None = True,
     *,
     resume: bool | None = None,
+    extend: bool = False,
     source: str | None = None,
 ) -> Any:
     """Train an off-policy policy until the evaluator reaches ``stop_value`` or a limit; return the policy.
 
     ``input_cfg`` is a config file path or ``(main_config, create_config)``. ``resume=True`` (or
     ``policy.learn.resume_training=True``) continues the run in ``./<exp_name>/`` from its latest checkpoint, exactly.
+    A finished run is not resumed unless ``extend=True``: it then trains on to ``max_train_iter`` / ``max_env_step``
+    and the stop value no longer ends it.
     """
     setup_torch_threads()
     _check_limits(max_train_iter=max_train_iter, max_env_step=max_env_step)
     main_cfg, create_cfg, source = _load_input(input_cfg, source)
     if resume is None:
         resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
-    # find the checkpoint first: a resume with nothing to resume from must not leave a fresh directory behind
-    resume_path = None
-    if resume:
-        main_cfg["exp_name"] = resume_dir(main_cfg.get("exp_name", "default_experiment"))
-        resume_path = find_resume_checkpoint(main_cfg["exp_name"])
-    cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=True,
-                         renew_dir=not resume, source=source)
-    _share_priority_settings(cfg)
+    compiled = compile_run_config(main_cfg, create_cfg, seed, source=source)
+    cfg = compiled.cfg
+    _share_priority_settings(cfg)  # before the config is saved: total_config.py is the config the run uses
     _check_batch_fits_buffer(cfg)
     max_train_iter = int(1e10) if max_train_iter is None else max_train_iter
     max_env_step = int(1e10) if max_env_step is None else max_env_step
+    limits = Limits(max_train_iter, max_env_step)
+    if extend and not resume:
+        raise ResumeError("extend continues a finished run: use it with --resume (resume=True)")
+    if extend and not limits.given():
+        raise ResumeError("--extend trains a finished run on until --train-iter or --env-step (the stop value no "
+                          "longer ends it): give one of them")
 
-    run = _SerialRun(cfg, env_setting, model, dynamic_seed)
-    try:
-        with GracefulStop() as stop:
-            run.train(max_train_iter, max_env_step, resume_path, stop)
-    finally:
-        run.close()
+    # Nothing is written into the run's directory before it is ours (claimed and locked) and a resume has been
+    # checked: a refused or failed start leaves every file of the run as it was.
+    with lock_run_dir(cfg.exp_name, resume) as run_dir:
+        cfg.exp_name = run_dir.path
+        if resume:
+            resume_point = check_resume(cfg, model, limits, extend)
+            undo: AppendUndo | None = AppendUndo(run_dir.path)
+        else:
+            resume_point, undo = None, None
+            compiled.save()
+        try:
+            run = _SerialRun(cfg, env_setting, model, dynamic_seed)
+            try:
+                with GracefulStop() as stop:
+                    run.begin(resume_point)
+                    if undo is not None:  # restored: from here on the run may rewrite its files
+                        undo = None
+                        compiled.save()
+                    run.train(limits, stop, stop_at_stop_value=not extend)
+            finally:
+                run.close()
+        except BaseException:
+            if undo is not None:
+                undo.undo()
+            raise
     return run.policy
 
 
@@ -91,6 +114,8 @@ class _SerialRun:
                  dynamic_seed: bool | None) -> None:
         self.cfg = cfg
         self._closables: list[Any] = []
+        self._resumed = False
+        self._start_time = time.time()
         try:
             self._build(env_setting, model, dynamic_seed)
         except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
@@ -113,9 +138,7 @@ class _SerialRun:
 
         self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
         check_policy_fits_env(self.policy, self.collector_env, cfg.env.get("type"))
-        from tensorboardX import SummaryWriter
-
-        self.tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+        self.tb_logger = build_tb_writer(os.path.join(cfg.exp_name, "log", "serial"))
         self._closables.append(self.tb_logger)
         p = self.policy
         self.learner = self._own(
@@ -142,30 +165,37 @@ class _SerialRun:
         return obj
 
     # ---------------------------------------------------------------- the loop
-    def train(self, max_train_iter: int, max_env_step: int, resume_path: str | None, stop: GracefulStop) -> None:
+    def begin(self, resume: ResumePoint | None) -> None:
+        """``before_run`` hooks, then the resume's restore, or the warm-up collect of a new run."""
+        self._start_time = time.time()
+        self.learner.call_hook("before_run")
+        self.state.next_update = self.cfg.policy.learn.update_per_collect  # a new run starts at the top of the loop
+        if resume is not None:
+            self.state.load(resume)
+            self._start_time -= self.state.loaded_elapsed
+            self._resumed = True
+        elif self.cfg.policy.get("random_collect_size", 0) > 0:
+            self._random_collect(self.cfg.policy.random_collect_size)
+
+    def train(self, limits: Limits, stop: GracefulStop, stop_at_stop_value: bool = True) -> None:
         """SPEC §6: {commander → eval? → collect → push → update_per_collect × (sample → train → priorities)}.
 
-        The loop is written with the updates first so a resumed run can re-enter it in the middle of a collect
-        cycle (``RunState.next_update``). Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at safe points only:
-        after an update or after a collect, where the checkpoint describes a consistent state.
+        Call :meth:`begin` first. The loop is written with the updates first so a resumed run can re-enter it in the
+        middle of a collect cycle (``RunState.next_update``). Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at
+        safe points only: after an update or after a collect, where the checkpoint describes a consistent state.
         """
         cfg, learner, collector, buffer, state = self.cfg, self.learner, self.collector, self.buffer, self.state
         update_per_collect = cfg.policy.learn.update_per_collect
         batch_size = cfg.policy.learn.batch_size
         use_priority = bool(cfg.policy.get("priority", False))
-        start_time = time.time()
+        max_train_iter, max_env_step = limits.train_iter, limits.env_step
         view = ProgressView(max_env_step=max_env_step, max_train_iter=max_train_iter,
                             stop_value=cfg.env.get("stop_value"))
-
-        learner.call_hook("before_run")
-        state.next_update = update_per_collect  # a fresh run starts at the top of the loop
-        if resume_path is not None:
-            state.load(resume_path)
+        if self._resumed:
             self.eval_csv.truncate_after(learner.train_iter)
-        elif cfg.policy.get("random_collect_size", 0) > 0:
-            self._random_collect(cfg.policy.random_collect_size)
 
         stop_flag = False
+        ended = "limit"
         while True:
             for i in range(state.next_update, update_per_collect):
                 # warm-up: too few samples for a batch yet (quietly); any other refusal is logged by the buffer
@@ -182,6 +212,7 @@ class _SerialRun:
                     break
             view.update(collector.envstep, learner.train_iter)
             if stop.requested or learner.stop_requested:
+                ended = "interrupted" if stop.requested else "hook"
                 break
             if collector.envstep >= max_env_step or learner.train_iter >= max_train_iter:
                 break
@@ -190,19 +221,28 @@ class _SerialRun:
                 stop_flag, episode_info = self.evaluator.eval(learner.save_checkpoint, learner.train_iter,
                                                               collector.envstep)
                 self._record_eval(episode_info, view)
+                stop_flag = stop_flag and stop_at_stop_value
                 if stop_flag:
+                    ended = "stop_value"
                     break
             new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs=collect_kwargs)
             buffer.push(new_data, cur_collector_envstep=collector.envstep)
             state.next_update = 0
             if stop.requested:
+                ended = "interrupted"
                 break
+        # the end-of-run checkpoint records how the run ended, so a later --resume can tell a finished run
+        state.ended = None if ended == "interrupted" else {"reason": ended, **self.last_eval}
         learner.call_hook("after_run")
         if stop.requested and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
             state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
         view.close()
-        self._write_result(stop_flag, time.time() - start_time, interrupted=stop.requested)
-        stop.reraise()
+        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested)
+        stop.reraise(self.cfg.exp_name)
+
+    def elapsed(self) -> float:
+        """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
+        return time.time() - self._start_time
 
     def _random_collect(self, size: int) -> None:
         random_policy = get_random_policy(self.policy.collect_mode, self.collector_env.action_space)
@@ -215,7 +255,7 @@ class _SerialRun:
         ret = _eval_returns(episode_info)
         self.last_eval = {"train_iter": self.learner.train_iter, "env_step": self.collector.envstep, **ret}
         self.eval_csv.append(self.learner.train_iter, self.collector.envstep, ret["eval_return_mean"],
-                             ret["eval_return_std"])
+                             ret["eval_return_std"], self.elapsed())
         # every buffer type reports its fill level (the prioritized one also logs sample statistics itself)
         self.tb_logger.add_scalar("buffer_iter/count", self.buffer.count(), self.learner.train_iter)
         pushed = getattr(self.buffer, "push_count", None)
@@ -232,10 +272,11 @@ class _SerialRun:
             "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
-        why = ("reached the stop value" if stop_flag else "interrupted; resume with --resume" if interrupted
+        why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
                else "stopped at a limit or by a hook")
+        saved = "checkpoint and results" if interrupted else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
-              f"({wall:.1f} s); results in ./{self.cfg.exp_name}/", flush=True)
+              f"({wall:.1f} s); {saved} in ./{self.cfg.exp_name}/", flush=True)
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import signal
 import sys
@@ -18,7 +19,8 @@ _EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std",
 class GracefulStop:
     """Turn the first SIGINT/SIGTERM into a stop request the loop honours at its next safe point.
 
-    The loop then writes a checkpoint and ends; :meth:`reraise` raises ``KeyboardInterrupt`` afterwards so callers
+    The loop then writes a checkpoint and ends; :meth:`reraise` raises :class:`TrainingInterrupted` (a
+    ``KeyboardInterrupt``) afterwards so callers
     see the interruption. A second signal aborts at once. Outside the main thread signals cannot be caught, so the
     object is inert there.
     """
@@ -47,9 +49,17 @@ class GracefulStop:
             signal.signal(sig, old)
         self._old.clear()
 
-    def reraise(self) -> None:
+    def reraise(self, exp_dir: str) -> None:
         if self.requested:
-            raise KeyboardInterrupt(f"training stopped by {self.signal_name}; checkpoint saved")
+            raise TrainingInterrupted(self.signal_name or "a signal", exp_dir)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C/SIGTERM after writing its checkpoint; ``exp_dir`` is the run's directory."""
+
+    def __init__(self, signal_name: str, exp_dir: str) -> None:
+        super().__init__(f"training stopped by {signal_name}; checkpoint saved in ./{exp_dir}/ckpt")
+        self.exp_dir = exp_dir
 
 
 class ProgressView:
@@ -60,7 +70,8 @@ class ProgressView:
         self.enabled = bool(getattr(sys.stdout, "isatty", lambda: False)()) if enabled is None else enabled
         self.max_env_step = max_env_step if max_env_step < int(1e10) else None
         self.max_train_iter = max_train_iter if max_train_iter < int(1e10) else None
-        self.stop_value = stop_value
+        # no stop value (the default is inf): show the last return alone, not '/inf' and an empty bar
+        self.stop_value = stop_value if stop_value is not None and math.isfinite(stop_value) else None
         self.min_interval = min_interval
         self._last_draw = 0.0
         self._t0 = time.time()
@@ -112,19 +123,14 @@ class EvalCSV:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._t0 = time.time()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if not os.path.exists(path):
             atomic_write_text(path, ",".join(_EVAL_FIELDS) + "\n")
-        else:  # a resumed run: wall time continues from the last row
-            rows = read_eval_csv(path)
-            if rows:
-                self._t0 -= rows[-1]["wall_time"]
 
-    def append(self, train_iter: int, env_step: int, mean: float, std: float) -> None:
+    def append(self, train_iter: int, env_step: int, mean: float, std: float, wall_time: float) -> None:
+        """One row; ``wall_time`` is the run's training time so far in seconds (all sessions of a resumed run)."""
         with open(self.path, "a", newline="") as f:
-            csv.writer(f).writerow([train_iter, env_step, f"{mean:.6g}", f"{std:.6g}",
-                                    f"{time.time() - self._t0:.3f}"])
+            csv.writer(f).writerow([train_iter, env_step, f"{mean:.6g}", f"{std:.6g}", f"{wall_time:.3f}"])
 
     def truncate_after(self, train_iter: int) -> None:
         """Drop rows newer than ``train_iter`` (a resumed run re-creates them)."""

@@ -15,13 +15,18 @@ from .errors import (
     DataFileError,
     DingError,
     EnvError,
+    LockError,
     RegistryError,
     ReplayBufferError,
+    ResumeError,
     RunDataError,
     TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
-from .log_helper import ConsoleStream, build_logger, close_logger, get_text_logger, set_status_line
+from .lock import DirLock
+from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
+from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
+from .worker_logs import WorkerLogs

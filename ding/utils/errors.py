@@ -39,3 +39,11 @@ class TrainingError(DingError, RuntimeError):
 
 class RunDataError(DingError, FileNotFoundError):
     """A run directory given to a command (e.g. ``ding -m plot``), or the log it reads there, is missing or empty."""
+
+
+class LockError(DingError, RuntimeError):
+    """A directory is in use by another ding process (its lock is held); the message names it and the holder."""
+
+
+class ResumeError(DingError, RuntimeError):
+    """A run cannot be continued as asked (e.g. it is finished); the message says how to continue it on purpose."""

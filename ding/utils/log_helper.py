@@ -16,12 +16,22 @@ def build_logger(path: str, name: str, need_tb: bool = True, to_console: bool = 
     """
     os.makedirs(path, exist_ok=True)
     logger = get_text_logger(os.path.join(path, f"{name}_logger.txt"), name, to_console)
-    tb_logger = None
-    if need_tb:
-        from tensorboardX import SummaryWriter
-
-        tb_logger = SummaryWriter(os.path.join(path, name))
+    tb_logger = build_tb_writer(os.path.join(path, name)) if need_tb else None
     return logger, tb_logger
+
+
+def build_tb_writer(logdir: str) -> Any:
+    """A tensorboardX ``SummaryWriter`` at ``logdir`` whose event file never replaces another's.
+
+    tensorboardX names an event file by the second and the host and opens it with ``'wb'``: a second writer in the
+    same directory within one second (a run resumed right after it stopped) would erase the first one's records.
+    A random suffix keeps each file; TensorBoard reads every event file of a directory.
+    """
+    import uuid
+
+    from tensorboardX import SummaryWriter
+
+    return SummaryWriter(logdir, filename_suffix=f".{uuid.uuid4().hex[:8]}")
 
 
 def get_text_logger(file: str | None, name: str, to_console: bool = False) -> logging.Logger:

@@ -6,6 +6,7 @@ import importlib
 from typing import Any, Callable, Iterable
 
 from .errors import RegistryError
+from .plugins import failed_plugins, load_plugins
 
 
 def import_module(names: Iterable[str] | None) -> None:
@@ -57,11 +58,18 @@ class Registry(dict):
         self[name] = obj
 
     def get(self, name: str, default: Any = ..., where: str | None = None) -> Any:  # type: ignore[override]
-        """Look ``name`` up; an unknown name raises with close matches and the known names."""
+        """Look ``name`` up; an unknown name raises with close matches and the known names.
+
+        Without a ``default``, a miss first imports the installed plugins (:func:`ding.utils.load_plugins`), which
+        register ding's own components and the env zoo's, then looks again.
+        """
         if name in self:
             return dict.__getitem__(self, name)
         if default is not ...:
             return default
+        load_plugins()
+        if name in self:
+            return dict.__getitem__(self, name)
         raise RegistryError(self.unknown_message(name, where))
 
     def unknown_message(self, name: Any, where: str | None = None) -> str:
@@ -69,9 +77,11 @@ class Registry(dict):
         close = difflib.get_close_matches(str(name), known, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         loc = f"{where}: " if where else ""
+        failed = "; ".join(f"{k} ({v})" for k, v in failed_plugins().items())
+        broken = f" Plugins that failed to import: {failed}." if failed else ""
         return (
             f"{loc}unknown {self.name} type {name!r}.{hint} Known {self.name} types: {', '.join(known) or '(none)'}. "
-            "If it comes from your own module, list that module in the config's `import_names`."
+            f"If it comes from your own module, list that module in the config's `import_names`.{broken}"
         )
 
     def build(self, obj_type: str, *args: Any, **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from _config_fakes import (
 )
 from easydict import EasyDict
 
-from ding.config import compile_config, read_config
+from ding.config import claim_exp_dir, compile_config, compile_run_config, read_config
 from ding.utils import (
     BUFFER_REGISTRY,
     ENV_MANAGER_REGISTRY,
@@ -336,6 +336,51 @@ def test_renew_dir_false_reuses_the_dir(in_tmp_dir):
     assert again.exp_name == "h2t_exp"
     assert read_config("h2t_exp/total_config.py")[0].policy.learn.batch_size == 8
     assert sorted(os.listdir(in_tmp_dir)) == ["h2t_exp"]
+
+
+def test_compile_run_config_writes_nothing_until_saved(in_tmp_dir):
+    compiled = compile_run_config(copy.deepcopy(MAIN), copy.deepcopy(CREATE), seed=3)
+    assert os.listdir(in_tmp_dir) == []
+    assert compiled.cfg == compile_auto(seed=3)
+    os.mkdir("h2t_exp")
+    compiled.save()  # into the directory as named (the caller claimed it)
+    main, create = read_config("h2t_exp/total_config.py")
+    assert main == compiled.cfg and create == compiled.create_cfg
+    assert sorted(os.listdir("h2t_exp")) == ["formatted_total_config.py", "total_config.py"]
+
+
+def test_claim_exp_dir_creates_the_name_or_a_fresh_one(in_tmp_dir):
+    assert claim_exp_dir("runs/a") == "runs/a" and os.path.isdir("runs/a")  # parents are made
+    again = claim_exp_dir("runs/a")
+    assert re.fullmatch(r"runs/a_\d{6}_\d{6}", again) and os.path.isdir(again)
+    open("file_exp", "w").close()  # a file of that name is not a directory to reuse either
+    assert claim_exp_dir("file_exp").startswith("file_exp_")
+
+
+_CLAIM = """
+import sys, time
+from ding.config import claim_exp_dir
+start = float(sys.argv[1])
+time.sleep(max(0.0, start - time.time()))  # every process claims at the same moment
+print(claim_exp_dir("same"))
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_processes_claiming_one_name_at_once_get_separate_directories(in_tmp_dir, attempt):
+    import subprocess
+    import time
+
+    start = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", _CLAIM, str(start)], stdout=subprocess.PIPE, text=True)
+             for _ in range(6)]
+    claimed = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        claimed.append(out.strip())
+    assert len(set(claimed)) == 6 and "same" in claimed
+    assert sorted(claimed) == sorted(os.listdir(in_tmp_dir))
 
 
 def test_round_trip_read_compile_save_read_compile(in_tmp_dir):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 import ding
 from ding.entry.cli import main
+from ding.entry.cli_modes import MODES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "config", "serial", "cartpole_dqn.py")
@@ -23,13 +25,72 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"ding {ding.__version__}"
 
 
-def test_console_script_version_and_help():
-    out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ding"), "--help"], capture_output=True,
-                         text=True, timeout=120)
+def test_console_script_help_lists_only_the_modes_that_exist():
+    ding = os.path.join(os.path.dirname(sys.executable), "ding")
+    out = subprocess.run([ding, "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
-    for flag in ("-m MODE", "-c CONFIG", "--seed", "--exp-name", "--train-iter", "--env-step", "--load-path",
-                 "--resume", "--platform", "--module"):
-        assert flag in out.stdout, flag
+    listed = re.findall(r"^  (\w+) +(.+)$", out.stdout.split("modes (")[1].split("examples:")[0], re.MULTILINE)
+    assert listed == sorted((name, m.help) for name, m in MODES.items())
+    assert {"serial", "eval", "plot", "parallel", "dist"} <= {name for name, _ in listed}
+    assert "serial_onpolicy" not in out.stdout  # not built yet
+    options = out.stdout.split("modes (")[0]
+    for flag in ("--platform", "--module", "-cdh", "--coordinator-host", "--learner-port", "--collector-host"):
+        assert flag not in options, flag  # flags of one mode: `ding -m dist --help` shows them
+    dist = subprocess.run([ding, "-m", "dist", "--help"], capture_output=True, text=True, timeout=120)
+    for flag in ("--module", "--module-name", "--coordinator-host", "--learner-port", "--collector-host"):
+        assert flag in dist.stdout, flag
+    serial = subprocess.run([ding, "-m", "serial", "--help"], capture_output=True, text=True, timeout=120)
+    assert serial.returncode == 0
+    for flag in ("-c CONFIG", "--seed", "--exp-name", "--train-iter", "--env-step", "--resume", "--extend"):
+        assert flag in serial.stdout, flag
+    assert "--load-path" not in serial.stdout  # eval's flag: shown by ding -m eval --help
+    assert "--load-path" in subprocess.run([ding, "-m", "eval", "--help"], capture_output=True, text=True,
+                                           timeout=120).stdout
+
+
+def test_a_new_mode_registers_its_help_and_flags(monkeypatch, capsys):
+    from ding.entry import cli_modes
+
+    monkeypatch.setattr(cli_modes, "MODES", dict(cli_modes.MODES))
+    monkeypatch.setattr("ding.entry.cli.MODES", cli_modes.MODES)
+    seen = {}
+
+    @cli_modes.mode("toy", add_arguments=lambda p: p.add_argument("--toy-size", type=int, default=1),
+                    examples=("ding -m toy --toy-size 3",))
+    def run_toy(args):
+        """play with a toy"""
+        seen["size"] = args.toy_size
+        return 0
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert re.search(r"^  toy +play with a toy$", out, re.MULTILINE) and "ding -m toy --toy-size 3" in out
+    with pytest.raises(SystemExit):
+        main(["-m", "toy", "--help"])
+    assert "--toy-size TOY_SIZE" in capsys.readouterr().out
+    assert main(["-m", "toy", "--toy-size", "3"]) == 0 and seen == {"size": 3}
+    with pytest.raises(SystemExit) as e:
+        main(["-m", "serial", "--toy-size", "3"])  # another mode's flag
+    assert e.value.code == 2
+    assert "unrecognized arguments: --toy-size 3 (ding -m serial --help lists its options)" in capsys.readouterr().err
+
+
+def test_resume_command_names_config_seed_exp_name_and_limits():
+    import argparse
+
+    from ding.entry.cli_modes import resume_command
+
+    args = argparse.Namespace(mode="serial", config="my configs/cp.py", exp_name=None, train_iter=300,
+                              env_step=int(1e10))
+    assert resume_command(args, 2, "cp_seed2", "cp_seed2") == (
+        "ding -m serial -c 'my configs/cp.py' -s 2 --train-iter 300 --resume")
+    # the run went to a renewed directory: the command names it
+    assert resume_command(args, 2, "cp_seed2_260101_120000", "cp_seed2") == (
+        "ding -m serial -c 'my configs/cp.py' -s 2 --exp-name cp_seed2_260101_120000 --train-iter 300 --resume")
+    args.exp_name, args.train_iter = "mine", int(1e10)
+    assert resume_command(args, 1, "mine_seed1", "cp_seed1") == (
+        "ding -m serial -c 'my configs/cp.py' -s 1 --exp-name mine_seed1 --resume")
 
 
 def test_query_registry(capsys):
@@ -85,6 +146,40 @@ def test_plot_writes_a_png(in_tmp_dir, cartpole_dqn):
     width, height = struct.unpack(">II", head[16:24])
     assert width >= 400 and height >= 300
     assert os.path.getsize("curve.png") > 10_000
+
+
+def _fake_run(name: str, rows: list[tuple[int, float]]) -> None:
+    os.makedirs(f"{name}/log")
+    with open(f"{name}/log/eval.csv", "w") as f:
+        f.write("train_iter,env_step,eval_return_mean,eval_return_std,wall_time\n")
+        f.writelines(f"{i},{step},{ret},0,{i}\n" for i, (step, ret) in enumerate(rows))
+
+
+def test_plot_writes_to_the_current_directory_never_into_a_run(in_tmp_dir, capsys):
+    _fake_run("a_seed0", [(0, 10), (100, 50), (200, 200)])  # reached the stop value early
+    _fake_run("a_seed1", [(0, 10), (100, 30), (200, 90), (400, 200)])
+    _fake_run("b", [(0, 5), (300, 100)])
+    before = {d: sorted(os.listdir(d)) for d in ("a_seed0", "a_seed1", "b")}
+    assert main(["-m", "plot", "a_seed0", "a_seed1", "b"]) == 0
+    assert capsys.readouterr().out.strip() == "ding: wrote eval_return_a_b.png"
+    assert os.path.getsize("eval_return_a_b.png") > 10_000
+    assert {d: sorted(os.listdir(d)) for d in before} == before
+    assert main(["-m", "plot", "b", "-o", "mine.png"]) == 0 and os.path.isfile("mine.png")
+
+
+def test_plot_says_when_a_finished_seed_is_held_at_its_last_value(in_tmp_dir):
+    from ding.entry.plot import eval_figure
+
+    _fake_run("a_seed0", [(0, 10), (100, 50), (200, 200)])
+    _fake_run("a_seed1", [(0, 10), (100, 30), (200, 90), (400, 200)])
+    fig = eval_figure(["a_seed0", "a_seed1"])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["a (mean of 2 seeds, band: min-max; 1 finished seed(s) held at their last value)",
+                      "a seed's last evaluation (held from here on)"]
+    _fake_run("c_seed0", [(0, 1), (100, 2)])
+    _fake_run("c_seed1", [(0, 1), (100, 3)])  # same length: nothing held
+    labels = [t.get_text() for t in eval_figure(["c_seed0", "c_seed1"]).axes[0].get_legend().get_texts()]
+    assert labels == ["c (mean of 2 seeds, band: min-max)"]
 
 
 def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):

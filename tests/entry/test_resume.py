@@ -165,6 +165,41 @@ def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig, n, evals,
     shutil.rmtree("full")
 
 
+def test_interrupt_says_so_once_and_prints_a_resume_command_that_works(in_tmp_dir):
+    """Seed 1 of two, with --exp-name and a limit: the printed command resumes that very run when pasted."""
+    import shlex
+
+    with open("cfg.py", "w") as f:
+        f.write(_SUBPROCESS_CONFIG.format(exp="ignored", seconds=0.01))
+    part = _ding(["-m", "serial", "-c", "cfg.py", "-s", "1", "-s", "2", "--exp-name", "mine", "--train-iter", "300"],
+                 ".")
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if os.path.exists("mine_seed1/log/eval.csv") and len(read_eval_csv("mine_seed1/log/eval.csv")) >= 2:
+                break
+            time.sleep(0.02)
+        part.send_signal(signal.SIGINT)
+        out, _ = part.communicate(timeout=120)
+    finally:
+        if part.poll() is None:
+            part.kill()
+    assert part.returncode == 130, out
+    assert len([ln for ln in out.splitlines() if "interrupted" in ln]) == 1, out
+    hint = [ln for ln in out.splitlines() if ln.startswith("ding: to resume: ")]
+    assert hint == ["ding: to resume: ding -m serial -c cfg.py -s 1 --exp-name mine_seed1 --train-iter 300 --resume"]
+    assert "ding: seed(s) 2 did not run: ding -m serial -c cfg.py -s 2 --exp-name mine --train-iter 300" in out
+    assert not os.path.exists("mine_seed2")
+
+    pasted = shlex.split(hint[0][len("ding: to resume: "):])
+    assert pasted[0] == "ding"
+    resumed = _ding(pasted[1:], ".")
+    out_res, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out_res
+    assert "resumed from mine_seed1/ckpt/iteration_" in out_res
+    assert read_result("mine_seed1")["train_iter"] == 300 and read_result("mine_seed1")["seed"] == 1
+
+
 def test_resume_from_the_config_key(in_tmp_dir, cartpole_dqn):
     full = serial_pipeline(cartpole_dqn("full"), seed=0, max_train_iter=60)
     serial_pipeline(cartpole_dqn("part"), seed=0, max_train_iter=30)

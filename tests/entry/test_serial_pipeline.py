@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 
+from ding.config import read_config
 from ding.entry import serial_pipeline
 from ding.entry.training_view import read_eval_csv
 from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError, TrainingError
@@ -289,6 +290,26 @@ def test_prioritized_dqn_reaches_stop_value_and_feeds_priorities_back(in_tmp_dir
     assert result["stop_flag"] is True and result["eval_return"] >= 195
     assert len(updates) == result["train_iter"]  # one priority update per training iteration
     assert set(updates) == {main.policy.learn.batch_size}
+
+
+def test_a_prioritized_buffer_follows_the_policys_priority_switch(in_tmp_dir, cartpole_dqn, monkeypatch):
+    """DQN without priorities on the 'advanced' buffer (whose own default is prioritized) samples uniformly, and the
+    saved config says so."""
+    from ding.worker import AdvancedReplayBuffer
+
+    seen = []
+    real_init = AdvancedReplayBuffer.__init__
+
+    def spy(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen.append((self._use_priority, self._use_is_weight))
+
+    monkeypatch.setattr(AdvancedReplayBuffer, "__init__", spy)
+    main, create = cartpole_dqn("uniform")
+    create.replay_buffer.type = "advanced"
+    serial_pipeline((main, create), seed=0, max_train_iter=10)
+    assert seen == [(False, False)]
+    assert read_config("uniform/total_config.py")[0].policy.other.replay_buffer.priority is False
 
 
 def test_failed_setup_closes_what_it_started(in_tmp_dir, cartpole_dqn, monkeypatch):

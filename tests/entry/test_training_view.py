@@ -38,3 +38,11 @@ def test_no_progress_line_when_not_a_terminal(capsys):
     view.update(100, 10)
     view.close()
     assert capsys.readouterr().out == ""
+
+
+def test_progress_line_without_a_stop_value_shows_the_return_alone():
+    view = ProgressView(max_env_step=int(1e10), max_train_iter=int(1e10), stop_value=float("inf"), enabled=False)
+    view.update(100, 10)
+    view.eval(20.0)
+    parts = view.line().split(" | ")
+    assert parts[:3] == ["env steps 100", "iter 10", "eval 20.0"] and all(parts)

@@ -209,6 +209,17 @@ def test_console_line_and_tensorboard(tmp, capsys):
     assert ("evaluator_iter/episode_return_mean", 1200) in tb.tags
 
 
+def test_console_line_without_iteration_has_no_empty_field(tmp, capsys):
+    """``ding -m eval`` evaluates outside training: the line starts with the return, not an empty field."""
+    with InteractionSerialEvaluator(EasyDict(n_episode=2, stop_value=3), make_env([3, 3]), FakeEvalPolicy().mode(),
+                                    exp_name="exp") as ev:
+        ev.eval()
+        ev.eval(envstep=64)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("[eval] return 3 ± 0 (best 3) | ") and " |  | " not in lines[0]
+    assert lines[1].startswith("[eval] env steps 64 | return 3 ± 0")
+
+
 def test_state_dict_round_trip(tmp):
     with InteractionSerialEvaluator(EasyDict(eval_freq=10), make_env([2]), FakeEvalPolicy().mode(),
                                     exp_name="exp") as ev:
@@ -270,7 +281,7 @@ class Accuracy(IMetric):
         return metric2 is None or metric1 >= metric2
 
 
-def test_metric_evaluator(tmp):
+def test_metric_evaluator(tmp, capsys):
     data = [(np.array([0, 1, 2]), np.array([0, 1, 0])), (np.array([3, 3]), np.array([3, 3]))]
     saved = []
     pol = EvalMode(lambda x: x, lambda data_id=None: None, None, None, dict, None)
@@ -281,7 +292,9 @@ def test_metric_evaluator(tmp):
         stop, value = ev.eval(saved.append, train_iter=4)
         assert saved == ["ckpt_best.pth.tar"] * 2  # gt is >=: an equal metric counts as a new best
     with MetricSerialEvaluator(EasyDict(stop_value=0.5), (data, Accuracy()), pol, exp_name="exp") as ev:
+        capsys.readouterr()
         assert ev.eval()[0] is True
+        assert capsys.readouterr().out.startswith("[eval] metric 0.8")
     with pytest.raises(TypeError, match=r"env must be a \(dataloader, IMetric instance\) pair"):
         MetricSerialEvaluator(EasyDict(), (data, None), pol, exp_name="exp")
 

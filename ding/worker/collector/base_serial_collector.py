@@ -11,7 +11,7 @@ from easydict import EasyDict
 
 from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_of, deep_merge_dicts, import_module
-from ding.worker.learner.worker_logger import WorkerLogs
+from ding.utils.worker_logs import WorkerLogs
 
 from .episode_callback import EpisodeCallback, build_episode_callbacks, check_callback
 

@@ -10,7 +10,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.utils import SERIAL_EVALUATOR_REGISTRY, config_of, deep_merge_dicts, import_module
-from ding.worker.learner.worker_logger import WorkerLogs
+from ding.utils.worker_logs import WorkerLogs
 
 
 class ISerialEvaluator(ABC):

@@ -9,8 +9,8 @@ import numpy as np
 
 from ding.config.ranges import at_least, one_of
 from ding.utils import SERIAL_EVALUATOR_REGISTRY, ConfigError, EnvError
+from ding.utils.worker_logs import CONSOLE
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
-from ding.worker.learner.worker_logger import CONSOLE
 
 from .base_serial_collector import in_flight
 from .base_serial_evaluator import BaseSerialEvaluator, VectorEvalMonitor, fmt_return
@@ -180,9 +180,9 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
     def _log(self, info: dict[str, Any], video: Any) -> None:
         train_iter, envstep = info["train_iter"], info["envstep"]
         rate = info["envstep_count"] / max(info["duration"], 1e-9)
-        parts = ["[eval]"]
+        parts = []  # fields joined by ' | ' after the '[eval]' tag; a field that is unknown is left out
         if train_iter >= 0:
-            parts[0] += f" iter {train_iter:,}"
+            parts.append(f"iter {train_iter:,}")
         if envstep >= 0:
             parts.append(f"env steps {envstep:,}")
         parts.append(f"return {fmt_return(info['eval_episode_return_mean'])} ± "
@@ -190,7 +190,7 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
         parts.append(f"{rate:,.0f} steps/s")
         if info["stop_flag"]:
             parts.append(f"reached stop value {fmt_return(self._cfg.stop_value)}")
-        self._logger.info(" | ".join(parts), extra=CONSOLE)
+        self._logger.info("[eval] " + " | ".join(parts), extra=CONSOLE)
         self._logger.info(f"episode returns {info['eval_episode_return']}, lengths {info['episode_length']}")
         tb = self._tb_logger
         if tb is None:

@@ -10,8 +10,8 @@ from typing import Any
 
 from ding.config.ranges import at_least
 from ding.utils import SERIAL_EVALUATOR_REGISTRY
+from ding.utils.worker_logs import CONSOLE
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
-from ding.worker.learner.worker_logger import CONSOLE
 
 from .base_serial_evaluator import BaseSerialEvaluator
 
@@ -85,8 +85,8 @@ class MetricSerialEvaluator(BaseSerialEvaluator):
         stop_value = self._cfg.stop_value
         never = stop_value is None or (isinstance(stop_value, float) and math.isinf(stop_value))
         stop_flag = (not never) and bool(metric.gt(value, stop_value))
-        head = f"[eval] iter {train_iter:,}" if train_iter >= 0 else "[eval]"
-        self._logger.info(f"{head} | metric {value} (best {self._best_return}) | {len(results)} batches in "
+        head = f"[eval] iter {train_iter:,} | " if train_iter >= 0 else "[eval] "
+        self._logger.info(f"{head}metric {value} (best {self._best_return}) | {len(results)} batches in "
                           f"{duration:.2f}s" + (" | reached stop value" if stop_flag else ""), extra=CONSOLE)
         if self._tb_logger is not None:
             items = value.items() if isinstance(value, Mapping) else [("metric", value)]

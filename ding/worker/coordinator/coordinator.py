@@ -25,9 +25,9 @@ from easydict import EasyDict
 from ding.config import COORDINATOR_CONFIG
 from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskTimeout, resolve_token
 from ding.utils import ConfigError, config_of, deep_merge_dicts
+from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
-from ..learner.worker_logger import CONSOLE, WorkerLogs
 from ..parallel_files import delete_data
 from ..replay_buffer import create_buffer
 from .base_parallel_commander import create_parallel_commander
@@ -108,7 +108,14 @@ class Coordinator:
         self.info(f"coordinator listening on {self.host}:{self.port}")
 
     def _spawn(self, target: Callable, name: str, *args: Any) -> None:
-        t = threading.Thread(target=target, args=args, name=name, daemon=True)
+        def guarded() -> None:  # an unexpected error in any coordinator thread ends the run; it never hangs it
+            try:
+                target(*args)
+            except Exception as e:  # noqa: BLE001 -- reported as the run's error, with the traceback in the log
+                self._logger.exception(f"coordinator thread {name} failed")
+                self._fatal(f"internal error in {name}: {type(e).__name__}: {e}")
+
+        t = threading.Thread(target=guarded, name=name, daemon=True)
         with self._lock:
             self._threads.append(t)
         t.start()
@@ -430,6 +437,13 @@ class Coordinator:
         handle.add_done_callback(lambda h: self._learned(conn, task, ids, h))
 
     def _learned(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
+        try:
+            self._take_learn_result(conn, task, ids, handle)
+        except Exception as e:  # noqa: BLE001 -- runs in an HTTP thread: report it as the run's error
+            self._logger.exception("handling a learn result failed")
+            self._fatal(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
+
+    def _take_learn_result(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
         self._unpin(ids)
         err = handle.error
         if err is not None:

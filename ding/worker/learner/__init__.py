@@ -6,6 +6,8 @@ from .checkpoint import (
     iteration_ckpt_name,
     list_iteration_checkpoints,
     load_checkpoint_file,
+    load_latest_checkpoint,
+    load_policy_state,
     rotate_checkpoints,
 )
 from .comm import BaseCommLearner, FlaskFileSystemLearner, create_comm_learner
@@ -28,7 +30,8 @@ from .learner_hook import (
 
 __all__ = [
     "BaseLearner", "CountVar", "create_learner", "CKPT_BEST_NAME", "find_latest_checkpoint", "iteration_ckpt_name",
-    "list_iteration_checkpoints", "load_checkpoint_file", "rotate_checkpoints", "HOOK_SHORTHANDS", "POSITIONS",
+    "list_iteration_checkpoints", "load_checkpoint_file", "load_latest_checkpoint", "load_policy_state",
+    "rotate_checkpoints", "HOOK_SHORTHANDS", "POSITIONS",
     "Hook", "LearnerHook", "LearnerHookError", "LoadCkptHook", "LogReduceHook", "LogShowHook", "SaveCkptHook",
     "add_learner_hook", "build_learner_hook_by_cfg", "merge_hooks", "register_learner_hook", "show_hooks",
     "BaseCommLearner", "FlaskFileSystemLearner", "create_comm_learner",

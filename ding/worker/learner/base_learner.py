@@ -14,6 +14,7 @@ from easydict import EasyDict
 import ding
 from ding.config.ranges import at_least, one_of
 from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
+from ding.utils.worker_logs import WorkerLogs
 
 from .checkpoint import (
     _ITER_RE,
@@ -23,6 +24,7 @@ from .checkpoint import (
     find_latest_checkpoint,
     iteration_ckpt_name,
     load_checkpoint_file,
+    load_policy_state,
     rotate_checkpoints,
     save_checkpoint_file,
 )
@@ -38,7 +40,6 @@ from .learner_hook import (
     merge_hooks,
 )
 from .nan_guard import NAN_POLICIES, NonFiniteGuard
-from .worker_logger import WorkerLogs
 
 
 class CountVar:
@@ -382,12 +383,13 @@ class BaseLearner:
             if found is None:
                 raise CheckpointError(f"no usable iteration_N.pth.tar checkpoint in directory '{path}'")
             path = found
-        state = load_checkpoint_file(path)
-        policy_state = {k: v for k, v in state.items() if k not in RESERVED_KEYS}
-        try:
-            self._policy.load_state_dict(policy_state)
-        except (RuntimeError, KeyError, ValueError, TypeError) as e:
-            raise CheckpointError(f"checkpoint '{path}' does not fit the policy: {e}") from e
+        return self.load_checkpoint_state(load_checkpoint_file(path), path)
+
+    def load_checkpoint_state(self, state: dict, path: str) -> dict:
+        """:meth:`load_checkpoint` of a checkpoint dict already read from ``path`` (named in errors)."""
+        if self._policy is None:
+            raise RuntimeError("BaseLearner.load_checkpoint_state: set the policy first")
+        load_policy_state(self._policy, state, path)
         if "last_iter" in state:
             self._last_iter.update(int(state["last_iter"]))
         if state.get("last_step", -1) >= 0:

@@ -78,21 +78,38 @@ def find_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None) 
 
     Damaged newer files are skipped with a warning naming them and the checkpoint used instead.
     """
+    found = load_latest_checkpoint(ckpt_dir, logger)
+    return None if found is None else found[0]
+
+
+def load_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None) -> tuple[str, dict] | None:
+    """``(path, checkpoint)`` of the newest ``iteration_N.pth.tar`` in ``ckpt_dir`` that loads (see
+    :func:`find_latest_checkpoint`); None if there is none."""
     log = logger or _log
     bad: list[str] = []
     for it, path in reversed(list_iteration_checkpoints(ckpt_dir)):
         try:
-            load_checkpoint_file(path)
+            state = load_checkpoint_file(path)
         except CheckpointError as e:
             bad.append(os.path.basename(path))
             log.warning(f"skipping damaged checkpoint: {e}")
             continue
         if bad:
             log.warning(f"checkpoint(s) {', '.join(bad)} are damaged; using iteration_{it}, the last good checkpoint")
-        return path
+        return path, state
     if bad:
         log.warning(f"no usable checkpoint in '{ckpt_dir}': every iteration_N.pth.tar is damaged ({', '.join(bad)})")
     return None
+
+
+def load_policy_state(policy: Any, state: Mapping[str, Any], path: str) -> None:
+    """Load a checkpoint's policy part into ``policy`` (a mode view); a misfit raises ``CheckpointError`` naming
+    ``path`` and the parameter."""
+    policy_state = {k: v for k, v in state.items() if k not in RESERVED_KEYS}
+    try:
+        policy.load_state_dict(policy_state)
+    except (RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise CheckpointError(f"checkpoint '{path}' does not fit the policy: {e}") from e
 
 
 def rotate_checkpoints(ckpt_dir: str, keep_last: int | None) -> list[str]:

@@ -17,8 +17,7 @@ from easydict import EasyDict
 
 from ding.utils import HOOK_REGISTRY, ConfigError, import_module
 from ding.utils.errors import DingError
-
-from .worker_logger import CONSOLE
+from ding.utils.worker_logs import CONSOLE
 
 if TYPE_CHECKING:
     from .base_learner import BaseLearner

@@ -1,11 +1,12 @@
-"""Text logger shared by the serial workers: a timestamped file log plus a compact console view."""
+"""Logging shared by the workers (learner, collectors, evaluators): a timestamped text log per worker, a compact
+console view, and a TensorBoard writer."""
 from __future__ import annotations
 
 import logging
 import os
 from typing import Any
 
-from ding.utils import ConsoleStream, close_logger, get_text_logger
+from .log_helper import ConsoleStream, build_tb_writer, close_logger, get_text_logger
 
 CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
 
@@ -37,9 +38,7 @@ def build_worker_logger(exp_name: str, instance_name: str, log_dir: str | None =
 def build_tb_logger(exp_name: str, instance_name: str, log_dir: str | None = None) -> Any:
     """A tensorboardX writer at ``log_dir`` (default ``./<exp_name>/log/<instance_name>/``) for a worker that was
     not given one."""
-    from tensorboardX import SummaryWriter
-
-    return SummaryWriter(log_dir or os.path.join(".", exp_name, "log", instance_name))
+    return build_tb_writer(log_dir or os.path.join(".", exp_name, "log", instance_name))
 
 
 def close_worker_logger(logger: logging.Logger) -> None:

@@ -1,0 +1,43 @@
+"""Claiming an experiment directory: creating it is the claim, so two runs never share one."""
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+
+from ding.utils import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+def claim_exp_dir(exp_dir: str) -> str:
+    """Create ``exp_dir`` and return it; if it exists, create and return ``<exp_dir>_<YYMMDD_HHMMSS>`` instead.
+
+    ``os.mkdir`` succeeds for exactly one process, so two runs started at the same moment with one name end in two
+    directories (``_1``, ``_2``, ... are appended when the timestamped name is taken too).
+    """
+    exp_dir = os.fspath(exp_dir)
+    parent = os.path.dirname(exp_dir.rstrip("/\\"))
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    try:
+        os.mkdir(exp_dir)
+        return exp_dir
+    except FileExistsError:
+        pass
+    fresh = _claim_fresh_dir(exp_dir)
+    logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
+                   exp_dir, fresh)
+    return fresh
+
+
+def _claim_fresh_dir(exp_dir: str) -> str:
+    base = exp_dir.rstrip("/\\") + datetime.datetime.now().strftime("_%y%m%d_%H%M%S")
+    for i in range(1000):
+        candidate = f"{base}_{i}" if i else base
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise ConfigError(f"cannot find a free experiment directory name next to '{exp_dir}'; clean up old runs")

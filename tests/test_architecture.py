@@ -1,0 +1,164 @@
+"""The house rules of docs/architecture.md, read from the source: an import only goes down the layers, and nothing
+under ding/ imports the env zoo (dizoo), the experiment configs (config) or the examples (entry).
+
+Every import counts: top-level, inside a function (lazy), under ``if TYPE_CHECKING``, and a module named by a string
+(``importlib.import_module('ding.worker')``, a tuple of module paths to import) -- an import by name is still an
+import. Exceptions are listed in ``EXCEPTIONS`` with the reason.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Lower floors first (docs/architecture.md). A module may import its own layer and the ones before it.
+LAYERS = ("utils", "torch_utils", "config", "envs", "model", "rl_utils", "policy", "interaction", "league", "worker",
+          "entry")
+# Top-level packages of this repository that ding must never import.
+FORBIDDEN = ("dizoo", "config", "entry")
+# The two modules of the ``ding`` package itself: ``__init__`` holds the version only (the bottom); ``__main__`` is
+# ``python -m ding``, the command's door (the top).
+PACKAGE_MODULES = {"ding": "utils", "ding.__main__": "entry"}
+# (importing module, imported module) -> why it is allowed.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+_MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module, e.g. ding.config.components
+    target: str  # the imported module, e.g. ding.worker
+    line: int
+    how: str  # 'import', 'lazy import' (inside a function) or 'by name' (a string)
+
+
+def _module_name(path: str) -> str:
+    rel = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+    return rel[: -len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def imports_of(source: str, module: str, is_package: bool = False) -> list[Import]:
+    """Every module ``source`` imports: statements anywhere in the file, and dotted module paths in string literals
+    (the way a module is imported by name), docstrings excepted."""
+    tree = ast.parse(source)
+    package = module if is_package else module.rpartition(".")[0]
+    docstrings = {id(n.body[0].value) for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    found: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        how = "lazy import" if in_function else "import"
+        if isinstance(node, ast.Import):
+            found.extend(Import(module, a.name, node.lineno, how) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if node.module is None:  # from . import a, b: the submodules
+                found.extend(Import(module, f"{target}.{a.name}", node.lineno, how) for a in node.names)
+            else:
+                found.append(Import(module, target, node.lineno, how))
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+              and _MODULE_PATH.fullmatch(node.value) and _is_module(node.value)):
+            found.append(Import(module, node.value, node.lineno, "by name"))
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return found
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module or package of this repository (not a logger name like 'ding.resume')."""
+    if dotted.split(".")[0] not in ("ding", *FORBIDDEN):
+        return False
+    path = os.path.join(ROOT, *dotted.split("."))
+    return os.path.isdir(path) or os.path.isfile(path + ".py")
+
+
+def layer_of(module: str) -> str | None:
+    if module in PACKAGE_MODULES:
+        return PACKAGE_MODULES[module]
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "ding" else None
+
+
+def violations(imports: list[Import]) -> list[str]:
+    """What breaks the rules, one line per import (the file, line, and which rule)."""
+    problems = []
+    for imp in imports:
+        if (imp.module, imp.target) in EXCEPTIONS:
+            continue
+        where = f"{imp.module} (line {imp.line}, {imp.how})"
+        top = imp.target.split(".")[0]
+        if top in FORBIDDEN:
+            problems.append(f"{where} imports {imp.target}: nothing under ding/ imports {top}/ (use a registry, a "
+                            "config's import_names or a ding.plugins entry point)")
+            continue
+        if top != "ding":
+            continue
+        own, other = layer_of(imp.module), layer_of(imp.target)
+        for layer, name in ((own, imp.module), (other, imp.target)):
+            if layer not in LAYERS:
+                problems.append(f"{where}: {name} is in no layer; add its package to LAYERS and docs/architecture.md")
+        if own in LAYERS and other in LAYERS and LAYERS.index(other) > LAYERS.index(own):
+            problems.append(f"{where} imports {imp.target}: ding/{own} sits below ding/{other}; an import only goes "
+                            "down (move the shared piece down, or pass it in)")
+    return problems
+
+
+def _ding_imports() -> list[Import]:
+    found = []
+    for root, _, files in os.walk(os.path.join(ROOT, "ding")):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as f:
+                    found += imports_of(f.read(), _module_name(path), is_package=name == "__init__.py")
+    return found
+
+
+def test_ding_keeps_its_layers_and_never_imports_the_zoo():
+    imports = _ding_imports()
+    assert len(imports) > 300  # the walk found the package
+    assert violations(imports) == []
+
+
+def test_every_exception_is_still_needed():
+    imports = {(i.module, i.target) for i in _ding_imports()}
+    assert [pair for pair in EXCEPTIONS if pair not in imports] == []
+
+
+def test_the_checker_catches_each_kind_of_breach():
+    source = '''
+"""Docstrings may mention dizoo.classic_control or ding.worker freely."""
+import dizoo.classic_control.cartpole.envs
+from ding.worker import BaseLearner
+from ..policy import DQNPolicy
+from . import components
+
+def lazy():
+    from entry import cartpole_dqn_main
+    import importlib
+    importlib.import_module("ding.entry.cli")
+
+HOMES = ("ding.envs", "ding.utils", "config.serial")
+'''
+    found = violations(imports_of(source, "ding.config.loader"))
+    assert [p.split(":")[0] for p in found] == [
+        "ding.config.loader (line 3, import) imports dizoo.classic_control.cartpole.envs",
+        "ding.config.loader (line 4, import) imports ding.worker",
+        "ding.config.loader (line 5, import) imports ding.policy",
+        "ding.config.loader (line 9, lazy import) imports entry",
+        "ding.config.loader (line 11, by name) imports ding.entry.cli",
+        "ding.config.loader (line 13, by name) imports ding.envs",
+        "ding.config.loader (line 13, by name) imports config.serial",
+    ]
+    assert "in no layer" in violations(imports_of("import ding.newpkg", "ding.utils.x"))[0]
