@@ -186,8 +186,13 @@ def run_plot(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------ parallel
+def _parallel_arguments(p: Any) -> None:
+    config_arguments(p)
+    limit_arguments(p)
+
+
 @mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",
-      add_arguments=lambda p: (config_arguments(p), limit_arguments(p)),
+      add_arguments=_parallel_arguments,
       examples=("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0",))
 def run_parallel(args: argparse.Namespace) -> int:
     from ding.config import read_config_with_system, rename_experiment

@@ -25,7 +25,7 @@ class BaseParallelCollector(ABC):
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Mapping, exp_name: str = "default_experiment", instance_name: str = "collector") -> None:
+    def __init__(self, cfg: Any, exp_name: str = "default_experiment", instance_name: str = "collector") -> None:
         self._cfg = cfg
         self._exp_name = exp_name
         self._instance_name = instance_name
@@ -81,7 +81,7 @@ def get_parallel_collector_cls(cfg: Mapping) -> type:
     return PARALLEL_COLLECTOR_REGISTRY.get(name, where="policy.collect.collector.type")
 
 
-def create_parallel_collector(cfg: Mapping, **kwargs: Any) -> BaseParallelCollector:
+def create_parallel_collector(cfg: Any, **kwargs: Any) -> BaseParallelCollector:
     """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling'); ``cfg`` is the
     compiled main config."""
     return get_parallel_collector_cls(cfg.policy.collect.collector)(cfg, **kwargs)

@@ -61,7 +61,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         serial_collector=dict(type="sample"),  # the serial collector that steps the envs (and its config)
     )
 
-    def __init__(self, cfg: Mapping, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
+    def __init__(self, cfg: Any, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
                  policy_path: str = "") -> None:
         super().__init__(cfg, exp_name or cfg.exp_name, instance_name)
         self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
@@ -89,9 +89,9 @@ class ZerglingParallelCollector(BaseParallelCollector):
         try:
             env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
             collector_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in collector_env_cfg]))
+                                                         [partial(env_fn, cfg=c) for c in collector_env_cfg or []]))
             evaluator_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
+                                                         [partial(env_fn, cfg=c) for c in evaluator_env_cfg or []]))
             collector_env.seed(self._seed, dynamic_seed=True)
             evaluator_env.seed(int(cfg.seed), dynamic_seed=False)  # every evaluation plays the same episodes
             set_pkg_seed(self._seed, use_cuda=bool(cfg.policy.get("cuda", False)))

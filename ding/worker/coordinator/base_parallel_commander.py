@@ -57,8 +57,9 @@ class BaseCommander(ABC):
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Mapping) -> None:
+    def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
+        self.eval_history: list[dict[str, Any]] = []  # one record per finished evaluation
 
     @abstractmethod
     def get_collector_task(self, collector: str = "") -> dict | None:
@@ -96,6 +97,26 @@ class BaseCommander(ABC):
         """File name (under ``path_policy``) the learner publishes its policy to."""
         return "policy"
 
+    @abstractmethod
+    def learner_may_train(self, buffer_count: int) -> bool:
+        """Whether the learner may get one more batch now."""
+
+    def batch_served(self) -> None:
+        """A batch went to the learner."""
+
+    @abstractmethod
+    def status(self) -> dict[str, Any]:
+        """Progress counters: at least ``learner_step``, ``policy_iter``, ``envstep``, ``pushed``, ``collectors``."""
+
+    @property
+    @abstractmethod
+    def end_reason(self) -> str | None:
+        """Why the run should end (None: it goes on)."""
+
+    @abstractmethod
+    def request_end(self, reason: str) -> None:
+        """End the run for ``reason`` (the first reason given wins)."""
+
     def increase_collector_task_space(self) -> None:
         """A collector joined."""
 
@@ -114,7 +135,7 @@ def get_parallel_commander_cls(cfg: Mapping) -> type:
     return COMMANDER_REGISTRY.get(cfg.get("type", "solo"), where="policy.other.commander.type")
 
 
-def create_parallel_commander(cfg: Mapping) -> BaseCommander:
+def create_parallel_commander(cfg: Any) -> BaseCommander:
     """The commander ``cfg.policy.other.commander.type`` names (default 'solo'), built from the compiled main config."""
     commander_cfg = cfg.policy.other.commander
     import_module(commander_cfg.get("import_names"))

@@ -46,7 +46,7 @@ class Coordinator:
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Mapping, token: str | None = None) -> None:
+    def __init__(self, cfg: Any, token: str | None = None) -> None:
         self._cfg = cfg
         main, system = cfg.main, cfg.system
         self._main = main
@@ -83,7 +83,7 @@ class Coordinator:
         self._start_time = time.monotonic()
         self.on_eval: Callable[[dict], None] | None = None
         self.on_end: Callable[[str], None] | None = None
-        self.stats = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -269,7 +269,7 @@ class Coordinator:
     # ---------------------------------------------------------------- buffers and data files
     def _buffer(self, buffer_id: str) -> Any:
         with self._lock:
-            buf = self._buffers.get(buffer_id)
+            buf: Any = self._buffers.get(buffer_id)
             if buf is None:
                 cfg = copy.deepcopy(self._main.policy.other.replay_buffer)
                 cfg.enable_track_used_data = True  # evicted metadata means a data file to delete

@@ -6,7 +6,6 @@ import itertools
 import math
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from ding.utils import COMMANDER_REGISTRY, ConfigError
@@ -40,7 +39,7 @@ class SoloCommander(BaseCommander):
         collect_ahead_samples=None,  # how far collection may run ahead; None: batch_size + 2 * n_sample * collectors
     )
 
-    def __init__(self, cfg: Mapping) -> None:
+    def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         from ding.policy import create_policy
 

@@ -20,7 +20,7 @@ class BaseCommCollector(ABC):
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Mapping) -> None:
+    def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
         self._end_flag = True
 

@@ -79,14 +79,14 @@ class FlaskFileSystemCollector(BaseCommCollector):
         from ..base_parallel_collector import create_parallel_collector
 
         with self._task_lock:
-            task = EasyDict(task)
+            info = EasyDict(task)
             self._close_collector()
-            cfg = EasyDict(task.main_config)
-            self._path_data = task.path_data
+            cfg = EasyDict(info.main_config)
+            self._path_data = info.path_data
             os.makedirs(self._path_data, exist_ok=True)
             collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
-                                                  seed=int(task.get("seed", 0)),
-                                                  policy_path=os.path.join(task.path_policy, task.policy_id))
+                                                  seed=int(info.get("seed", 0)),
+                                                  policy_path=os.path.join(info.path_policy, info.policy_id))
             collector.send_stepdata = self.send_stepdata
             collector.get_policy_update_info = self.get_policy_update_info
             collector.start()

@@ -15,7 +15,6 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -88,7 +87,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
     )
 
-    def __init__(self, cfg: Mapping, name: str = "learner0", token: str | None = None) -> None:
+    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
         super().__init__(deep_merge_dicts(self.default_config(), cfg))
         cfg = self._cfg
         self.name = name
@@ -314,7 +313,7 @@ class FlaskFileSystemLearner(BaseCommLearner):
         samples = []
         cache = self._cache
         for meta in batch:
-            data_id = meta.get("data_id") if isinstance(meta, dict) else None
+            data_id = str(meta.get("data_id")) if isinstance(meta, dict) else ""
             stored = cache.get(data_id)
             if stored is not None:
                 cache.move_to_end(data_id)
@@ -345,8 +344,9 @@ class FlaskFileSystemLearner(BaseCommLearner):
             return  # an iteration not fed by a learn task (cannot happen in start(); harmless)
         slot, _ = self._slots.popleft()
         learner = self._learner
-        info = {"learner_step": int(learn_info.get("learner_step", 0)), "policy_iter": self._policy_iter,
-                "learner_done": bool(learn_info.get("learner_done", False)), "priority_info": None}
+        info: dict[str, Any] = {"learner_step": int(learn_info.get("learner_step", 0)),
+                                "policy_iter": self._policy_iter,
+                                "learner_done": bool(learn_info.get("learner_done", False)), "priority_info": None}
         pi = learn_info.get("priority_info")
         if pi:
             info["priority_info"] = {k: _jsonable(v) for k, v in pi.items()}
