@@ -39,3 +39,23 @@ def start_slave(slave: Slave, cfg: Mapping[str, Any]) -> None:
     host, port = cfg.get("coordinator_host"), cfg.get("coordinator_port")
     if host and port:
         slave.join(str(host), int(port))
+
+
+class SlaveBacked:
+    """Mixin of a comm role served by a :class:`Slave` (``self._slave``): start it (joining the coordinator), wait for
+    it to close, expose it."""
+
+    _slave: Slave
+    _cfg: Any
+
+    def start(self) -> None:
+        super().start()  # type: ignore[misc]
+        start_slave(self._slave, self._cfg)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the slave closes (the coordinator ended the run, or it is gone); True if it did."""
+        return self._slave.wait(timeout)
+
+    @property
+    def slave(self) -> Slave:
+        return self._slave

@@ -15,15 +15,14 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.interaction import Slave
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
-from ding.worker.comm_role import COMM_ROLE_CONFIG, build_slave, start_slave
+from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
 
 from .base_comm_collector import BaseCommCollector
 
 
 @COMM_COLLECTOR_REGISTRY.register("flask_fs")
-class FlaskFileSystemCollector(BaseCommCollector):
+class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     """A collector process's slave: see the module docstring for the task flow."""
 
     config = dict(
@@ -49,17 +48,6 @@ class FlaskFileSystemCollector(BaseCommCollector):
         self._task_lock = threading.Lock()  # one collector task at a time: the envs are not shared
 
     # ---------------------------------------------------------------- process lifecycle
-    def start(self) -> None:
-        super().start()
-        start_slave(self._slave, self._cfg)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._slave.wait(timeout)
-
-    @property
-    def slave(self) -> Slave:
-        return self._slave
-
     def close(self) -> None:
         self._slave.close()
         with self._task_lock:

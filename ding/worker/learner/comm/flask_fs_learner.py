@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.interaction import Slave
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
-from ding.worker.comm_role import COMM_ROLE_CONFIG, build_slave, start_slave
+from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
 
 from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
@@ -76,7 +75,7 @@ def _jsonable(value: Any) -> Any:
 
 
 @COMM_LEARNER_REGISTRY.register("flask_fs")
-class FlaskFileSystemLearner(BaseCommLearner):
+class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     """A learner process's slave: see the module docstring for the task flow."""
 
     config = dict(
@@ -117,17 +116,6 @@ class FlaskFileSystemLearner(BaseCommLearner):
         self._start_lock = threading.Lock()
 
     # ---------------------------------------------------------------- process lifecycle
-    def start(self) -> None:
-        super().start()
-        start_slave(self._slave, self._cfg)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        return self._slave.wait(timeout)
-
-    @property
-    def slave(self) -> Slave:
-        return self._slave
-
     def close(self) -> None:
         """Stop training (a checkpoint is written by the learner's after_run hooks), close the learner and the slave."""
         self._stop_learner(timeout=30.0)
