@@ -1,0 +1,114 @@
+"""SoloCommander's decisions without any process or network: pacing, evaluation scheduling, failures, limits."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ding.config import compile_config_parallel
+from ding.worker import SoloCommander
+
+
+@pytest.fixture
+def commander(in_tmp_dir):
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main, create, system = (copy.deepcopy(c) for c in (main_config, create_config, system_config))
+    main.policy.collect.n_sample = 10
+    main.policy.learn.update_per_collect = 5  # 0.5 train iterations per sample
+    main.policy.learn.batch_size = 4
+    main.policy.eval.evaluator.eval_freq = 20
+    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20)
+    cfg = compile_config_parallel(main, create, system, save_cfg=False)
+    c = SoloCommander(cfg.main)
+    c.increase_collector_task_space()
+    c.increase_collector_task_space()
+    return c
+
+
+def _finish_collect(c, task, samples=10):
+    c.finish_collector_task(task["task_id"], {"eval_flag": False, "envstep": samples, "sample_count": samples})
+
+
+def test_no_task_before_the_first_policy_then_an_evaluation_first(commander):
+    c = commander
+    assert c.get_collector_task("collector0") is None  # nothing published yet
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    first = c.get_collector_task("collector0")
+    assert first["eval_flag"] is True and first["best_return"] is None
+    second = c.get_collector_task("collector1")
+    assert second["eval_flag"] is False and second["n_sample"] == 10 and 0.9 < second["collect_setting"]["eps"] <= 0.95
+
+
+def test_pacing_keeps_the_serial_ratio(commander):
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
+    tasks = []
+    while (t := c.get_collector_task("collector1")) is not None:
+        tasks.append(t)
+        _finish_collect(c, t)
+    # collection runs at most collect_ahead_samples (20) ahead of what the learner consumed (nothing yet)
+    assert c.status()["pushed"] == 20
+    served = 0
+    while c.learner_may_train(buffer_count=c.status()["pushed"]):
+        c.batch_served()
+        served += 1
+    assert served == 10  # 0.5 iterations per sample * 20 samples
+    assert c.get_collector_task("collector1") is not None  # the learner consumed: collection may go on
+
+
+def test_learner_needs_a_full_batch(commander):
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    assert not c.learner_may_train(buffer_count=3)
+
+
+def test_failed_evaluation_is_handed_out_again_and_stop_value_ends_the_run(commander):
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    ev = c.get_collector_task("collector0")
+    assert ev["eval_flag"]
+    assert not c.get_collector_task("collector1")["eval_flag"]  # one evaluation at a time
+    c.notify_fail_collector_task(ev)
+    again = c.get_collector_task("collector0")
+    assert again["eval_flag"] is True
+    assert c.finish_collector_task(again["task_id"], {"eval_flag": True, "eval_return_mean": 199.0,
+                                                      "policy_iter": 0}) is True
+    assert "stop value" in c.end_reason and c.get_collector_task("collector0") is None
+    assert c.eval_history[-1]["eval_return_mean"] == 199.0
+
+
+def test_evaluations_follow_eval_freq_and_only_new_policies(commander):
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
+    c.update_learner_info("t", {"learner_step": 19, "policy_iter": 19})
+    assert not c.get_collector_task("collector0")["eval_flag"]
+    c.update_learner_info("t", {"learner_step": 20, "policy_iter": 20})
+    assert c.get_collector_task("collector1")["eval_flag"]
+
+
+def test_limits_end_the_run(commander):
+    c = commander
+    c.max_env_step = 15
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
+    for _ in range(2):
+        _finish_collect(c, c.get_collector_task("collector0"))
+    assert "max_env_step" in c.end_reason
+
+
+def test_restarted_learner_moves_the_step_back(commander):
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.update_learner_info("t", {"learner_step": 300, "policy_iter": 300})
+    c.learner_started("t2", {"learner_step": 250, "policy_iter": 250})
+    assert c.status()["learner_step"] == 250 and c.status()["policy_iter"] == 250
