@@ -91,15 +91,15 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
     from ding.entry.dist_entry import role_config
 
     main, create, system = _configs()
-    system.learner0 = dict(batches_per_demand=2, sample_cache_size=0)
+    system.learner0 = dict(prefetch_batches=2, sample_cache_size=0)
     system.auth_token = "k" * 20
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     role = role_config(cfg.system, "learner", "learner0", coordinator_host="10.1.1.1", coordinator_port=9000)
-    assert role.batches_per_demand == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
+    assert role.prefetch_batches == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
     assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000 and "path_data" not in role
     main, create, system = _configs()
-    system.learner0 = dict(batches_per_demnd=2)
-    with pytest.raises(ConfigError, match=r"system_config\.learner0\.batches_per_demnd.*batches_per_demand"):
+    system.learner0 = dict(prefetch_batchs=2)
+    with pytest.raises(ConfigError, match=r"system_config\.learner0\.prefetch_batchs.*prefetch_batches"):
         compile_config_parallel(main, create, system, save_cfg=False)
 
 

@@ -36,6 +36,28 @@ from .comm_coordinator import CommCoordinator
 _MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
 
 
+class _LearnerLink:
+    """Batches sent to one learner and not trained yet; at most ``window`` (the learner's queue)."""
+
+    def __init__(self, batch_size: int, window: int) -> None:
+        self.batch_size = batch_size
+        self.window = window
+        self._in_flight = 0
+        self._lock = threading.Lock()
+
+    def room(self) -> int:
+        with self._lock:
+            return self.window - self._in_flight
+
+    def sent(self, n: int) -> None:
+        with self._lock:
+            self._in_flight += n
+
+    def done(self, n: int) -> None:
+        with self._lock:
+            self._in_flight -= n
+
+
 class Coordinator:
     """See the module docstring. ``cfg`` is the compiled parallel config: ``EasyDict(main=..., system=..., seed=...)``
     (``compile_config_parallel``). ``on_eval(record)`` / ``on_end(reason)`` are optional observers."""
@@ -348,11 +370,7 @@ class Coordinator:
         """One iteration's learn info: priorities to the buffer, progress to the commander."""
         if info.get("priority_info"):
             self._buffer(buffer_id).update(info["priority_info"])
-        self._commander.update_learner_info(task_id, info)
-        stats = info.get("stats")
-        if stats:
-            for k, v in stats.items():
-                self._tb.add_scalar(f"learner_iter/{k}", v, info.get("learner_step", 0))
+        self._commander.update_learner_info(task_id, info)  # (the learner logs its own learner_iter/* scalars)
         end = self._commander.end_reason
         if end is not None and not self._ending.is_set():
             self.end(end)
@@ -390,20 +408,17 @@ class Coordinator:
         self._commander.learner_started(task["task_id"], started)
         self._notify()
         lost = False
-        while not self._ending.is_set() and conn.alive:
-            wait = float(cfg.data_wait)
-            try:
-                demand = master.new_task(conn, "learner_get_data_task", {"wait_s": wait},
-                                         deadline_s=wait + 10.0).result().get("demand")
-            except SlaveLost:
-                lost = True
-                break
-            except TaskFailed as e:
-                if not self._ending.is_set():
-                    self._fatal(f"learner '{conn.name}' failed: {e}")
-                break
-            if demand:
-                self._serve(conn, task, demand)
+        try:
+            demand = self._learner_demand(conn)
+            link = _LearnerLink(int(demand["batch_size"]), max(1, int(demand.get("n_batches", 1))))
+            while not self._ending.is_set() and conn.alive:
+                if not self._feed(conn, task, link):
+                    self._wait_progress(0.05)
+        except SlaveLost:
+            lost = True
+        except TaskFailed as e:
+            if not self._ending.is_set():
+                self._fatal(f"learner '{conn.name}' failed: {e}")
         if lost or not conn.alive:
             self._commander.notify_fail_learner_task(task)
             self._check_role_left("learner")
@@ -416,25 +431,38 @@ class Coordinator:
         except TaskFailed as e:
             self.error(f"learner '{conn.name}' did not close cleanly: {e}")
 
-    def _serve(self, conn: SlaveConnection, task: dict, demand: Mapping[str, Any]) -> None:
-        """Answer one data demand: wait until pacing allows, then send a learn task with the sampled batches."""
-        n = max(1, int(demand.get("n_batches", 1)))
+    def _learner_demand(self, conn: SlaveConnection) -> Mapping[str, Any]:
+        """The learner's data demand: its batch size and how many batches it keeps queued (asked once)."""
+        wait = float(self._coor_cfg.data_wait)
         while not self._ending.is_set() and conn.alive:
-            batches = self.deal_with_learner_get_data(task["task_id"], task["buffer_id"], int(demand["batch_size"]),
-                                                      int(demand.get("cur_learner_iter", 0)), n)
-            if batches:
-                break
-            self._wait_progress(0.05)
-        else:
-            return
+            demand = self._comm.master.new_task(conn, "learner_get_data_task", {"wait_s": wait},
+                                                deadline_s=wait + 10.0).result().get("demand")
+            if demand:
+                return demand
+        raise SlaveLost(f"learner '{conn.name}' gave no data demand before the run ended")
+
+    def _feed(self, conn: SlaveConnection, task: dict, link: _LearnerLink) -> bool:
+        """Keep the learner's queue full: send as many batches as it has room for and pacing allows (one learn
+        task). Batches go out before the learner asks, so it never waits for a round trip; False if none went."""
+        # at most a quarter of the window per task: a learn task ends only when all its batches are trained, so with
+        # several tasks in flight the next batches arrive while the learner still trains the previous ones
+        room = min(link.room(), max(1, link.window // 4))
+        if room <= 0:
+            return False
+        batches = self.deal_with_learner_get_data(task["task_id"], task["buffer_id"], link.batch_size,
+                                                  int(self._commander.status()["learner_step"]), room)
+        if not batches:
+            return False
         ids = [m["data_id"] for b in batches for m in b]
         self._pin(ids)
+        link.sent(len(batches))
         timeout = float(self._coor_cfg.learner_task_timeout)
         handle = self._comm.master.new_task(
             conn, "learner_learn_task",
             {"data": batches, "envstep": self._commander.status()["envstep"], "wait_s": timeout},
             deadline_s=timeout + 5.0)
-        handle.add_done_callback(lambda h: self._learned(conn, task, ids, h))
+        handle.add_done_callback(lambda h: (link.done(len(batches)), self._learned(conn, task, ids, h)))
+        return True
 
     def _learned(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
         try:

@@ -82,7 +82,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        batches_per_demand=4,  # batches asked for at once (hides the round trips; priorities lag by < this many)
+        prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
     )
 
@@ -110,7 +110,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._policy_path = ""
         self._policy_iter = -1
         self._skipped_files = 0
-        self._demand_out = False
         self._cache: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = 0
         self._start_lock = threading.Lock()
@@ -173,6 +172,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 learner.load_checkpoint(path)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
+        self._demands.put({"batch_size": int(learner.policy.get_attribute("batch_size")),
+                           "n_batches": int(self._cfg.prefetch_batches), "cur_learner_iter": learner.train_iter})
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
         learner.info(f"learner task {task.get('task_id')} started at train_iter {learner.train_iter}")
@@ -246,14 +247,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def get_data(self, batch_size: int) -> list | None:
         """The learner's data source: one batch of samples, read from the data files the coordinator sampled.
 
-        One demand is always kept outstanding: as soon as a demand's batches arrive, the next demand goes out, so
-        the coordinator's round trip overlaps with training on the batches in hand.
+        The coordinator keeps up to ``prefetch_batches`` batches queued here (the demand sent at start tells it the
+        batch size and that number), so training never waits for a round trip while data is available.
         """
         while True:
-            if self._stop.is_set() and not self._local:
-                return None
-            if not self._demand_out:
-                self._demand(batch_size)
             if not self._local and not self._receive():
                 return None
             batch, slot, envstep = self._local.popleft()
@@ -267,12 +264,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                          "skipped": True}
             slot.event.set()
 
-    def _demand(self, batch_size: int) -> None:
-        assert self._learner is not None
-        self._demand_out = True
-        self._demands.put({"batch_size": int(batch_size), "n_batches": int(self._cfg.batches_per_demand),
-                           "cur_learner_iter": self._learner.train_iter})
-
     def _receive(self) -> bool:
         """Wait for the batches of one learn task (they arrive together); False when stopping."""
         while True:
@@ -284,7 +275,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 continue
             if item is _STOPPED:
                 return False
-            self._demand_out = False  # the demand is answered (a learn task brings all its batches at once)
             self._local.append(item)
             while True:  # take the rest of the same task without waiting
                 try:
