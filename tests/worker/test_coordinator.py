@@ -20,7 +20,8 @@ TOKEN = "c" * 32
 pytestmark = pytest.mark.timeout(120)
 
 
-def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_timeout=10.0, **commander):
+def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_timeout=10.0, buffer=None,
+         **commander):
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
         main_config,
@@ -34,6 +35,9 @@ def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_t
     main.policy.collect.n_sample = 8
     main.policy.eval.evaluator.eval_freq = 5
     main.policy.other.replay_buffer.replay_buffer_size = buffer_size
+    if buffer:
+        create.replay_buffer = dict(type=buffer.pop("type"))
+        main.policy.other.replay_buffer.update(buffer)
     main.policy.other.commander.update(commander)
     system.path_data = f"./{exp}/data"
     system.path_policy = f"./{exp}/policy"
@@ -226,3 +230,14 @@ def test_an_error_in_a_coordinator_thread_ends_the_run_instead_of_hanging_it(in_
     coordinator.on_eval = broken_observer
     _run(coordinator, [FakeLearner(), FakeCollector("collector0", [10.0])], timeout=30)
     assert "internal error" in coordinator.fatal_error and "observer bug" in coordinator.fatal_error
+
+
+def test_items_used_up_while_sampled_keep_their_files_until_trained(in_tmp_dir):
+    """max_use=1 removes an item at the moment it is sampled: its file must survive until the learn task ends."""
+    cfg = _cfg(exp="maxuse", buffer={"type": "advanced", "max_use": 1})
+    coordinator = Coordinator(cfg, token=TOKEN)
+    learner = FakeLearner(learn_delay=0.005)
+    _run(coordinator, [learner, FakeCollector("collector0", [10.0] * 4 + [200.0])])
+    assert learner.batches and learner.missing == []
+    assert coordinator.stats["deleted_files"] > 0
+    assert os.listdir(os.path.join("maxuse", "data")) == []

@@ -92,7 +92,8 @@ class Coordinator:
         self._buffers: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._pins: collections.Counter = collections.Counter()
-        self._doomed: set[str] = set()
+        self._doomed: set[str] = set()  # data ids the buffer let go of, whose files are not deleted yet
+        self._sampling = False
         self._progress = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._ending = threading.Event()
@@ -301,25 +302,28 @@ class Coordinator:
             return buf
 
     def _evicted(self, items: list) -> None:
+        """The buffer let go of these items: their files go, unless a learn task still needs them (then they go when
+        it ends). While a batch is being sampled and pinned, deletions wait (max_use evicts the sampled items)."""
         ids = [item["data_id"] for item in items if isinstance(item, Mapping) and "data_id" in item]
         with self._lock:
-            now = [i for i in ids if self._pins[i] == 0]
-            self._doomed.update(i for i in ids if self._pins[i] > 0)
-        self.stats["deleted_files"] += delete_data(self._path_data, now)
+            self._doomed.update(ids)
+            if self._sampling:
+                return
+        self._flush_deleted()
 
-    def _pin(self, ids: list[str]) -> None:
+    def _flush_deleted(self) -> None:
         with self._lock:
-            self._pins.update(ids)
+            now = [i for i in self._doomed if self._pins[i] <= 0]
+            self._doomed.difference_update(now)
+        self.stats["deleted_files"] += delete_data(self._path_data, now)
 
     def _unpin(self, ids: list[str]) -> None:
         with self._lock:
             self._pins.subtract(ids)
-            free = [i for i in set(ids) if self._pins[i] <= 0]
-            for i in free:
-                del self._pins[i]
-            now = [i for i in free if i in self._doomed]
-            self._doomed.difference_update(now)
-        self.stats["deleted_files"] += delete_data(self._path_data, now)
+            for i in set(ids):
+                if self._pins[i] <= 0:
+                    del self._pins[i]
+        self._flush_deleted()
 
     def deal_with_collector_send_data(self, task_id: str, buffer_id: str, data_id: str | None, data: Any) -> None:
         """Store a collector's metadata (one dict or a list) in the buffer ``buffer_id``."""
@@ -354,16 +358,23 @@ class Coordinator:
 
     def deal_with_learner_get_data(self, task_id: str, buffer_id: str, batch_size: int, cur_learner_iter: int,
                                    n_batches: int = 1) -> list[list[dict]]:
-        """Up to ``n_batches`` batches of metadata for a learner, as far as pacing allows (maybe none)."""
+        """Up to ``n_batches`` batches of metadata for a learner, as far as pacing allows (maybe none). Their data
+        files are pinned: the caller unpins them (``_unpin``) once the learner is done with them."""
         buf = self._buffer(buffer_id)
         batches: list[list[dict]] = []
-        with self._lock:
-            while len(batches) < n_batches and self._commander.learner_may_train(buf.count()):
-                meta = buf.sample(batch_size, cur_learner_iter)
-                if meta is None:
-                    break
-                self._commander.batch_served()
-                batches.append(meta)
+        with self._lock:  # sample and pin in one step: no file of a sampled item can go in between
+            self._sampling = True
+            try:
+                while len(batches) < n_batches and self._commander.learner_may_train(buf.count()):
+                    meta = buf.sample(batch_size, cur_learner_iter)
+                    if meta is None:
+                        break
+                    self._commander.batch_served()
+                    self._pins.update(m["data_id"] for m in meta)
+                    batches.append(meta)
+            finally:
+                self._sampling = False
+        self._flush_deleted()
         return batches
 
     def deal_with_learner_send_info(self, task_id: str, buffer_id: str, info: dict) -> None:
@@ -453,8 +464,7 @@ class Coordinator:
                                                   int(self._commander.status()["learner_step"]), room)
         if not batches:
             return False
-        ids = [m["data_id"] for b in batches for m in b]
-        self._pin(ids)
+        ids = [m["data_id"] for b in batches for m in b]  # pinned by deal_with_learner_get_data
         link.sent(len(batches))
         timeout = float(self._coor_cfg.learner_task_timeout)
         handle = self._comm.master.new_task(
