@@ -72,3 +72,24 @@ def read_policy(path: str) -> dict | None:
     if not isinstance(state, dict) or "model" not in state or "iter" not in state:
         raise DataFileError(f"policy file '{path}' is not a ding policy file (expected keys 'model' and 'iter')")
     return state
+
+
+def to_columns(batch: list[dict]) -> dict[str, list]:
+    """A batch of metadata dicts as ``{key: [value per item]}``: the same data in a fraction of the JSON."""
+    keys = list(batch[0]) if batch else []
+    return {k: [m.get(k) for m in batch] for k in keys}
+
+
+def from_columns(batch: dict | list) -> list[dict]:
+    """The metadata dicts of a batch given as columns (``to_columns``) or already as a list of dicts."""
+    if isinstance(batch, list):
+        return batch
+    if not isinstance(batch, dict) or not batch:
+        raise DataFileError(f"a batch must be a list of metadata dicts or a dict of equal-length columns, got "
+                            f"{type(batch).__name__}")
+    columns = list(batch.values())
+    n = len(columns[0]) if isinstance(columns[0], list) else -1
+    if n < 0 or any(not isinstance(c, list) or len(c) != n for c in columns):
+        raise DataFileError("a batch given as columns needs one list per key, all of the same length")
+    keys = list(batch)
+    return [dict(zip(keys, row)) for row in zip(*columns)]

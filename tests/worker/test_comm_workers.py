@@ -152,3 +152,15 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
         assert info["sample_count"] == 16 and info["eval_tasks"] == 1
     finally:
         collector.close()
+
+
+def test_metadata_batches_travel_as_columns():
+    from ding.utils import DataFileError
+    from ding.worker.parallel_files import from_columns, to_columns
+
+    batch = [{"data_id": "a", "IS": 1.0, "replay_unique_id": 3}, {"data_id": "b", "IS": 0.5, "replay_unique_id": 4}]
+    cols = to_columns(batch)
+    assert cols == {"data_id": ["a", "b"], "IS": [1.0, 0.5], "replay_unique_id": [3, 4]}
+    assert from_columns(cols) == batch and from_columns(batch) == batch
+    with pytest.raises(DataFileError, match="same length"):
+        from_columns({"data_id": ["a"], "IS": [1.0, 2.0]})

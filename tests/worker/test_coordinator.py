@@ -14,7 +14,7 @@ from ding.config import compile_config_parallel
 from ding.interaction import Slave
 from ding.torch_utils import save_file
 from ding.worker import Coordinator
-from ding.worker.parallel_files import write_policy
+from ding.worker.parallel_files import from_columns, write_policy
 
 TOKEN = "c" * 32
 pytestmark = pytest.mark.timeout(120)
@@ -71,7 +71,7 @@ class FakeLearner:
 
     def learn(self, p):
         infos = []
-        for batch in p["data"]:
+        for batch in map(from_columns, p["data"]):
             if self.check_files:
                 self.missing += [m["data_id"] for m in batch
                                  if not os.path.exists(os.path.join(self.path_data, m["data_id"]))]

@@ -28,7 +28,7 @@ from ding.utils import ConfigError, config_of, deep_merge_dicts
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
-from ..parallel_files import delete_data
+from ..parallel_files import delete_data, to_columns
 from ..replay_buffer import create_buffer
 from .base_parallel_commander import create_parallel_commander
 from .comm_coordinator import CommCoordinator
@@ -469,7 +469,8 @@ class Coordinator:
         timeout = float(self._coor_cfg.learner_task_timeout)
         handle = self._comm.master.new_task(
             conn, "learner_learn_task",
-            {"data": batches, "envstep": self._commander.status()["envstep"], "wait_s": timeout},
+            {"data": [to_columns(b) for b in batches], "envstep": self._commander.status()["envstep"],
+             "wait_s": timeout},
             deadline_s=timeout + 5.0)
         handle.add_done_callback(lambda h: (link.done(len(batches)), self._learned(conn, task, ids, h)))
         return True

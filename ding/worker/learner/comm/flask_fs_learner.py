@@ -211,9 +211,12 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def deal_with_learner_learn(self, task: dict) -> dict:
         """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""
         self._check_alive()
+        from ding.worker.parallel_files import from_columns
+
         batches = task.get("data")
-        if not isinstance(batches, list) or not all(isinstance(b, list) for b in batches):
-            raise ValueError("learner_learn_task: 'data' must be a list of batches (lists of metadata dicts)")
+        if not isinstance(batches, list):
+            raise ValueError("learner_learn_task: 'data' must be a list of batches (metadata dicts, or columns)")
+        batches = [from_columns(b) for b in batches]
         envstep = int(task.get("envstep", -1))
         slots = []
         for batch in batches:
