@@ -1,12 +1,10 @@
 """SampleSerialCollector: collect a number of train samples from a vectorised env manager."""
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from ding.config.ranges import at_least
-from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError
 
 from .base_serial_collector import BaseSerialCollector, _policy_attr, check_n_sample_n_episode, traj_len_of
@@ -77,9 +75,9 @@ class SampleSerialCollector(BaseSerialCollector):
                     "policy.collect.n_sample"
                 )
         policy_kwargs = policy_kwargs or {}
-        env = self._env
+        step = self._core.step
         forward = self._policy.forward
-        sent_obs, sent_out = self._sent_obs, self._sent_out
+        sent_obs, sent_out = self._core.sent_obs, self._core.sent_out
         process = self._policy.process_transition
         get_train_sample = self._policy.get_train_sample
         caches, env_steps, env_samples = self._caches, self._env_steps, self._env_samples
@@ -87,22 +85,14 @@ class SampleSerialCollector(BaseSerialCollector):
         flush_len = self._traj_len + keep
         has_cb = bool(self._callbacks)  # decided once per call: no callback work on the step path without them
         add_seed = level_seeds is not None
-        deepcopy_obs, transform_obs = self._cfg.deepcopy_obs, self._cfg.transform_obs
         return_data: list[Any] = []
         collected = steps = 0
 
         t0 = time.perf_counter()
         while collected < n_sample:
-            obs = env.ready_obs
-            if obs:
-                if deepcopy_obs:
-                    obs = copy.deepcopy(obs)
-                policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
-                sent_obs.update(obs)
-                sent_out.update(policy_output)
-                timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
-            else:  # an async manager may have every env still stepping: wait for them (or fail clearly)
-                timesteps = self._no_ready_env()
+            timesteps = step(forward, policy_kwargs)
+            if timesteps is None:
+                raise self._idle_error()
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)
