@@ -127,7 +127,11 @@ class ActorCriticPolicy(Policy):
         batch["done"], batch["traj_flag"] = batch["done"].bool(), batch["traj_flag"].bool()
         if self._cfg.learn.ignore_done:
             batch["done"] = torch.zeros_like(batch["done"])
-        if not self._continuous and batch["action"].dim() > 1:
+        n = len(data)
+        if self._continuous:  # default_collate squeezes 1-d actions to (B,): a Gaussian needs (B, action_dim)
+            batch["action"] = batch["action"].reshape(n, -1).float()
+            batch["logit"] = {k: v.reshape(n, -1) for k, v in batch["logit"].items()}
+        elif batch["action"].dim() > 1:
             batch["action"] = batch["action"].reshape(-1)
         if self._device.type != "cpu":
             batch = _to_device(batch, self._device)
