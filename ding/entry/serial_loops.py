@@ -43,8 +43,9 @@ class TrainLoop:
         learner, collector = run.learner, run.collector
         view = ProgressView(max_env_step=limits.env_step, max_train_iter=limits.train_iter,
                             stop_value=run.cfg.env.get("stop_value"))
-        if run.resumed:
-            run.eval_csv.truncate_after(learner.train_iter)
+        if run.resumed:  # rows the stopped session wrote after its checkpoint: the evaluator's last one is kept
+            last_eval = run.evaluator.state_dict().get("last_eval_iter", learner.train_iter)
+            run.eval_csv.truncate_after(min(last_eval, learner.train_iter))
         stop_flag, ended = False, "limit"
         while True:
             self.train_phase(stop)
