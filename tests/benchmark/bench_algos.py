@@ -2,6 +2,7 @@
 
     python tests/benchmark/bench_algos.py                               # every config in config/README.md, seeds 0-2
     python tests/benchmark/bench_algos.py cartpole_ppo pendulum_ppo --seeds 0 1 2 3 4
+    python tests/benchmark/bench_algos.py path/to/cartpole_ppo_config.py --budget 100000   # any config file
     python tests/benchmark/bench_algos.py --smoke                       # 2 iterations of cartpole_ppo (test suite)
 
 Each run is a whole ``ding`` process (``-m serial`` or ``-m serial_onpolicy``, chosen by the policy) in a fresh
@@ -60,9 +61,16 @@ def pipeline_mode(config_path: str) -> str:
     return "serial_onpolicy" if on_policy else "serial"
 
 
-def run_ding(name: str, seed: int, budget: int, extra: list[str] | None = None) -> dict:
+def resolve(arg: str) -> tuple[str, str]:
+    """``(label, config path)`` of a shipped config name or of a config file (e.g. one of DI-engine's)."""
+    if arg.endswith(".py") and os.path.exists(arg):
+        return "file:" + os.path.splitext(os.path.basename(arg))[0], os.path.abspath(arg)
+    return arg, os.path.join(CONFIG_DIR, arg + ".py")
+
+
+def run_ding(name: str, seed: int, budget: int, extra: list[str] | None = None, config: str | None = None) -> dict:
     """One whole ``ding`` process; its result file and eval curve."""
-    config = os.path.join(CONFIG_DIR, name + ".py")
+    config = config or os.path.join(CONFIG_DIR, name + ".py")
     mode = pipeline_mode(config)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "ding.entry.cli", "-m", mode, "-c", config, "-s", str(seed), "--exp-name",
@@ -80,7 +88,8 @@ def run_ding(name: str, seed: int, budget: int, extra: list[str] | None = None) 
     return {"bench": "algo", "config": name, "impl": "ding", "seed": seed, "stop_flag": bool(result["stop_flag"]),
             "env_step": result["env_step"], "train_wall_s": result["wall_time_s"],
             "process_wall_s": round(process_wall, 2), "eval_return": result["eval_return"], "budget": budget,
-            "within_budget": bool(result["stop_flag"]) and result["env_step"] <= budget, "curve": curve}
+            "within_budget": bool(result["stop_flag"]) and result["env_step"] <= budget,
+            "stop_value": result["stop_value"], "curve": curve}
 
 
 # ------------------------------------------------------------------ peers
@@ -141,7 +150,7 @@ def run_peer(name: str, peer: str, seed: int, budget: int) -> dict:
     return {"bench": "algo", "config": name, "impl": peer, "seed": seed, "stop_flag": out["stop_flag"],
             "env_step": out["env_step"], "train_wall_s": out["train_wall_s"], "process_wall_s": round(process_wall, 2),
             "eval_return": out["eval_return"], "budget": budget,
-            "within_budget": out["stop_flag"] and out["env_step"] <= budget, "curve": out["curve"]}
+            "within_budget": out["stop_flag"] and out["env_step"] <= budget, "stop_value": 195, "curve": out["curve"]}
 
 
 def peers_available(name: str) -> tuple[list[str], list[str]]:
@@ -173,18 +182,18 @@ def summarize(results: list[dict]) -> list[dict]:
 
 
 def print_table(results: list[dict], summary: list[dict], notes: list[str]) -> None:
-    head = (f"{'config':<16} {'impl':<5} {'seed':>4} {'env steps':>10} {'train s':>8} {'process s':>9} "
+    head = (f"{'config':<24} {'impl':<5} {'seed':>4} {'env steps':>10} {'train s':>8} {'process s':>9} "
             f"{'final return':>12} {'budget':>8}  within")
     print(head)
     for r in results:
         ret = "-" if r["eval_return"] is None else f"{r['eval_return']:.1f}"
-        print(f"{r['config']:<16} {r['impl']:<5} {r['seed']:>4} {r['env_step']:>10,} {r['train_wall_s']:>8.2f} "
+        print(f"{r['config']:<24} {r['impl']:<5} {r['seed']:>4} {r['env_step']:>10,} {r['train_wall_s']:>8.2f} "
               f"{r['process_wall_s']:>9.2f} {ret:>12} {r['budget']:>8,}  {'yes' if r['within_budget'] else 'NO'}")
     print()
-    print(f"{'config':<16} {'impl':<5} {'median env steps':>16} {'median train s':>14} {'median process s':>16}  "
+    print(f"{'config':<24} {'impl':<5} {'median env steps':>16} {'median train s':>14} {'median process s':>16}  "
           "within budget")
     for s in summary:
-        print(f"{s['config']:<16} {s['impl']:<5} {s['median_env_step']:>16,.0f} {s['median_train_wall_s']:>14.2f} "
+        print(f"{s['config']:<24} {s['impl']:<5} {s['median_env_step']:>16,.0f} {s['median_train_wall_s']:>14.2f} "
               f"{s['median_process_wall_s']:>16.2f}  {s['within_budget']}")
     for note in notes:
         print(f"note: {note}")
@@ -210,7 +219,9 @@ def plot(results: list[dict], path: str) -> str | None:
         ax.set_xlabel("env steps")
         ax.set_ylabel("eval return")
         if stop is not None:
-            ax.axvline(stop["budget"], color="grey", linewidth=0.8, linestyle=":")
+            ax.axvline(stop["budget"], color="grey", linewidth=0.8, linestyle=":")  # the env-step budget
+            if stop.get("stop_value") is not None:
+                ax.axhline(stop["stop_value"], color="grey", linewidth=0.8, linestyle="--")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -220,7 +231,10 @@ def plot(results: list[dict], path: str) -> str | None:
 
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("configs", nargs="*", help="config names (config/serial/<name>.py); default: config/README.md")
+    parser.add_argument("configs", nargs="*", help="config names (config/serial/<name>.py) or config file paths; "
+                        "default: every config in config/README.md")
+    parser.add_argument("--budget", type=int, default=100_000,
+                        help="env-step limit of a config config/README.md does not list (e.g. a DI-engine file)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--smoke", action="store_true", help="2 training iterations of one seed (the test suite)")
     parser.add_argument("--no-peers", action="store_true", help="skip Stable-Baselines3 / Tianshou")
@@ -229,20 +243,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     budgets = read_budgets()
     names = args.configs or (["cartpole_ppo"] if args.smoke else list(budgets))
-    unknown = [n for n in names if not os.path.exists(os.path.join(CONFIG_DIR, n + ".py"))]
+    unknown = [n for n in names if not os.path.exists(resolve(n)[1])]
     if unknown:
         parser.error(f"unknown config(s) {unknown}; shipped: "
                      f"{sorted(os.path.splitext(f)[0] for f in os.listdir(CONFIG_DIR))}")
     seeds = args.seeds[:1] if args.smoke else args.seeds
     results: list[dict] = []
     notes = ["--smoke: 2 training iterations, peers skipped"] if args.smoke else []
-    for name in names:
-        budget = budgets.get(name, {}).get("budget", 100_000)
+    for arg in names:
+        name, config = resolve(arg)
+        budget = budgets.get(name, {}).get("budget", args.budget)
         extra = ["--train-iter", "2"] if args.smoke else []
         peers, peer_notes = ([], []) if (args.smoke or args.no_peers) else peers_available(name)
         notes += peer_notes
         for seed in seeds:  # ding and its peers interleaved, so machine noise hits them alike
-            results.append(run_ding(name, seed, budget, extra))
+            results.append(run_ding(name, seed, budget, extra, config))
             for peer in peers:
                 results.append(run_peer(name, peer, seed, budget))
     summary = summarize(results)
