@@ -115,6 +115,19 @@ def test_cartpole_ppo_reaches_195_within_its_budget(in_tmp_dir):
     assert not os.path.exists("cartpole_ppo_seed0/log/buffer")  # no replay buffer
 
 
+def test_episode_collector_feeds_whole_episodes_as_samples(in_tmp_dir):
+    main, create = _cartpole_ppo("episodes")
+    main.policy.collect = dict(n_episode=4, discount_factor=0.99, gae_lambda=0.95,
+                               collector=dict(type="episode", get_train_sample=True))
+    serial_pipeline_onpolicy((main, create), seed=0, max_train_iter=1)
+    result = read_result("episodes")
+    assert result["train_iter"] >= 4 and result["env_step"] >= 4 * 8  # 4+ whole episodes of 8+ steps each
+    main.policy.collect.collector.get_train_sample = False  # raw episodes cannot be trained on
+    main.exp_name = "raw"
+    with pytest.raises(ValueError, match="got a list of episodes.*get_train_sample=True"):
+        serial_pipeline_onpolicy((main, create), seed=0, max_train_iter=1)
+
+
 def _cartpole_ppo(exp_name: str, **hook):
     from dizoo.classic_control.cartpole.config.cartpole_ppo_config import create_config, main_config
 
