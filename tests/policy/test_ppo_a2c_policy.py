@@ -153,3 +153,21 @@ def test_registered_under_di_engine_names():
     assert POLICY_REGISTRY.get("ppo") is PPOPolicy and POLICY_REGISTRY.get("ppo_command") is PPOPolicy
     assert POLICY_REGISTRY.get("a2c") is A2CPolicy and POLICY_REGISTRY.get("a2c_command") is A2CPolicy
     assert PPOPolicy.default_config().on_policy is True and A2CPolicy.default_config().on_policy is True
+
+
+def test_gradient_clipping_by_norm_and_by_value():
+    policy = ppo()
+    params = [p for p in policy._model.parameters()]
+
+    def backward():
+        policy._optimizer.zero_grad()
+        policy._model(torch.ones(8, 4), mode="compute_actor_critic")["value"].pow(2).sum().mul(100).backward()
+
+    backward()
+    before = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+    assert policy._clip_grad("clip_norm", 0.5) == pytest.approx(before.item(), rel=1e-5)
+    after = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params if p.grad is not None]))
+    assert before > 0.5 and after.item() == pytest.approx(0.5, rel=1e-4)
+    backward()
+    assert policy._clip_grad("clip_value", 0.01) is None
+    assert max(p.grad.abs().max().item() for p in params if p.grad is not None) <= 0.01
