@@ -23,7 +23,8 @@ cartpole_a2c_config = dict(
         learn=dict(
             # one gradient step per collect: the whole rollout (8 envs x 5 steps) is one batch
             batch_size=40,
-            learning_rate=3e-3,
+            # 3e-3 learns faster on most seeds but collapses on some (seed 3 never recovered)
+            learning_rate=1e-3,
             value_weight=0.25,
             entropy_weight=0.01,
             adv_norm=False,
