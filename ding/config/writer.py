@@ -49,11 +49,13 @@ class _Renderer:
                 self._active.discard(id(value))
         if inspect.isclass(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
             return self._reference(value, path)
+        if _is_default_instance(value):  # e.g. activation=torch.nn.Tanh() in DI-engine's configs
+            return self._reference(type(value), path) + "()"
         raise ConfigError(
             f"{path}: cannot write a {type(value).__module__}.{type(value).__qualname__} value ({_short(value)}) to a "
             f"config file ({self.where}). Config values must be numbers, strings, bools, None, lists, tuples, dicts, "
-            "numpy values, or importable classes/functions; use a name the component understands instead, "
-            "or compile with save_cfg=False."
+            "numpy values, importable classes/functions, or instances their class makes without arguments (like "
+            "torch.nn.Tanh()); use a name the component understands instead, or compile with save_cfg=False."
         )
 
     def _mapping(self, value: Mapping, path: str, depth: int) -> str:
@@ -116,6 +118,18 @@ class _Renderer:
             f"{path}: {value!r} cannot be written to a config file ({self.where}): only classes and functions "
             "importable by module and name can; define it at the top level of an importable module"
         )
+
+
+def _is_default_instance(value: Any) -> bool:
+    """Whether ``type(value)()`` makes the same object, judged by ``repr`` (``Tanh()``; not a default ``<... at 0x>``
+    repr, not ``LeakyReLU(negative_slope=0.1)``): then ``ClassName()`` in the file stands for it."""
+    text = repr(value)
+    if " at 0x" in text:
+        return False
+    try:
+        return repr(type(value)()) == text
+    except Exception:  # noqa: BLE001 -- a constructor that needs arguments (or fails): not such an instance
+        return False
 
 
 def _join(prefix: str, key: str) -> str:

@@ -12,7 +12,8 @@ from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
 from ding.worker import CKPT_BEST_NAME, create_serial_evaluator, list_iteration_checkpoints, load_checkpoint_file
 
-from .serial_entry import _eval_returns, _load_input
+from .serial_entry import _load_input
+from .serial_run import _eval_returns
 
 
 def eval(  # noqa: A001  (DI-engine's name)

@@ -120,6 +120,22 @@ def _limit_flags(args: argparse.Namespace) -> list[str]:
                 "ding -m serial -c config/serial/cartpole_dqn.py -s 0 --resume"))
 def run_serial(args: argparse.Namespace) -> int:
     from .serial_entry import serial_pipeline
+
+    return _run_serial_seeds(args, serial_pipeline)
+
+
+@mode("serial_onpolicy", help="train an on-policy policy (PPO, A2C) in one process (serial_pipeline_onpolicy)",
+      add_arguments=_serial_arguments,
+      examples=("ding -m serial_onpolicy -c config/serial/cartpole_ppo.py -s 0",
+                "ding -m serial_onpolicy -c config/serial/cartpole_ppo.py -s 0 --resume"))
+def run_serial_onpolicy(args: argparse.Namespace) -> int:
+    from .serial_entry_onpolicy import serial_pipeline_onpolicy
+
+    return _run_serial_seeds(args, serial_pipeline_onpolicy)
+
+
+def _run_serial_seeds(args: argparse.Namespace, pipeline: Callable[..., Any]) -> int:
+    """Run ``pipeline`` for each ``-s`` seed; on Ctrl-C print the command that resumes the run and the seeds left."""
     from .training_view import TrainingInterrupted
 
     _need_config(args)
@@ -127,8 +143,8 @@ def run_serial(args: argparse.Namespace) -> int:
     for i, seed in enumerate(seeds):
         cfg = _with_exp_name(args, seed, len(seeds))
         try:
-            serial_pipeline(cfg, seed=seed, max_train_iter=args.train_iter, max_env_step=args.env_step,
-                            resume=args.resume or None, extend=args.extend, source=args.config)
+            pipeline(cfg, seed=seed, max_train_iter=args.train_iter, max_env_step=args.env_step,
+                     resume=args.resume or None, extend=args.extend, source=args.config)
         except TrainingInterrupted as e:  # the pipeline said where the checkpoint is; say how to go on
             default = _exp_name(cfg[0].get("exp_name", ""), None, seed, 1)
             print(f"ding: to resume: {resume_command(args, seed, e.exp_dir, default)}", file=sys.stderr)

@@ -1,11 +1,12 @@
 """Exact resume of a serial run: what goes into a checkpoint besides the policy, and where the loop restarts.
 
 Every ``iteration_N.pth.tar`` the learner writes (periodic hook, Ctrl-C, end of run) carries, under ``extra``, the
-collector (partial trajectories, env step, the env manager's pickled envs), the replay buffer (contents, priorities,
-its RNG), the evaluator (best return, last evaluation), the commander, every global RNG, and the loop position (which
-update of the current collect cycle comes next, plus a priority update still owed to the buffer when the checkpoint
-was written from inside ``learner.train``). Loading it puts every component back where it was, so the resumed run
-makes the same decisions, bit for bit, as a run that never stopped.
+collector (partial trajectories, env step, the env manager's pickled envs), the replay buffer of an off-policy run
+(contents, priorities, its RNG), the evaluator (best return, last evaluation), the commander, every global RNG, and
+the loop position (off-policy: which update of the current collect cycle comes next, plus a priority update still
+owed to the buffer when the checkpoint was written from inside ``learner.train``; on-policy: collected data not
+trained on yet). Loading it puts every component back where it was, so the resumed run makes the same decisions, bit
+for bit, as a run that never stopped.
 
 A run owns its directory: :func:`lock_run_dir` claims (new run) or chooses (resume) it and locks it for the run's
 life. A resume is checked (:func:`check_resume`) before anything is written, and what the workers add to the
@@ -180,16 +181,19 @@ class AppendUndo:
 
 
 class RunState:
-    """Registers the run's extra checkpoint state with the learner and tracks the loop position."""
+    """Registers a run's checkpoint state with the learner: its components, the RNGs and the loop's position.
 
-    def __init__(self, run: Any) -> None:
+    ``run`` is a :class:`~ding.entry.serial_run.SerialRun` (its replay buffer, if it has one, is saved too); ``loop``
+    gives its position with ``state_dict()`` / ``load_state_dict(state, path)``.
+    """
+
+    def __init__(self, run: Any, loop: Any) -> None:
         self.run = run
-        self.next_update: int = 0  # index of the next update in the current collect cycle
-        self._updating: int | None = None  # index of the update inside learner.train right now
-        self._use_priority = bool(run.cfg.policy.get("priority", False))
+        self.loop = loop
         learner = run.learner
         learner.register_checkpoint_extra("collector", run.collector.state_dict, run.collector.load_state_dict)
-        learner.register_checkpoint_extra("replay_buffer", run.buffer.state_dict, run.buffer.load_state_dict)
+        if run.buffer is not None:
+            learner.register_checkpoint_extra("replay_buffer", run.buffer.state_dict, run.buffer.load_state_dict)
         learner.register_checkpoint_extra("evaluator", run.evaluator.state_dict, run.evaluator.load_state_dict)
         learner.register_checkpoint_extra("commander", run.commander.state_dict, run.commander.load_state_dict)
         learner.register_checkpoint_extra("rng", get_rng_state, set_rng_state)
@@ -198,21 +202,8 @@ class RunState:
         self.ended: dict[str, Any] | None = None  # how the run ended (set after the loop; None while it trains)
         self.loaded_elapsed = 0.0  # training time of the sessions before a resume
 
-    # the loop calls these around each update
-    def begin_update(self, i: int) -> None:
-        self._updating = i
-
-    def end_update(self, i: int) -> None:
-        self._updating = None
-        self.next_update = i + 1
-
     def _loop_state(self) -> dict[str, Any]:
-        common = {"elapsed_s": self.run.elapsed(), "ended": self.ended}
-        if self._updating is not None:  # written by a hook inside learner.train: the update is done but the
-            # buffer has not yet received its priorities
-            pending = self.run.learner.priority_info if self._use_priority else None
-            return {"next_update": self._updating + 1, "pending_priority": pending, **common}
-        return {"next_update": self.next_update, "pending_priority": None, **common}
+        return {**self.loop.state_dict(), "elapsed_s": self.run.elapsed(), "ended": self.ended}
 
     def _set_loop_state(self, state: dict[str, Any]) -> None:
         self._loaded_loop = dict(state)
@@ -220,23 +211,19 @@ class RunState:
     def save_now(self) -> str | None:
         return self.run.learner.save_checkpoint()
 
-    def load(self, point: ResumePoint) -> int:
-        """Restore everything from a checked resume point; return the index of the next update to run."""
+    def load(self, point: ResumePoint) -> None:
+        """Restore everything from a checked resume point: components, RNGs, then the loop's position."""
         self._loaded_loop = None
         path = point.path
-        self.run.learner.load_checkpoint_state(point.checkpoint, path)
+        learner = self.run.learner
+        learner.load_checkpoint_state(point.checkpoint, path)
         if self._loaded_loop is None:
             raise CheckpointError(
                 f"resume: checkpoint '{path}' holds only the policy (no run state); it cannot resume a run exactly. "
                 "Load it as weights instead (learner hook load_ckpt_before_run)."
             )
-        pending = self._loaded_loop.get("pending_priority")
-        if pending:
-            self.run.buffer.update(pending)
-        self.next_update = int(self._loaded_loop["next_update"])
+        self.loop.load_state_dict(self._loaded_loop, path)
         self.loaded_elapsed = float(self._loaded_loop.get("elapsed_s", 0.0))
-        self.run.learner.info(f"resumed from {path} at train_iter {self.run.learner.train_iter}, "
-                              f"env step {self.run.collector.envstep}")
-        print(f"ding: resumed from {path} (train_iter {self.run.learner.train_iter}, "
-              f"env step {self.run.collector.envstep})")
-        return self.next_update
+        envstep = self.run.collector.envstep
+        learner.info(f"resumed from {path} at train_iter {learner.train_iter}, env step {envstep}")
+        print(f"ding: resumed from {path} (train_iter {learner.train_iter}, env step {envstep})")

@@ -1,4 +1,6 @@
 """Policies: the Policy base with its mode views, the registry helpers, and the algorithms."""
+from .a2c import A2CPolicy
+from .actor_critic import ActorCriticPolicy
 from .base_policy import (
     Policy,
     PolicyCollectMode,
@@ -10,9 +12,11 @@ from .base_policy import (
 )
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy
+from .ppo import PPOPolicy
 from .space_check import check_policy_fits_env
 
 __all__ = [
     "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
     "PolicyLearnMode", "check_policy_fits_env", "create_policy", "get_policy_cls", "get_random_policy",
 ]
+__all__ += ["A2CPolicy", "ActorCriticPolicy", "PPOPolicy"]

@@ -20,13 +20,19 @@ def check_policy_fits_env(policy: Policy, env: Any, env_name: str | None = None)
     cfg, model = policy._get_attribute("cfg"), policy._get_attribute("model")
     name = f"env '{env_name}'" if env_name else "the env"
     problems = []
-    kinds = type(policy).action_space_types
+    kinds = policy.action_space_types  # a class attribute, or an instance's (e.g. from policy.action_space)
     if kinds is not None and act_space is not None and not isinstance(act_space, kinds):
         wanted = " or ".join(k.__name__ for k in kinds)
-        problems.append(
-            f"policy.type: {type(policy).__name__} ({cfg.get('type')!r}) needs a {wanted} action space, but {name} "
-            f"has {act_space}. Use a policy made for this action space, or an env with {wanted} actions"
-        )
+        if kinds != type(policy).action_space_types and cfg.get("action_space") is not None:
+            fix = ("set policy.action_space (and policy.model.action_space) to the env's kind: 'continuous' for "
+                   "Box, 'discrete' for Discrete")
+            problems.append(f"policy.action_space: {cfg.action_space!r} makes {type(policy).__name__} act in a "
+                            f"{wanted} action space, but {name} has {act_space}; {fix}")
+        else:
+            problems.append(
+                f"policy.type: {type(policy).__name__} ({cfg.get('type')!r}) needs a {wanted} action space, but "
+                f"{name} has {act_space}. Use a policy made for this action space, or an env with {wanted} actions"
+            )
     else:
         problems += _shape_problems("obs_shape", cfg, model, _obs_shape(obs_space), obs_space, name)
         problems += _shape_problems("action_shape", cfg, model, _action_shape(act_space), act_space, name)

@@ -1,9 +1,20 @@
 """Losses, targets, sample builders and exploration schedules shared by the policies."""
+from .a2c import a2c_data, a2c_error, a2c_error_continuous, a2c_loss
 from .adder import get_nstep_return_data, get_train_sample
+from .distribution import action_distribution
 from .exploration import EPSILON_SCHEDULE_TYPES, EpsilonSchedule, get_epsilon_greedy_fn
+from .gae import gae, gae_data
+from .ppo import ppo_data, ppo_error, ppo_error_continuous, ppo_info, ppo_loss, ppo_policy_loss, ppo_value_loss
+from .running_stat import RunningMeanStd
 from .td import nstep_return, q_nstep_td_data, q_nstep_td_error
 
 __all__ = [
     "EPSILON_SCHEDULE_TYPES", "EpsilonSchedule", "get_epsilon_greedy_fn", "get_nstep_return_data", "get_train_sample",
     "nstep_return", "q_nstep_td_data", "q_nstep_td_error",
+]
+# on-policy actor-critic (PPO, A2C)
+__all__ += [
+    "a2c_data", "a2c_error", "a2c_error_continuous", "a2c_loss", "action_distribution", "gae", "gae_data",
+    "ppo_data", "ppo_error", "ppo_error_continuous", "ppo_info", "ppo_loss", "ppo_policy_loss", "ppo_value_loss",
+    "RunningMeanStd",
 ]

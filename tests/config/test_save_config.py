@@ -113,6 +113,15 @@ def test_numpy_values_and_importable_classes_round_trip(tmp_path):
     assert main.activation is torch.nn.ReLU and main.fn is math.sqrt
 
 
+def test_an_instance_its_class_makes_without_arguments_round_trips(tmp_path):
+    """DI-engine's pendulum PPO config has model.activation=nn.Tanh(): written as the class called with no
+    arguments, read back as an equal module."""
+    path = str(tmp_path / "cfg.py")
+    save_config(dict(policy=dict(model=dict(activation=torch.nn.Tanh()))), path, dict(policy=dict(type="ppo")))
+    activation = read_config(path)[0].policy.model.activation
+    assert isinstance(activation, torch.nn.Tanh) and "torch.nn.modules.activation').Tanh()" in open(path).read()
+
+
 def test_system_config_round_trips(tmp_path):
     path = str(tmp_path / "par.py")
     save_config(dict(a=1), path, dict(policy=dict(type="dqn")), system_cfg=dict(coordinator=dict(port=5)))
@@ -121,8 +130,8 @@ def test_system_config_round_trips(tmp_path):
 
 def test_unsaveable_value_names_its_path(tmp_path):
     path = str(tmp_path / "cfg.py")
-    with pytest.raises(ConfigError, match=r"policy\.model\.activation: cannot write a torch\.nn\..*ReLU.*cfg\.py"):
-        save_config(dict(policy=dict(model=dict(activation=torch.nn.ReLU()))), path)
+    with pytest.raises(ConfigError, match=r"policy\.model\.activation: cannot write a torch\.nn\..*LeakyReLU.*cfg\.py"):
+        save_config(dict(policy=dict(model=dict(activation=torch.nn.LeakyReLU(0.1)))), path)
     assert not os.path.exists(path)
     with pytest.raises(ConfigError, match=r"^fn: .*lambda.* only classes and functions importable"):
         save_config(dict(fn=lambda x: x), path)

@@ -101,6 +101,7 @@ class FakeCollectPolicy:
         self.nstep = nstep
         self.resets = []
         self.kwargs = []
+        self.chunks = []  # length of every chunk given to get_train_sample
 
     def forward(self, data, **kwargs):
         self.kwargs.append(kwargs)
@@ -112,6 +113,7 @@ class FakeCollectPolicy:
                 "done": bool(ts.done)}
 
     def get_train_sample(self, transitions):
+        self.chunks.append(len(transitions))
         return transitions if self.nstep == 1 else get_nstep_return_data(transitions, self.nstep, 0.9)
 
     def get_attribute(self, name):
@@ -333,12 +335,18 @@ def test_periodic_log_and_random_collect_not_recorded(tmp):
     assert "[collector] iter 10 | env steps 12 | 4 episodes, return 2" in log
 
 
-def test_on_policy_drops_partial_trajectories(tmp):
-    env = make_env(lengths=(5, 5))
-    with SampleSerialCollector(EasyDict(), env, FakeCollectPolicy(n_sample=2, on_policy=True).mode(),
-                               exp_name="exp") as col:
-        col.collect()
+def test_on_policy_collect_is_a_rollout_of_traj_len_steps_per_env(tmp):
+    """Each env steps exactly ceil(n_sample / env_num) times; segments are cut at episode ends and at the end of
+    the call, nothing stays cached (the next call's data comes from the new policy) and no step is wasted."""
+    env = make_env(lengths=(2, 5))
+    policy = FakeCollectPolicy(n_sample=6, on_policy=True)
+    with SampleSerialCollector(EasyDict(), env, policy.mode(), exp_name="exp") as col:
+        data = col.collect()
         assert col.state_dict()["caches"] == [[], []]
+        assert len(data) == 6 and col.envstep == 6
+        assert sorted(policy.chunks) == [1, 2, 3]  # env 0: an episode of 2, then 1 step; env 1: 3
+        data = col.collect(n_sample=3)  # ceil(3 / 2) = 2 steps per env
+        assert len(data) == 4 and col.envstep == 10
 
 
 def test_level_seeds_and_reset_and_envstep_setter(tmp):

@@ -76,8 +76,10 @@ class VAC(nn.Module):
             self.actor_head: nn.Module = DiscreteHead(actor_head_hidden_size, action_dim[0], actor_head_layer_num,
                                                       activation, norm_type, input_size=feat)
         else:
-            self.actor_head = ReparameterizationHead(actor_head_hidden_size, action_dim[0], actor_head_layer_num,
-                                                     sigma_type, fixed_sigma_value, activation, norm_type, bound_type,
+            # with no hidden layer (actor_head_layer_num=0) mu and sigma read the encoder's features directly
+            hidden = actor_head_hidden_size if actor_head_layer_num > 0 else feat
+            self.actor_head = ReparameterizationHead(hidden, action_dim[0], actor_head_layer_num, sigma_type,
+                                                     fixed_sigma_value, activation, norm_type, bound_type,
                                                      input_size=feat)
         self.critic_head = RegressionHead(critic_head_hidden_size, 1, critic_head_layer_num, activation=activation,
                                           norm_type=norm_type, input_size=feat)

@@ -14,6 +14,7 @@ from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_
 from ding.utils.worker_logs import WorkerLogs
 
 from .episode_callback import EpisodeCallback, build_episode_callbacks, check_callback
+from .step_core import EnvStepCore
 
 INF = float("inf")
 
@@ -133,10 +134,9 @@ class BaseSerialCollector(ISerialCollector):
         self._env_steps = [0] * n  # steps of each env's current episode
         self._env_samples = [0] * n  # train samples from each env's current episode
         self._episode_open = [False] * n  # on_episode_start fired for the current episode
-        # The observation and policy output each env last acted on. An async env manager may answer an action in a
-        # later step() call, so the transition must pair the timestep with what was sent, not the latest ready_obs.
-        self._sent_obs: dict[int, Any] = {}
-        self._sent_out: dict[int, Any] = {}
+        # observe -> act -> step; it keeps the observation and policy output each env last acted on (sent_obs/out)
+        self._core = EnvStepCore(self._env, bool(self._cfg.get("deepcopy_obs", False)),
+                                 bool(self._cfg.get("transform_obs", False)))
 
     def _check_ready(self, where: str) -> None:
         if self._closed:
@@ -146,16 +146,14 @@ class BaseSerialCollector(ISerialCollector):
                 f"{type(self).__name__}.{where}: set the env manager and the policy first (constructor or reset)"
             )
 
-    def _no_ready_env(self) -> dict:
-        """No env waits for an action: collect the answers of envs still stepping (async managers), else fail."""
-        if in_flight(self._env):
-            return self._env.step({})
+    def _idle_error(self) -> EnvError:
+        """Why a step found no env ready for an action and none still stepping."""
         if getattr(self._env, "done", False):
-            raise EnvError(
+            return EnvError(
                 f"{type(self).__name__}: every env finished its episode_num episodes, nothing is left to collect; "
                 "use env.manager.episode_num=inf for a training collector"
             )
-        raise EnvError(f"{type(self).__name__}: the env manager has no env ready for an action")
+        return EnvError(f"{type(self).__name__}: the env manager has no env ready for an action")
 
     # ------------------------------------------------------------------ callbacks
     def register_callback(self, callback: EpisodeCallback) -> None:
@@ -309,8 +307,8 @@ class BaseSerialCollector(ISerialCollector):
             "env_steps": list(self._env_steps),
             "env_samples": list(self._env_samples),
             "episode_open": list(self._episode_open),
-            "sent_obs": dict(self._sent_obs),
-            "sent_out": dict(self._sent_out),
+            "sent_obs": dict(self._core.sent_obs),
+            "sent_out": dict(self._core.sent_out),
         }
         if self._env is not None and callable(getattr(self._env, "state_dict", None)):
             state["env"] = self._env.state_dict()
@@ -330,8 +328,8 @@ class BaseSerialCollector(ISerialCollector):
         self._env_steps = list(state["env_steps"])
         self._env_samples = list(state["env_samples"])
         self._episode_open = list(state["episode_open"])
-        self._sent_obs = dict(state.get("sent_obs", {}))
-        self._sent_out = dict(state.get("sent_out", {}))
+        self._core.sent_obs = dict(state.get("sent_obs", {}))
+        self._core.sent_out = dict(state.get("sent_out", {}))
 
     def close(self) -> None:
         """Close the env manager, flush the TensorBoard writer (close it if the collector made it). Idempotent."""
@@ -347,16 +345,6 @@ class BaseSerialCollector(ISerialCollector):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def in_flight(env: Any) -> bool:
-    """Whether some env of ``env`` is stepping or resetting without being ready yet (an async manager's answer is
-    still to come, and ``env.step({})`` waits for it)."""
-    from ding.envs.env_manager.manager_utils import EnvState
-
-    ready = env.ready_obs
-    return any(state in (EnvState.RUN, EnvState.RESET) and i not in ready
-               for i, state in enumerate(getattr(env, "env_states", ())))
 
 
 def traj_len_of(n_sample: int | None, env_num: int, unroll_len: int) -> float:

@@ -1,12 +1,10 @@
 """EpisodeSerialCollector: collect whole episodes from a vectorised env manager."""
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from ding.config.ranges import at_least
-from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError
 
 from .base_serial_collector import BaseSerialCollector, _policy_attr
@@ -55,29 +53,21 @@ class EpisodeSerialCollector(BaseSerialCollector):
                     "policy.collect.n_episode"
                 )
         policy_kwargs = policy_kwargs or {}
-        env = self._env
+        step = self._core.step
         forward = self._policy.forward
-        sent_obs, sent_out = self._sent_obs, self._sent_out
+        sent_obs, sent_out = self._core.sent_obs, self._core.sent_out
         process = self._policy.process_transition
         caches, env_steps = self._caches, self._env_steps
         has_cb = bool(self._callbacks)
         to_samples = bool(self._cfg.get_train_sample)
-        deepcopy_obs, transform_obs = self._cfg.deepcopy_obs, self._cfg.transform_obs
         return_data: list[Any] = []
         episodes = steps = samples_count = 0
 
         t0 = time.perf_counter()
         while episodes < n_episode:
-            obs = env.ready_obs
-            if obs:
-                if deepcopy_obs:
-                    obs = copy.deepcopy(obs)
-                policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
-                sent_obs.update(obs)
-                sent_out.update(policy_output)
-                timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
-            else:  # an async manager may have every env still stepping: wait for them (or fail clearly)
-                timesteps = self._no_ready_env()
+            timesteps = step(forward, policy_kwargs)
+            if timesteps is None:
+                raise self._idle_error()
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)

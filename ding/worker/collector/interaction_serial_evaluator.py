@@ -12,8 +12,8 @@ from ding.utils import SERIAL_EVALUATOR_REGISTRY, ConfigError, EnvError
 from ding.utils.worker_logs import CONSOLE
 from ding.worker.learner.checkpoint import CKPT_BEST_NAME
 
-from .base_serial_collector import in_flight
 from .base_serial_evaluator import BaseSerialEvaluator, VectorEvalMonitor, fmt_return
+from .step_core import EnvStepCore
 
 
 @SERIAL_EVALUATOR_REGISTRY.register("interaction")
@@ -106,20 +106,17 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
                 self._logger.warning(f"render: {type(env).__name__} has no ready_imgs; no videos are recorded")
         ep_len = [0] * env.env_num
         lengths: dict[int, list[int]] = {i: [] for i in range(env.env_num)}
+        # envs that played their quota (some may have none): no more actions for them
+        finished = {i for i in range(env.env_num) if monitor.env_finished(i)}
+        before_act = (lambda _obs: monitor.update_video(env.ready_imgs)) if render else None
+        core = EnvStepCore(env)
         steps = 0
 
         t0 = time.perf_counter()
         while not monitor.is_finished():
-            obs = {i: o for i, o in env.ready_obs.items() if not monitor.env_finished(i)}
-            if obs:
-                if render:
-                    monitor.update_video(env.ready_imgs)
-                output = policy.forward(obs, **policy_kwargs)
-                timesteps = env.step({i: out["action"] for i, out in output.items()})
-            elif in_flight(env):  # an async manager: the envs still stepping answer in a later step() call
-                timesteps = env.step({})
-            else:
-                self._no_ready_env(monitor)
+            timesteps = core.step(policy.forward, policy_kwargs, finished, before_act)
+            if timesteps is None:
+                raise self._idle_error(monitor)
             for env_id, t in timesteps.items():
                 steps += 1
                 ep_len[env_id] += 1
@@ -139,6 +136,8 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
                     if "episode_info" in t.info:
                         monitor.update_info(env_id, t.info["episode_info"])
                     monitor.update_reward(env_id, ret)
+                    if monitor.env_finished(env_id):
+                        finished.add(env_id)
                 ep_len[env_id] = 0
         duration = time.perf_counter() - t0
 
@@ -171,8 +170,8 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
         self._log(info, monitor.get_video() if render else None)
         return stop_flag, info
 
-    def _no_ready_env(self, monitor: VectorEvalMonitor) -> None:
-        raise EnvError(
+    def _idle_error(self, monitor: VectorEvalMonitor) -> EnvError:
+        return EnvError(
             f"evaluator: no env is ready although only {monitor.get_current_episode()} of {sum(monitor.quota)} "
             "episodes are finished; the evaluator's env manager must run enough episodes (env.manager.episode_num)"
         )

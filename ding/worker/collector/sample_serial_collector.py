@@ -1,12 +1,10 @@
 """SampleSerialCollector: collect a number of train samples from a vectorised env manager."""
 from __future__ import annotations
 
-import copy
 import time
 from typing import Any
 
 from ding.config.ranges import at_least
-from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError
 
 from .base_serial_collector import BaseSerialCollector, _policy_attr, check_n_sample_n_episode, traj_len_of
@@ -21,6 +19,10 @@ class SampleSerialCollector(BaseSerialCollector):
     through ``policy.get_train_sample``. After a chunk that did not end the episode the last ``nstep - 1``
     transitions stay cached (the policy's n-step windows continue into the next chunk). Episodes reported abnormal
     (``info['abnormal']``) are dropped. Every sample gets ``collect_iter`` (the ``train_iter`` it was collected at).
+
+    For an on-policy policy (``policy.on_policy=True``) a call is a rollout instead: every env steps exactly
+    ``traj_len`` times and its segments (cut at episode ends and at the end of the call) go through
+    ``get_train_sample``, so all data comes from the current policy and no step is wasted (see ``_rollout``).
     """
 
     config = dict(
@@ -77,9 +79,11 @@ class SampleSerialCollector(BaseSerialCollector):
                     "policy.collect.n_sample"
                 )
         policy_kwargs = policy_kwargs or {}
-        env = self._env
+        if self._on_policy:
+            return self._rollout(n_sample, train_iter, policy_kwargs, level_seeds)
+        step = self._core.step
         forward = self._policy.forward
-        sent_obs, sent_out = self._sent_obs, self._sent_out
+        sent_obs, sent_out = self._core.sent_obs, self._core.sent_out
         process = self._policy.process_transition
         get_train_sample = self._policy.get_train_sample
         caches, env_steps, env_samples = self._caches, self._env_steps, self._env_samples
@@ -87,22 +91,14 @@ class SampleSerialCollector(BaseSerialCollector):
         flush_len = self._traj_len + keep
         has_cb = bool(self._callbacks)  # decided once per call: no callback work on the step path without them
         add_seed = level_seeds is not None
-        deepcopy_obs, transform_obs = self._cfg.deepcopy_obs, self._cfg.transform_obs
         return_data: list[Any] = []
         collected = steps = 0
 
         t0 = time.perf_counter()
         while collected < n_sample:
-            obs = env.ready_obs
-            if obs:
-                if deepcopy_obs:
-                    obs = copy.deepcopy(obs)
-                policy_output = forward(to_tensor(obs) if transform_obs else obs, **policy_kwargs)
-                sent_obs.update(obs)
-                sent_out.update(policy_output)
-                timesteps = env.step({env_id: out["action"] for env_id, out in policy_output.items()})
-            else:  # an async manager may have every env still stepping: wait for them (or fail clearly)
-                timesteps = self._no_ready_env()
+            timesteps = step(forward, policy_kwargs)
+            if timesteps is None:
+                raise self._idle_error()
             for env_id, timestep in timesteps.items():
                 if timestep.info.get("abnormal", False):
                     self._drop_episode(env_id, timestep.info)
@@ -136,11 +132,60 @@ class SampleSerialCollector(BaseSerialCollector):
         duration = time.perf_counter() - t0
 
         self._record_collect(steps, collected, duration, train_iter, log=record_random_collect or not random_collect)
-        if self._on_policy:  # on-policy data must come from the current policy: drop partial trajectories
-            for cache in caches:
-                cache.clear()
         if drop_extra:
             return_data = return_data[:n_sample]
+        if has_cb:
+            return_data = self._callback_sample_end(return_data)
+        return return_data
+
+    def _rollout(self, n_sample: int, train_iter: int, policy_kwargs: dict, level_seeds: dict | list | None) -> list:
+        """On-policy collect: every env steps exactly ``traj_len = max(unroll_len, ceil(n_sample / env_num))``
+        times with the current policy, and each env's segment (cut at episode ends and at the end of the call) goes
+        through ``get_train_sample``. So every sample comes from the current policy, no env step is wasted, and the
+        call returns ``env_num * traj_len`` samples (``n_sample`` when it is a multiple of ``env_num``)."""
+        quota = traj_len_of(n_sample, self._env_num, self._unroll_len)
+        step, forward = self._core.step, self._policy.forward
+        sent_obs, sent_out = self._core.sent_obs, self._core.sent_out
+        process, get_train_sample = self._policy.process_transition, self._policy.get_train_sample
+        caches, env_steps, env_samples = self._caches, self._env_steps, self._env_samples
+        has_cb = bool(self._callbacks)
+        call_steps = [0] * self._env_num
+        full: set[int] = set()  # envs that took their quota of steps in this call
+        return_data: list[Any] = []
+        steps = 0
+
+        t0 = time.perf_counter()
+        while len(full) < self._env_num:
+            timesteps = step(forward, policy_kwargs, full)
+            if timesteps is None:
+                raise self._idle_error()
+            for env_id, timestep in timesteps.items():
+                if timestep.info.get("abnormal", False):
+                    self._drop_episode(env_id, timestep.info)
+                    continue
+                transition = process(sent_obs[env_id], sent_out[env_id], timestep)
+                transition["collect_iter"] = train_iter
+                if level_seeds is not None:
+                    transition["seed"] = level_seeds[env_id]
+                cache = caches[env_id]
+                cache.append(transition)
+                env_steps[env_id] += 1
+                call_steps[env_id] += 1
+                steps += 1
+                if has_cb:
+                    self._callback_step(env_id, timestep, transition)
+                if call_steps[env_id] >= quota:
+                    full.add(env_id)
+                if timestep.done or env_id in full:
+                    samples = get_train_sample(cache)
+                    return_data.extend(samples)
+                    env_samples[env_id] += len(samples)
+                    cache.clear()
+                    if timestep.done:
+                        self._end_episode(env_id, timestep.info, train_iter)
+        duration = time.perf_counter() - t0
+
+        self._record_collect(steps, len(return_data), duration, train_iter, log=True)
         if has_cb:
             return_data = self._callback_sample_end(return_data)
         return return_data

@@ -165,6 +165,7 @@ class BaseLearner:
         self._collector_envstep = 0
         self._priority_info: dict | None = None
         self._ckpt_name: str | None = None
+        self._train_call_end: int | None = None
         self._extras: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
         self._stop_requested = False
         self._learner_done = False
@@ -211,17 +212,21 @@ class BaseLearner:
             if p is not None:
                 priority = p
         self._priority_info = self._build_priority_info(priority, data) if priority is not None else None
-        for e in elems:
-            scalar, scalars, histogram = _split_log_vars(e)
-            # before the after_iter hooks, which may save a checkpoint of these parameters
-            self._nan_guard.check_output(scalar, self.train_iter + 1, self._last_ckpt_path())
-            scalar["train_time"] = train_time / len(elems)
-            for key, new in (("scalar", scalar), ("scalars", scalars), ("histogram", histogram)):
-                buf = self._log_buffer[key]
-                buf.clear()
-                buf.update(new)
-            self._last_iter.add(1)
-            self.call_hook("after_iter")
+        self._train_call_end = self.train_iter + len(elems)
+        try:
+            for e in elems:
+                scalar, scalars, histogram = _split_log_vars(e)
+                # before the after_iter hooks, which may save a checkpoint of these parameters
+                self._nan_guard.check_output(scalar, self.train_iter + 1, self._last_ckpt_path())
+                scalar["train_time"] = train_time / len(elems)
+                for key, new in (("scalar", scalar), ("scalars", scalars), ("histogram", histogram)):
+                    buf = self._log_buffer[key]
+                    buf.clear()
+                    buf.update(new)
+                self._last_iter.add(1)
+                self.call_hook("after_iter")
+        finally:
+            self._train_call_end = None
         return output
 
     @staticmethod
@@ -458,6 +463,12 @@ class BaseLearner:
     def train_iter(self) -> int:
         """Number of completed updates (hooks at ``after_iter`` already see the new value)."""
         return self._last_iter.val
+
+    @property
+    def train_call_end_iter(self) -> int | None:
+        """While the ``after_iter`` hooks of a ``train`` call run: the ``train_iter`` the call ends at (the policy's
+        update is complete; a list output counts one iteration per minibatch). None outside a call."""
+        return self._train_call_end
 
     @property
     def collector_envstep(self) -> int:

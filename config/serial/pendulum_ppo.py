@@ -1,0 +1,1 @@
+../../dizoo/classic_control/pendulum/config/pendulum_ppo_config.py

@@ -1,0 +1,183 @@
+"""The two serial training loops over one :class:`~ding.entry.serial_run.SerialRun`: off-policy and on-policy.
+
+Both follow one skeleton (:meth:`TrainLoop.train`, SPEC section 6): train on what is there, check the stop
+conditions, ``commander.step()``, evaluate when it is time, collect. They differ only in their two phases, as
+Tianshou's trainers differ over one collector/policy set-up:
+
+- off-policy: collect ``n_sample`` samples into the replay buffer; train ``update_per_collect`` times on batches
+  sampled from it (with priority updates);
+- on-policy: collect ``n_sample`` samples (or episodes) and train once on exactly them (``learner.train`` may count
+  one iteration per minibatch); no replay buffer.
+
+The train phase comes first in the loop so a resumed run re-enters it where its checkpoint was written: in the middle
+of a collect cycle (off-policy), or with collected data not yet trained on (on-policy). Each loop's position is its
+``state_dict``, saved in every checkpoint (``extra.loop``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ding.policy import get_random_policy
+from ding.utils import CheckpointError
+
+from .resume import Limits
+from .serial_run import SerialRun
+from .training_view import GracefulStop, ProgressView
+
+
+class TrainLoop:
+    """The loop skeleton; subclasses fill :meth:`train_phase` and :meth:`collect_phase` and their loop state."""
+
+    kind = ""
+
+    def __init__(self, run: SerialRun) -> None:
+        self.run = run
+
+    def train(self, limits: Limits, stop: GracefulStop, stop_at_stop_value: bool = True) -> None:
+        """Loop until a stop: {train phase → stop checks → commander → eval? → collect phase}.
+
+        Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at safe points only: after an update or after a collect,
+        where the checkpoint describes a consistent state.
+        """
+        run = self.run
+        learner, collector = run.learner, run.collector
+        view = ProgressView(max_env_step=limits.env_step, max_train_iter=limits.train_iter,
+                            stop_value=run.cfg.env.get("stop_value"))
+        if run.resumed:  # rows the stopped session wrote after its checkpoint: the evaluator's last one is kept
+            last_eval = run.evaluator.state_dict().get("last_eval_iter", learner.train_iter)
+            run.eval_csv.truncate_after(min(last_eval, learner.train_iter))
+        stop_flag, ended = False, "limit"
+        while True:
+            self.train_phase(stop)
+            view.update(collector.envstep, learner.train_iter)
+            if stop.requested or learner.stop_requested:
+                ended = "interrupted" if stop.requested else "hook"
+                break
+            if collector.envstep >= limits.env_step or learner.train_iter >= limits.train_iter:
+                break
+            collect_kwargs = run.commander.step()
+            if run.evaluator.should_eval(learner.train_iter):
+                stop_flag = run.evaluate(view) and stop_at_stop_value
+                if stop_flag:
+                    ended = "stop_value"
+                    break
+            self.collect_phase(collect_kwargs)
+            if stop.requested:
+                ended = "interrupted"
+                break
+        run.finish(ended, stop_flag, stop, view)
+
+    def train_phase(self, stop: GracefulStop) -> None:
+        raise NotImplementedError
+
+    def collect_phase(self, collect_kwargs: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict[str, Any], path: str) -> None:
+        raise NotImplementedError
+
+    def _check_kind(self, state: dict[str, Any], path: str) -> None:
+        kind = state.get("kind", OffPolicyLoop.kind)  # checkpoints from before on-policy runs existed
+        if kind != self.kind:
+            mode = {"off_policy": "serial", "on_policy": "serial_onpolicy"}.get(kind, kind)
+            raise CheckpointError(f"resume: checkpoint '{path}' was written by the {kind.replace('_', '-')} loop; "
+                                  f"resume it with the pipeline that wrote it (ding -m {mode})")
+
+
+class OffPolicyLoop(TrainLoop):
+    """Collect into the replay buffer; ``update_per_collect`` × (sample a batch → train → update priorities)."""
+
+    kind = "off_policy"
+
+    def __init__(self, run: SerialRun) -> None:
+        super().__init__(run)
+        cfg = run.cfg.policy
+        self.update_per_collect = int(cfg.learn.update_per_collect)
+        self.batch_size = int(cfg.learn.batch_size)
+        self.use_priority = bool(cfg.get("priority", False))
+        self.next_update = self.update_per_collect  # a new run starts with a collect
+        self._updating: int | None = None  # index of the update inside learner.train right now
+
+    def warm_up(self) -> None:
+        """A new run's optional collect of ``policy.random_collect_size`` samples with random actions."""
+        run = self.run
+        size = run.cfg.policy.get("random_collect_size", 0)
+        if size <= 0:
+            return
+        run.collector.reset_policy(get_random_policy(run.policy.collect_mode, run.collector_env.action_space))
+        data = run.collector.collect(n_sample=size, train_iter=0, random_collect=True)
+        run.buffer.push(data, cur_collector_envstep=run.collector.envstep)
+        run.collector.reset_policy(run.policy.collect_mode)
+
+    def train_phase(self, stop: GracefulStop) -> None:
+        learner, buffer = self.run.learner, self.run.buffer
+        for i in range(self.next_update, self.update_per_collect):
+            # warm-up: too few samples for a batch yet (quietly); any other refusal is logged by the buffer
+            batch = buffer.sample(self.batch_size, learner.train_iter) if buffer.count() >= self.batch_size else None
+            if batch is None:
+                self.next_update = self.update_per_collect
+                return
+            self._updating = i
+            learner.train(batch, self.run.collector.envstep)
+            if self.use_priority:
+                buffer.update(learner.priority_info)
+            self._updating, self.next_update = None, i + 1
+            if stop.requested or learner.stop_requested:
+                return
+
+    def collect_phase(self, collect_kwargs: dict[str, Any]) -> None:
+        run = self.run
+        data = run.collector.collect(train_iter=run.learner.train_iter, policy_kwargs=collect_kwargs)
+        run.buffer.push(data, cur_collector_envstep=run.collector.envstep)
+        self.next_update = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._updating is not None:  # written by a hook inside learner.train: the update is done but the
+            # buffer has not received its priorities yet
+            pending = self.run.learner.priority_info if self.use_priority else None
+            return {"kind": self.kind, "next_update": self._updating + 1, "pending_priority": pending}
+        return {"kind": self.kind, "next_update": self.next_update, "pending_priority": None}
+
+    def load_state_dict(self, state: dict[str, Any], path: str) -> None:
+        self._check_kind(state, path)
+        if state.get("pending_priority"):
+            self.run.buffer.update(state["pending_priority"])
+        self.next_update = int(state["next_update"])
+
+
+class OnPolicyLoop(TrainLoop):
+    """Collect fresh data; train once on exactly that data (the policy splits it into epochs and minibatches)."""
+
+    kind = "on_policy"
+
+    def __init__(self, run: SerialRun) -> None:
+        super().__init__(run)
+        self.pending: list[Any] | None = None  # collected, not trained on yet
+        self._in_train = False
+
+    def train_phase(self, stop: GracefulStop) -> None:
+        if self.pending is None:
+            return
+        self._in_train = True
+        self.run.learner.train(self.pending, self.run.collector.envstep)
+        self._in_train = False
+        self.pending = None
+
+    def collect_phase(self, collect_kwargs: dict[str, Any]) -> None:
+        run = self.run
+        self.pending = run.collector.collect(train_iter=run.learner.train_iter, policy_kwargs=collect_kwargs)
+
+    def state_dict(self) -> dict[str, Any]:
+        if self._in_train:  # a hook's checkpoint inside learner.train: the policy has done the whole update
+            # already (hooks run after it), so the run continues after the train call, at its last iteration
+            return {"kind": self.kind, "pending": None, "train_iter": self.run.learner.train_call_end_iter}
+        return {"kind": self.kind, "pending": self.pending, "train_iter": None}
+
+    def load_state_dict(self, state: dict[str, Any], path: str) -> None:
+        self._check_kind(state, path)
+        self.pending = state["pending"]
+        if state.get("train_iter") is not None:
+            self.run.learner.last_iter.update(int(state["train_iter"]))

@@ -1,0 +1,198 @@
+"""The component builder of a serial run: what both serial loops (off-policy, on-policy) stand on.
+
+:class:`SerialRun` builds the env managers, policy, learner, collector, evaluator, replay buffer (off-policy only) and
+commander of one run, and owns what the loops share: the ``before_run`` start and the resume's restore, evaluation
+records (console, ``log/eval.csv``, TensorBoard), the end of the run (``after_run`` hooks, the Ctrl-C checkpoint, the
+``result`` file) and closing everything. The loops themselves live in :mod:`ding.entry.serial_loops`.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch
+
+from ding.envs import create_env_manager, get_vec_env_setting
+from ding.policy import check_policy_fits_env, create_policy
+from ding.utils import atomic_write_text, build_tb_writer, set_pkg_seed
+from ding.worker import (
+    BaseLearner,
+    BaseSerialCommander,
+    create_buffer,
+    create_serial_collector,
+    create_serial_evaluator,
+    iteration_ckpt_name,
+)
+
+from .resume import ResumePoint, RunState
+from .training_view import EvalCSV, GracefulStop, ProgressView
+
+
+class SerialRun:
+    """The components of one serial run (``with_buffer=False``: no replay buffer, for on-policy training)."""
+
+    def __init__(self, cfg: Any, env_setting: list | None, model: torch.nn.Module | None,
+                 dynamic_seed: bool | None, with_buffer: bool = True) -> None:
+        self.cfg = cfg
+        self._closables: list[Any] = []
+        self.resumed = False
+        self._start_time = time.time()
+        try:
+            self._build(env_setting, model, dynamic_seed, with_buffer)
+        except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
+            self.close()
+            raise
+
+    def _build(self, env_setting: list | None, model: torch.nn.Module | None, dynamic_seed: bool | None,
+               with_buffer: bool) -> None:
+        cfg = self.cfg
+        if env_setting is None:
+            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
+        else:
+            env_fn, collector_env_cfg, evaluator_env_cfg = env_setting
+        self.collector_env = self._own(
+            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
+        self.evaluator_env = self._own(
+            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
+        self.collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
+        self.evaluator_env.seed(cfg.seed, dynamic_seed=False)
+        set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
+
+        self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
+        check_policy_fits_env(self.policy, self.collector_env, cfg.env.get("type"))
+        self.tb_logger = build_tb_writer(os.path.join(cfg.exp_name, "log", "serial"))
+        self._closables.append(self.tb_logger)
+        p = self.policy
+        self.learner = self._own(
+            BaseLearner(cfg.policy.learn.learner, p.learn_mode, self.tb_logger, exp_name=cfg.exp_name))
+        self.collector = self._own(create_serial_collector(
+            cfg.policy.collect.collector, env=self.collector_env, policy=p.collect_mode,
+            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
+        self.evaluator = self._own(create_serial_evaluator(
+            cfg.policy.eval.evaluator, env=self.evaluator_env, policy=p.eval_mode,
+            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
+        self.buffer: Any = None
+        if with_buffer:
+            self.buffer = self._own(create_buffer(cfg.policy.other.replay_buffer, tb_logger=self.tb_logger,
+                                                  exp_name=cfg.exp_name))
+            # the buffer logs through python logging; keep a text log of it beside the other workers'
+            self._own(_FileLog("ding.replay_buffer.buffer", os.path.join(cfg.exp_name, "log", "buffer",
+                                                                         "buffer_logger.txt")))
+        self.commander = BaseSerialCommander(cfg.policy.other.commander, self.learner, self.collector,
+                                             self.evaluator, self.buffer, p.command_mode)
+        self.eval_csv = EvalCSV(os.path.join(cfg.exp_name, "log", "eval.csv"))
+        self.last_eval: dict[str, Any] = {}
+        self.state: RunState | None = None
+
+    def _own(self, obj: Any) -> Any:
+        self._closables.append(obj)
+        return obj
+
+    # ---------------------------------------------------------------- start and end (shared by the loops)
+    def begin(self, state: RunState, resume: ResumePoint | None) -> None:
+        """``before_run`` hooks, then the resume's restore (``state`` holds the loop's position)."""
+        self.state = state
+        self._start_time = time.time()
+        self.learner.call_hook("before_run")
+        if resume is not None:
+            state.load(resume)
+            self._start_time -= state.loaded_elapsed
+            self.resumed = True
+
+    def evaluate(self, view: ProgressView) -> bool:
+        """One evaluation (the best policy is saved as ``ckpt_best``), recorded; True once it reaches the stop value."""
+        learner, collector = self.learner, self.collector
+        stop_flag, episode_info = self.evaluator.eval(learner.save_checkpoint, learner.train_iter, collector.envstep)
+        ret = _eval_returns(episode_info)
+        self.last_eval = {"train_iter": learner.train_iter, "env_step": collector.envstep, **ret}
+        self.eval_csv.append(learner.train_iter, collector.envstep, ret["eval_return_mean"], ret["eval_return_std"],
+                             self.elapsed())
+        if self.buffer is not None:  # every buffer type reports its fill level (the prioritized one logs more)
+            self.tb_logger.add_scalar("buffer_iter/count", self.buffer.count(), learner.train_iter)
+            pushed = getattr(self.buffer, "push_count", None)
+            if isinstance(pushed, int):
+                self.tb_logger.add_scalar("buffer_iter/push_count", pushed, learner.train_iter)
+        view.eval(ret["eval_return_mean"])
+        return bool(stop_flag)
+
+    def finish(self, ended: str, stop_flag: bool, stop: GracefulStop, view: ProgressView) -> None:
+        """``after_run`` hooks, a checkpoint when Ctrl-C stopped the run, the ``result`` file; re-raise an interrupt.
+
+        ``ended`` is ``'stop_value'``, ``'limit'``, ``'hook'`` or ``'interrupted'``; the end-of-run checkpoint records
+        it so a later ``--resume`` can tell a finished run.
+        """
+        assert self.state is not None, "begin() first"
+        learner = self.learner
+        self.state.ended = None if ended == "interrupted" else {"reason": ended, **self.last_eval}
+        learner.call_hook("after_run")
+        if stop.requested and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
+            self.state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
+        view.close()
+        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested)
+        stop.reraise(self.cfg.exp_name)
+
+    def elapsed(self) -> float:
+        """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
+        return time.time() - self._start_time
+
+    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool) -> None:
+        result = {
+            "exp_name": self.cfg.exp_name, "stop_flag": bool(stop_flag), "interrupted": interrupted,
+            "stop_value": self.cfg.env.get("stop_value"), "env_step": int(self.collector.envstep),
+            "train_iter": int(self.learner.train_iter), "eval_return": self.last_eval.get("eval_return_mean"),
+            "eval_return_std": self.last_eval.get("eval_return_std"),
+            "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
+        }
+        atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
+        why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
+               else "stopped at a limit or by a hook")
+        saved = "checkpoint and results" if interrupted else "results"
+        print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
+              f"({wall:.1f} s); {saved} in ./{self.cfg.exp_name}/", flush=True)
+
+    def close(self) -> None:
+        """Close every component (newest first), even if one fails; the first failure is raised afterwards."""
+        first_error: BaseException | None = None
+        while self._closables:
+            obj = self._closables.pop()
+            try:
+                obj.close()
+            except Exception as e:  # noqa: BLE001 -- keep closing the rest, then report
+                first_error = first_error or e
+        if first_error is not None:
+            raise first_error
+
+
+class _FileLog:
+    """A file handler on a named logger for the duration of a run."""
+
+    def __init__(self, name: str, path: str) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._logger = logging.getLogger(name)
+        self._handler = logging.FileHandler(path)
+        self._handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
+        self._logger.addHandler(self._handler)
+        if self._logger.level == logging.NOTSET or self._logger.level > logging.INFO:
+            self._logger.setLevel(logging.INFO)
+
+    def close(self) -> None:
+        self._logger.removeHandler(self._handler)
+        self._handler.close()
+
+
+def _eval_returns(episode_info: Any) -> dict[str, float]:
+    if isinstance(episode_info, dict) and "eval_episode_return" in episode_info:
+        returns = np.asarray(episode_info["eval_episode_return"], dtype=np.float64)
+    else:
+        returns = np.asarray([e["eval_episode_return"] for e in episode_info], dtype=np.float64)
+    return {"eval_return_mean": float(returns.mean()), "eval_return_std": float(returns.std())}
+
+
+def _best_return(evaluator: Any) -> float | None:
+    best = getattr(evaluator, "best_return", None)
+    return None if best is None or best == float("-inf") else float(best)
