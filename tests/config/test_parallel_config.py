@@ -126,3 +126,13 @@ def test_role_not_in_the_config_gets_defaults(in_tmp_dir):
     cfg = compile_config_parallel(*_configs(), save_cfg=False)
     role = role_config(cfg.system, "collector", "collector9", coordinator_host="127.0.0.1", coordinator_port=9000)
     assert role.host == "127.0.0.1" and role.port == 0 and role.type == "flask_fs"
+
+
+def test_on_policy_algorithms_are_refused_in_parallel_mode(in_tmp_dir):
+    from ding.worker import SoloCommander
+
+    main, create, system = _configs()
+    main.policy.on_policy = True
+    cfg = compile_config_parallel(main, create, system, save_cfg=False)
+    with pytest.raises(ConfigError, match="on-policy; parallel mode trains off-policy.*serial_onpolicy"):
+        SoloCommander(cfg.main)

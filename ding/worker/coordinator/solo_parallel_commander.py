@@ -45,6 +45,9 @@ class SoloCommander(BaseCommander):
 
         self._commander_cfg = cfg.policy.other.commander
         self._exp_name = cfg.exp_name
+        if cfg.policy.get("on_policy", False):
+            raise ConfigError(f"policy.type {cfg.policy.type!r} is on-policy; parallel mode trains off-policy "
+                              "algorithms so far (its learner replays from a buffer): use ding -m serial_onpolicy")
         collect = cfg.policy.collect
         self._n_sample = collect.get("n_sample")
         if not isinstance(self._n_sample, int) or self._n_sample <= 0:
