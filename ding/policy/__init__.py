@@ -11,11 +11,12 @@ from .base_policy import (
 from .c51 import C51Policy
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy
+from .r2d2 import R2D2Policy
 from .rainbow import RainbowPolicy
 from .space_check import check_policy_fits_env
 
 __all__ = [
     "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
     "PolicyLearnMode", "check_policy_fits_env", "create_policy", "get_policy_cls", "get_random_policy",
-    "C51Policy", "RainbowPolicy",
+    "C51Policy", "R2D2Policy", "RainbowPolicy",
 ]

@@ -229,24 +229,19 @@ class DQNPolicy(Policy):
 
         Exploration draws from numpy's global RNG (seeded by ``set_pkg_seed``, captured by ``get_rng_state``).
         """
-        if eps is None:
-            raise ValueError(f"{type(self).__name__} collect_mode.forward: pass eps=<float> (the collector's "
-                             "policy_kwargs, usually command_mode.get_setting_collect(...)['eps'])")
+        self._check_eps(eps)
         if not data:
             return {}
         env_ids, logit = self._q_values(data, f"{type(self).__name__} collect_mode.forward")
-        action = logit.argmax(axis=1)
-        if eps > 0:
-            # One RNG call: the first B numbers decide who explores, the next B pick their uniform random action.
-            # A plain loop over B entries beats 5 numpy calls for the env counts collectors use (B ~ 8-64).
-            batch_size, n_actions = logit.shape
-            u = np.random.random_sample(2 * batch_size).tolist()
-            for i in range(batch_size):
-                if u[i] < eps:
-                    action[i] = int(u[batch_size + i] * n_actions)
+        action = epsilon_greedy(logit, eps)
         # action[i] is an np.int64 scalar (shape (), dtype int64): cheaper to make and to hand to env.step than a
         # 0-d array view, and it collates the same way.
         return {env_id: {"action": action[i], "logit": logit[i]} for i, env_id in enumerate(env_ids)}
+
+    def _check_eps(self, eps: float | None) -> None:
+        if eps is None:
+            raise ValueError(f"{type(self).__name__} collect_mode.forward: pass eps=<float> (the collector's "
+                             "policy_kwargs, usually command_mode.get_setting_collect(...)['eps'])")
 
     def _q_values(self, data: dict[int, Any], where: str) -> tuple[list[int], np.ndarray]:
         """One stacked forward of all envs' observations -> (env_ids, Q-values as a numpy (B, A) array)."""
@@ -306,6 +301,23 @@ class DQNPolicy(Policy):
     def _set_train(self, training: bool) -> None:
         if self._model.training != training:
             self._model.train(training)
+
+
+def epsilon_greedy(logit: np.ndarray, eps: float) -> np.ndarray:
+    """Greedy actions of (B, A) Q-values, each replaced by a uniform random action with probability ``eps``.
+
+    One call to numpy's global RNG (seeded by ``set_pkg_seed``, captured by ``get_rng_state``): the first B numbers
+    decide who explores, the next B pick their action. A plain loop over B entries beats 5 numpy calls for the env
+    counts collectors use (B ~ 8-64).
+    """
+    action = logit.argmax(axis=1)
+    if eps > 0:
+        batch_size, n_actions = logit.shape
+        u = np.random.random_sample(2 * batch_size).tolist()
+        for i in range(batch_size):
+            if u[i] < eps:
+                action[i] = int(u[batch_size + i] * n_actions)
+    return action
 
 
 # DI-engine's config files name the command-mode twin 'dqn_command'; here the command mode is part of the policy.
