@@ -232,6 +232,7 @@ def test_a_continuous_action_space_is_refused(cls, name):
 @pytest.mark.parametrize("cls,name", [(C51Policy, "c51"), (RainbowPolicy, "rainbow"), (R2D2Policy, "r2d2")])
 def test_an_action_shape_not_matching_the_env_is_refused(cls, name):
     policy = cls(dict(type=name, model=dict(MODEL, action_shape=3)), enable_field=["eval"])
-    with pytest.raises(ConfigError, match=r"policy\.model\.action_shape: 3 does not match the action space of env "
-                                          r"'cartpole', Discrete\(2\) \(expects 2\); set policy\.model\.action_shape=2"):
+    expected = (r"policy\.model\.action_shape: 3 does not match the action space of env 'cartpole', Discrete\(2\) "
+                r"\(expects 2\); set policy\.model\.action_shape=2")
+    with pytest.raises(ConfigError, match=expected):
         check_policy_fits_env(policy, _manager(CartPoleEnv), "cartpole")
