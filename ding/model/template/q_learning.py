@@ -6,7 +6,7 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from ding.config.ranges import at_least, greater_than, one_of, shape, sizes
+from ding.config.ranges import at_least, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
 from ..common import ConvEncoder, DiscreteHead, DistributionHead, DuelingHead, FCEncoder
@@ -101,7 +101,7 @@ class C51DQN(nn.Module):
     :class:`RainbowDQN` turns both on.
     """
 
-    config_ranges = {**DQN.config_ranges, "n_atom": at_least(2, integer=True), "noise_sigma0": greater_than(0)}
+    config_ranges = {**DQN.config_ranges, "n_atom": at_least(2, integer=True)}
     default_dueling, default_noise = False, False
 
     def __init__(
