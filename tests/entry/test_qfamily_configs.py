@@ -64,3 +64,14 @@ def test_cartpole_q_family_reaches_195_on_seed_0(in_tmp_dir, name, budget):
     assert main(["-m", "serial", "-c", config, "-s", "0", "--env-step", str(budget)]) == 0
     result = read_result(read_config(config)[0].exp_name)
     assert result["stop_flag"] is True and result["eval_return"] >= 195 and result["env_step"] <= budget
+
+
+def test_a_typo_in_a_key_di_engine_files_use_is_still_an_error(in_tmp_dir, capsys):
+    config = copy_di_engine_file(CARTPOLE + "cartpole_r2d2_config.py", str(in_tmp_dir))
+    with open(config) as f:
+        text = f.read()
+    with open(config, "w") as f:
+        f.write(text.replace("traj_len_inf=True", "traj_len_inff=True"))
+    assert main(["-m", "serial", "-c", config, "-s", "0", "--train-iter", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "ConfigError: policy.collect.traj_len_inff: unknown key" in err and "did you mean 'traj_len_inf'?" in err
