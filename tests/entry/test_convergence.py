@@ -43,6 +43,7 @@ def test_config_readme_gives_each_q_family_config_its_budget():
 
 @pytest.mark.slow
 @pytest.mark.convergence
+@pytest.mark.timeout(3600)  # five seeds of LunarLander take 10-20 minutes on 2 cores
 @pytest.mark.parametrize("config", CONFIGS, ids=os.path.basename)
 def test_every_shipped_config_reaches_its_stop_value_on_every_seed(in_tmp_dir, config):
     seeds = [arg for s in SEEDS for arg in ("-s", str(s))]

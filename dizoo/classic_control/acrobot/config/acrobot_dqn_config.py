@@ -26,8 +26,8 @@ acrobot_dqn_config = dict(
         learn=dict(
             update_per_collect=8,
             batch_size=128,
-            learning_rate=0.001,
-            target_update_freq=250,
+            learning_rate=0.0005,
+            target_update_freq=100,
         ),
         collect=dict(n_sample=64, unroll_len=1),
         eval=dict(evaluator=dict(eval_freq=80)),
@@ -35,7 +35,7 @@ acrobot_dqn_config = dict(
             eps=dict(
                 type='exp',
                 start=1.0,
-                end=0.05,
+                end=0.1,
                 decay=10000,
             ),
             replay_buffer=dict(replay_buffer_size=50000),
