@@ -48,6 +48,7 @@ def eval(  # noqa: A001  (DI-engine's name)
         env_fn, _, evaluator_env_cfg = env_setting
     evaluator_env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg])
     evaluator_env.seed(cfg.seed, dynamic_seed=False)
+    replay_path = replay_path or cfg.env.get("replay_path")  # the argument wins over the config, as in DI-engine
     if replay_path:
         evaluator_env.enable_save_replay(replay_path)
     set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)

@@ -2,18 +2,23 @@
 from .common import (
     ConvEncoder,
     DiscreteHead,
+    DistributionHead,
     DuelingHead,
     FCEncoder,
+    NoisyLinear,
+    RainbowHead,
     RegressionHead,
     ReparameterizationHead,
     check_model_kwargs,
     create_model,
     hard_update,
+    set_noise,
     soft_update,
 )
-from .template import DQN, VAC, ContinuousQAC
+from .template import C51DQN, DQN, DRQN, VAC, ContinuousQAC, RainbowDQN
 
 __all__ = [
     "DQN", "VAC", "ContinuousQAC", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead",
     "ReparameterizationHead", "check_model_kwargs", "create_model", "hard_update", "soft_update",
+    "C51DQN", "DRQN", "DistributionHead", "NoisyLinear", "RainbowDQN", "RainbowHead", "set_noise",
 ]

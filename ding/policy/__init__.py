@@ -10,13 +10,17 @@ from .base_policy import (
     create_policy,
     get_policy_cls,
 )
+from .c51 import C51Policy
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy
 from .ppo import PPOPolicy
+from .r2d2 import R2D2Policy
+from .rainbow import RainbowPolicy
 from .space_check import check_policy_fits_env
 
 __all__ = [
     "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
     "PolicyLearnMode", "check_policy_fits_env", "create_policy", "get_policy_cls", "get_random_policy",
+    "C51Policy", "R2D2Policy", "RainbowPolicy",
 ]
 __all__ += ["A2CPolicy", "ActorCriticPolicy", "PPOPolicy"]

@@ -136,15 +136,7 @@ class DQNPolicy(Policy):
         td_data = q_nstep_td_data(q, next_q_target, batch["action"], next_action, reward, done, batch.get("IS"))
         loss, td_error = q_nstep_td_error(td_data, self._gamma, self._nstep, value_gamma=batch.get("value_gamma"))
 
-        self._optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self._optimizer.step()
-        self._learn_step += 1
-        if self._target_update_freq:
-            if self._learn_step % self._target_update_freq == 0:
-                hard_update(self._target_model, self._model)
-        else:
-            soft_update(self._target_model, self._model, self._target_theta)
+        self._optimize(loss)
 
         abs_td = td_error.abs()
         output = {
@@ -157,11 +149,25 @@ class DQNPolicy(Policy):
             output["priority"] = abs_td.cpu().numpy()
         return output
 
+    def _optimize(self, loss: torch.Tensor) -> None:
+        """One gradient step on ``loss``, then the target network's hard (every ``target_update_freq`` steps) or soft
+        update."""
+        self._optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self._optimizer.step()
+        self._learn_step += 1
+        if self._target_update_freq:
+            if self._learn_step % self._target_update_freq == 0:
+                hard_update(self._target_model, self._model)
+        else:
+            soft_update(self._target_model, self._model, self._target_theta)
+
     def _collate(self, data: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """Stack only the fields the loss reads (one stack each), on the policy's device."""
         if not isinstance(data, (list, tuple)) or len(data) == 0:
             got = "an empty list" if isinstance(data, (list, tuple)) else type(data).__name__
-            raise ValueError(f"DQNPolicy learn_mode.forward: expected a non-empty list of samples, got {got}")
+            raise ValueError(f"{type(self).__name__} learn_mode.forward: expected a non-empty list of samples, "
+                             f"got {got}")
         keys = list(_SAMPLE_KEYS)
         if "value_gamma" in data[0]:
             keys.append("value_gamma")
@@ -172,7 +178,7 @@ class DQNPolicy(Policy):
             hint = (" ('IS' comes from a prioritized buffer: set policy.priority=True and use the 'advanced' buffer, "
                     "or set policy.priority_IS_weight=False)" if "IS" in missing else
                     " (samples must come from DQN's collect_mode.process_transition / get_train_sample)")
-            raise ValueError(f"DQNPolicy learn_mode.forward: samples lack key(s) {missing}; they have "
+            raise ValueError(f"{type(self).__name__} learn_mode.forward: samples lack key(s) {missing}; they have "
                              f"{sorted(data[0].keys())}{hint}")
         batch = {k: default_collate([d[k] for d in data]) for k in keys}
         batch["obs"] = batch["obs"].float()
@@ -223,24 +229,19 @@ class DQNPolicy(Policy):
 
         Exploration draws from numpy's global RNG (seeded by ``set_pkg_seed``, captured by ``get_rng_state``).
         """
-        if eps is None:
-            raise ValueError("DQNPolicy collect_mode.forward: pass eps=<float> (the collector's policy_kwargs, "
-                             "usually command_mode.get_setting_collect(...)['eps'])")
+        self._check_eps(eps)
         if not data:
             return {}
-        env_ids, logit = self._q_values(data, "DQNPolicy collect_mode.forward")
-        action = logit.argmax(axis=1)
-        if eps > 0:
-            # One RNG call: the first B numbers decide who explores, the next B pick their uniform random action.
-            # A plain loop over B entries beats 5 numpy calls for the env counts collectors use (B ~ 8-64).
-            batch_size, n_actions = logit.shape
-            u = np.random.random_sample(2 * batch_size).tolist()
-            for i in range(batch_size):
-                if u[i] < eps:
-                    action[i] = int(u[batch_size + i] * n_actions)
+        env_ids, logit = self._q_values(data, f"{type(self).__name__} collect_mode.forward")
+        action = epsilon_greedy(logit, eps)
         # action[i] is an np.int64 scalar (shape (), dtype int64): cheaper to make and to hand to env.step than a
         # 0-d array view, and it collates the same way.
         return {env_id: {"action": action[i], "logit": logit[i]} for i, env_id in enumerate(env_ids)}
+
+    def _check_eps(self, eps: float | None) -> None:
+        if eps is None:
+            raise ValueError(f"{type(self).__name__} collect_mode.forward: pass eps=<float> (the collector's "
+                             "policy_kwargs, usually command_mode.get_setting_collect(...)['eps'])")
 
     def _q_values(self, data: dict[int, Any], where: str) -> tuple[list[int], np.ndarray]:
         """One stacked forward of all envs' observations -> (env_ids, Q-values as a numpy (B, A) array)."""
@@ -278,7 +279,7 @@ class DQNPolicy(Policy):
         """Greedy actions, same format as collect."""
         if not data:
             return {}
-        env_ids, logit = self._q_values(data, "DQNPolicy eval_mode.forward")
+        env_ids, logit = self._q_values(data, f"{type(self).__name__} eval_mode.forward")
         action = logit.argmax(axis=1)
         # action[i] is an np.int64 scalar (shape (), dtype int64): cheaper to make and to hand to env.step than a
         # 0-d array view, and it collates the same way.
@@ -292,14 +293,31 @@ class DQNPolicy(Policy):
     def _get_setting_collect(self, command_info: Mapping[str, Any]) -> dict[str, Any]:
         """``{'eps': eps(collector_envstep)}``."""
         if "collector_envstep" not in command_info:
-            raise ValueError(f"DQNPolicy command_mode.get_setting_collect: command_info needs 'collector_envstep' "
-                             f"(got keys {sorted(command_info)})")
+            raise ValueError(f"{type(self).__name__} command_mode.get_setting_collect: command_info needs "
+                             f"'collector_envstep' (got keys {sorted(command_info)})")
         return {"eps": self._epsilon_greedy(command_info["collector_envstep"])}
 
     # ------------------------------------------------------------------ shared
     def _set_train(self, training: bool) -> None:
         if self._model.training != training:
             self._model.train(training)
+
+
+def epsilon_greedy(logit: np.ndarray, eps: float) -> np.ndarray:
+    """Greedy actions of (B, A) Q-values, each replaced by a uniform random action with probability ``eps``.
+
+    One call to numpy's global RNG (seeded by ``set_pkg_seed``, captured by ``get_rng_state``): the first B numbers
+    decide who explores, the next B pick their action. A plain loop over B entries beats 5 numpy calls for the env
+    counts collectors use (B ~ 8-64).
+    """
+    action = logit.argmax(axis=1)
+    if eps > 0:
+        batch_size, n_actions = logit.shape
+        u = np.random.random_sample(2 * batch_size).tolist()
+        for i in range(batch_size):
+            if u[i] < eps:
+                action[i] = int(u[batch_size + i] * n_actions)
+    return action
 
 
 # DI-engine's config files name the command-mode twin 'dqn_command'; here the command mode is part of the policy.

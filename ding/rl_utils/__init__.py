@@ -2,15 +2,19 @@
 from .a2c import a2c_data, a2c_error, a2c_error_continuous, a2c_loss
 from .adder import get_nstep_return_data, get_train_sample
 from .distribution import action_distribution
+from .distributional import categorical_projection, dist_nstep_td_data, dist_nstep_td_error
 from .exploration import EPSILON_SCHEDULE_TYPES, EpsilonSchedule, get_epsilon_greedy_fn
 from .gae import gae, gae_data
 from .ppo import ppo_data, ppo_error, ppo_error_continuous, ppo_info, ppo_loss, ppo_policy_loss, ppo_value_loss
 from .running_stat import RunningMeanStd
-from .td import nstep_return, q_nstep_td_data, q_nstep_td_error
+from .td import nstep_return, q_nstep_sequence_td_error, q_nstep_td_data, q_nstep_td_error, sequence_nstep_windows
+from .value_rescale import value_inv_transform, value_transform
 
 __all__ = [
     "EPSILON_SCHEDULE_TYPES", "EpsilonSchedule", "get_epsilon_greedy_fn", "get_nstep_return_data", "get_train_sample",
     "nstep_return", "q_nstep_td_data", "q_nstep_td_error",
+    "categorical_projection", "dist_nstep_td_data", "dist_nstep_td_error", "q_nstep_sequence_td_error",
+    "sequence_nstep_windows", "value_inv_transform", "value_transform",
 ]
 # on-policy actor-critic (PPO, A2C)
 __all__ += [

@@ -6,6 +6,8 @@ from typing import Callable, NamedTuple
 import torch
 import torch.nn.functional as F
 
+from .value_rescale import value_inv_transform, value_transform
+
 
 class q_nstep_td_data(NamedTuple):  # noqa: N801 - DI-engine's public name
     """Inputs of :func:`q_nstep_td_error` (DI-engine's field names).
@@ -72,3 +74,74 @@ def q_nstep_td_error(
         per_sample_loss = per_sample_loss * weight
     loss = per_sample_loss.mean()
     return loss, (target - q_sa).detach()
+
+
+def sequence_nstep_windows(
+    reward: torch.Tensor, done: torch.Tensor, mask: torch.Tensor, gamma: float, nstep: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """n-step windows inside (B, T) sequences: ``(ret, steps, terminated)``, each (B, T).
+
+    The window of step ``t`` covers steps ``t .. t + k - 1`` with ``k <= nstep``: it stops after a termination
+    (``done``) and at the last valid step (``mask``), so it never leaves its episode nor the sequence. ``ret`` is
+    ``sum_j gamma^j r_{t+j}`` over the window, ``steps`` is ``k`` (0 where ``mask`` is False) and ``terminated``
+    whether the window ended with a termination (then nothing is bootstrapped). The bootstrap state of step ``t``
+    is the observation after step ``t + k - 1``, i.e. position ``t + k`` of the sequence's observations extended by
+    the last valid step's ``next_obs``.
+    """
+    mask = mask.bool()
+    done = done.bool()
+    ret = torch.zeros_like(reward)
+    steps = torch.zeros(reward.shape, dtype=torch.long, device=reward.device)
+    terminated = torch.zeros_like(mask)
+    alive = mask.clone()
+    for k in range(nstep):
+        if k:
+            # step t + k of every window: shift left by k, pad the end with invalid steps
+            r_k = torch.nn.functional.pad(reward[:, k:], (0, k))
+            d_k = torch.nn.functional.pad(done[:, k:], (0, k))
+            alive = alive & torch.nn.functional.pad(mask[:, k:], (0, k))
+        else:
+            r_k, d_k = reward, done
+        ret = ret + (gamma ** k) * r_k * alive
+        steps = steps + alive.long()
+        terminated = terminated | (alive & d_k)
+        alive = alive & ~d_k
+    return ret, steps, terminated
+
+
+def q_nstep_sequence_td_error(
+    q: torch.Tensor,
+    boot_value: torch.Tensor,
+    action: torch.Tensor,
+    reward: torch.Tensor,
+    done: torch.Tensor,
+    mask: torch.Tensor,
+    gamma: float,
+    nstep: int,
+    value_rescale: bool = True,
+    weight: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """n-step Q-learning over (B, T) sequences (R2D2): ``(loss, td_error)`` with ``td_error`` (B, T), 0 off ``mask``.
+
+    ``q``: (B, T, A) online Q-values; ``boot_value``: (B, T + 1) the target network's value of each position of the
+    extended observations (double Q: read at the online network's argmax). Windows as in
+    :func:`sequence_nstep_windows`. With ``value_rescale`` the target is
+    ``h(ret + gamma^k * h^-1(boot))`` (Pohlen et al.), else ``ret + gamma^k * boot``. The loss is the squared error
+    averaged over each sequence's ``mask``-ed steps, weighted per sequence by ``weight`` and averaged over the batch.
+    """
+    mask_f = mask.to(q.dtype)
+    q_sa = q.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():
+        ret, steps, terminated = sequence_nstep_windows(reward, done, mask, gamma, nstep)
+        index = torch.arange(q.shape[1], device=q.device).unsqueeze(0) + steps  # bootstrap position t + k
+        boot = boot_value.gather(1, index)
+        if value_rescale:
+            boot = value_inv_transform(boot)
+        target = ret + (gamma ** steps.to(q.dtype)) * boot * (~terminated).to(q.dtype)
+        if value_rescale:
+            target = value_transform(target)
+    td_error = (target - q_sa) * mask_f
+    per_sequence = (td_error ** 2).sum(1) / mask_f.sum(1).clamp_min(1.0)
+    if weight is not None:
+        per_sequence = per_sequence * weight
+    return per_sequence.mean(), td_error.detach()

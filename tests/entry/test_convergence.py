@@ -47,8 +47,14 @@ def test_readme_budgets_and_pipeline_modes():
     assert bench.pipeline_mode(os.path.join(ROOT, "config", "serial", "cartpole_dqn.py")) == "serial"
 
 
+def test_config_readme_gives_each_q_family_config_its_budget():
+    budgets = _bench_algos().read_budgets()
+    assert budgets["cartpole_r2d2"]["budget"] == 40_000 and budgets["lunarlander_dqn"]["budget"] == 150_000
+
+
 @pytest.mark.slow
 @pytest.mark.convergence
+@pytest.mark.timeout(3600)  # five seeds of LunarLander take 10-20 minutes on 2 cores
 @pytest.mark.parametrize("config", CONFIGS, ids=os.path.basename)
 def test_every_shipped_config_reaches_its_stop_value_on_every_seed(in_tmp_dir, config):
     bench = _bench_algos()

@@ -59,3 +59,53 @@ def test_reward_steps_must_match_nstep():
 def test_nstep_return():
     r = torch.tensor([[1.0], [1.0], [1.0]])
     assert nstep_return(r, 0.5, 3).tolist() == [1.75]
+
+
+# ---------------------------------------------------------------- sequences (R2D2)
+def test_sequence_windows_stop_at_termination_and_at_the_last_valid_step():
+    from ding.rl_utils import sequence_nstep_windows
+
+    reward = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
+    ret, steps, term = sequence_nstep_windows(reward, torch.tensor([[False, False, True, False]]),
+                                              torch.ones(1, 4, dtype=torch.bool), 0.5, 3)
+    assert ret.tolist() == [[2.75, 3.5, 3.0, 4.0]]  # 1 + 0.5*2 + 0.25*3; 2 + 0.5*3; 3; 4
+    assert steps.tolist() == [[3, 2, 1, 1]]
+    assert term.tolist() == [[True, True, True, False]]
+    ret, steps, term = sequence_nstep_windows(reward, torch.zeros(1, 4, dtype=torch.bool),
+                                              torch.tensor([[True, True, True, False]]), 0.5, 3)
+    assert ret.tolist() == [[2.75, 3.5, 3.0, 0.0]] and steps.tolist() == [[3, 2, 1, 0]]
+    assert not term.any()
+
+
+def test_sequence_td_error_on_a_hand_computed_example():
+    from ding.rl_utils import q_nstep_sequence_td_error
+
+    q = torch.tensor([[[1.0, 2.0], [3.0, 4.0]]], requires_grad=True)
+    boot = torch.tensor([[0.0, 10.0, 20.0]])  # value of positions 0, 1, 2 (2 = next_obs of the last step)
+    args = (q, boot, torch.tensor([[0, 1]]), torch.tensor([[1.0, 1.0]]), torch.zeros(1, 2, dtype=torch.bool),
+            torch.ones(1, 2, dtype=torch.bool), 0.5, 2)
+    loss, td = q_nstep_sequence_td_error(*args, value_rescale=False)
+    # t=0: 1 + 0.5*1 + 0.25*20 = 6.5 vs 1; t=1: window cut at the sequence end: 1 + 0.5*20 = 11 vs 4
+    assert td.tolist() == [[5.5, 7.0]]
+    assert loss.item() == pytest.approx((5.5 ** 2 + 7.0 ** 2) / 2)
+    loss.backward()
+    assert q.grad is not None and q.grad[0, 0, 1] == 0  # only the taken actions get gradient
+
+    from ding.rl_utils import value_inv_transform, value_transform
+
+    _, td = q_nstep_sequence_td_error(*args, value_rescale=True, weight=torch.tensor([2.0]))
+    expected0 = value_transform(1.5 + 0.25 * value_inv_transform(torch.tensor(20.0))) - 1
+    expected1 = value_transform(1.0 + 0.5 * value_inv_transform(torch.tensor(20.0))) - 4
+    assert torch.allclose(td, torch.stack([expected0, expected1]).view(1, 2))
+
+
+def test_sequence_td_error_ignores_padding():
+    from ding.rl_utils import q_nstep_sequence_td_error
+
+    q = torch.zeros(1, 3, 2)
+    mask = torch.tensor([[True, False, False]])
+    loss, td = q_nstep_sequence_td_error(q, torch.tensor([[0.0, 4.0, 99.0, 99.0]]), torch.zeros(1, 3),
+                                         torch.tensor([[1.0, 50.0, 50.0]]), torch.zeros(1, 3), mask, 0.5, 3,
+                                         value_rescale=False)
+    assert td.tolist() == [[3.0, 0.0, 0.0]]  # 1 + 0.5 * 4; padding gives no error
+    assert loss.item() == pytest.approx(9.0)

@@ -44,7 +44,9 @@ class DingEnvWrapper(BaseEnv):
         max_episode_steps=None,  # truncate episodes after this many steps (None: only the env's own time limit)
         act_scale=False,  # Box actions: the agent acts in [-1, 1], mapped affinely onto the env's [low, high]
         render_mode=None,  # passed to the env constructor; enable_save_replay switches it to 'rgb_array'
-        replay_path=None,  # if set, record episode videos to this folder (needs moviepy)
+        # DI-engine's key: where `ding -m eval` records videos when --replay-path is not given (needs moviepy).
+        # Training never records: call enable_save_replay(path) to record from any env.
+        replay_path=None,
     )
     config_ranges = {"max_episode_steps": at_least(1, integer=True)}
 
@@ -54,8 +56,6 @@ class DingEnvWrapper(BaseEnv):
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._owns_env = env is None
         self._env = env if env is not None else self._make_env()
-        if self._cfg.replay_path is not None:
-            self.enable_save_replay(self._cfg.replay_path)
         self._setup_spaces()
         self._seed: int | None = None
         self._dynamic_seed = True
@@ -192,7 +192,6 @@ class DingEnvWrapper(BaseEnv):
             self._env = RecordVideo(self._env, replay_path, episode_trigger=lambda _: True, disable_logger=True)
         except gym.error.DependencyNotInstalled as e:
             raise EnvError(f"{self!r}: cannot save replays: {e}. Install moviepy (pip install moviepy).") from e
-        self._cfg.replay_path = replay_path
 
     @property
     def observation_space(self) -> gym.spaces.Space:

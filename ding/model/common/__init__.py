@@ -1,11 +1,12 @@
 """Encoders, heads, layer helpers, model factory and target-network updates."""
 from .encoder import ConvEncoder, FCEncoder
-from .head import DiscreteHead, DuelingHead, RegressionHead, ReparameterizationHead
-from .nn_module import build_normalization, fc_block, mlp
+from .head import DiscreteHead, DistributionHead, DuelingHead, RainbowHead, RegressionHead, ReparameterizationHead
+from .nn_module import NoisyLinear, build_normalization, fc_block, mlp, set_noise
 from .target import hard_update, soft_update
 from .utils import check_model_kwargs, create_model
 
 __all__ = [
     "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead", "ReparameterizationHead",
     "build_normalization", "check_model_kwargs", "create_model", "fc_block", "hard_update", "mlp", "soft_update",
+    "DistributionHead", "NoisyLinear", "RainbowHead", "set_noise",
 ]

@@ -1,10 +1,11 @@
-"""Output heads: discrete Q/logits, dueling Q, regression, and reparameterised Gaussian."""
+"""Output heads: discrete Q/logits, dueling Q, distributional (C51 / Rainbow) Q, regression, and reparameterised
+Gaussian."""
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
-from .nn_module import mlp
+from .nn_module import NoisyLinear, mlp
 
 
 class DiscreteHead(nn.Module):
@@ -51,6 +52,62 @@ class DuelingHead(nn.Module):
         advantage = self.A(x)
         value = self.V(x)
         return {"logit": value + advantage - advantage.mean(dim=-1, keepdim=True)}
+
+
+class DistributionHead(nn.Module):
+    """Categorical return distribution per action on the support ``linspace(v_min, v_max, n_atom)`` (C51).
+
+    Returns ``{'logit': (B, A) expected Q, 'distribution': (B, A, n_atom) probabilities, 'log_distribution': their
+    logs}``. ``dueling`` splits value and advantage streams (``V + A - mean(A)`` on the atom logits); ``noise`` builds
+    every linear layer as a :class:`NoisyLinear`.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        output_size: int,
+        layer_num: int = 1,
+        n_atom: int = 51,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+        noise: bool = False,
+        dueling: bool = False,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        input_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        if not v_min < v_max:
+            raise ValueError(f"{type(self).__name__}: v_min ({v_min}) must be below v_max ({v_max})")
+        if n_atom < 2:
+            raise ValueError(f"{type(self).__name__}: n_atom must be >= 2, got {n_atom}")
+        in_dim = input_size or hidden_size
+        linear = NoisyLinear if noise else nn.Linear
+        self.output_size, self.n_atom, self.dueling = output_size, n_atom, dueling
+        self.A = mlp(in_dim, [hidden_size] * layer_num, activation, norm_type, out_dim=output_size * n_atom,
+                     linear=linear)
+        if dueling:
+            self.V = mlp(in_dim, [hidden_size] * layer_num, activation, norm_type, out_dim=n_atom, linear=linear)
+        self.register_buffer("support", torch.linspace(float(v_min), float(v_max), n_atom), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        logits = self.A(x).view(*x.shape[:-1], self.output_size, self.n_atom)
+        if self.dueling:
+            logits = self.V(x).unsqueeze(-2) + logits - logits.mean(dim=-2, keepdim=True)
+        log_dist = torch.log_softmax(logits, dim=-1)
+        dist = log_dist.exp()
+        return {"logit": (dist * self.support).sum(-1), "distribution": dist, "log_distribution": log_dist}
+
+
+class RainbowHead(DistributionHead):
+    """:class:`DistributionHead` with Rainbow's defaults: dueling streams of noisy linear layers."""
+
+    def __init__(self, hidden_size: int, output_size: int, layer_num: int = 1, n_atom: int = 51,
+                 v_min: float = -10.0, v_max: float = 10.0, noise: bool = True, dueling: bool = True,
+                 activation: nn.Module | None = None, norm_type: str | None = None,
+                 input_size: int | None = None) -> None:
+        super().__init__(hidden_size, output_size, layer_num, n_atom, v_min, v_max, noise, dueling, activation,
+                         norm_type, input_size)
 
 
 class RegressionHead(nn.Module):

@@ -1,6 +1,6 @@
 """Ready model templates, registered in ``MODEL_REGISTRY`` on import."""
-from .q_learning import DQN
+from .q_learning import C51DQN, DQN, DRQN, RainbowDQN
 from .qac import ContinuousQAC
 from .vac import VAC
 
-__all__ = ["DQN", "VAC", "ContinuousQAC"]
+__all__ = ["DQN", "VAC", "ContinuousQAC", "C51DQN", "RainbowDQN", "DRQN"]

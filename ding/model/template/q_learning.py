@@ -1,4 +1,4 @@
-"""Q-network for discrete actions (DQN, double / dueling)."""
+"""Q-networks for discrete actions: DQN (double / dueling), C51 and Rainbow (distributional), DRQN (recurrent)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,7 +9,7 @@ import torch.nn as nn
 from ding.config.ranges import at_least, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
-from ..common import ConvEncoder, DiscreteHead, DuelingHead, FCEncoder
+from ..common import ConvEncoder, DiscreteHead, DistributionHead, DuelingHead, FCEncoder
 from ..common.nn_module import NORM_TYPES
 
 
@@ -83,3 +83,127 @@ class DQN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         return self.head(self.encoder(x))
+
+
+def _single_action_dim(action_shape: int | Sequence[int], what: str) -> int:
+    action = as_shape(action_shape, f"{what} action_shape")
+    if len(action) != 1:
+        raise ValueError(f"{what} action_shape {action}: only a single discrete action dimension is supported")
+    return action[0]
+
+
+@MODEL_REGISTRY.register("c51dqn")
+class C51DQN(nn.Module):
+    """Encoder + categorical distribution head (C51).
+
+    ``forward(obs) -> {'logit': (B, A) expected Q, 'distribution': (B, A, n_atom), 'log_distribution'}`` on the
+    support ``linspace(v_min, v_max, n_atom)``. ``dueling`` and ``noise`` (noisy linear layers) are off by default;
+    :class:`RainbowDQN` turns both on.
+    """
+
+    config_ranges = {**DQN.config_ranges, "n_atom": at_least(2, integer=True)}
+    default_dueling, default_noise = False, False
+
+    def __init__(
+        self,
+        obs_shape: int | Sequence[int],
+        action_shape: int | Sequence[int],
+        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        head_hidden_size: int | None = None,
+        head_layer_num: int = 1,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        v_min: float = -10.0,
+        v_max: float = 10.0,
+        n_atom: int = 51,
+        dueling: bool | None = None,
+        noise: bool | None = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if not float(v_min) < float(v_max):
+            raise ValueError(f"{name}: v_min ({v_min}) must be below v_max ({v_max}) (policy.model.v_min / v_max)")
+        self.obs_shape = as_shape(obs_shape, f"{name} obs_shape")
+        self.action_shape = _single_action_dim(action_shape, name)
+        self.v_min, self.v_max, self.n_atom = float(v_min), float(v_max), int(n_atom)
+        self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
+        self.head = DistributionHead(
+            head_hidden_size or self.encoder.output_size,
+            self.action_shape,
+            layer_num=head_layer_num,
+            n_atom=self.n_atom,
+            v_min=self.v_min,
+            v_max=self.v_max,
+            noise=self.default_noise if noise is None else bool(noise),
+            dueling=self.default_dueling if dueling is None else bool(dueling),
+            activation=activation,
+            norm_type=norm_type,
+            input_size=self.encoder.output_size,
+        )
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return self.head(self.encoder(x))
+
+
+@MODEL_REGISTRY.register("rainbowdqn")
+class RainbowDQN(C51DQN):
+    """:class:`C51DQN` with Rainbow's head: dueling streams of noisy linear layers (``dueling`` / ``noise`` default
+    True). The encoder stays deterministic."""
+
+    default_dueling, default_noise = True, True
+
+
+LSTM_TYPES = ("normal", "pytorch")
+
+
+@MODEL_REGISTRY.register("drqn")
+class DRQN(nn.Module):
+    """Encoder + LSTM + (dueling) Q head, for R2D2.
+
+    ``forward(obs, prev_state=None) -> {'logit', 'next_state'}``. ``obs`` is one step ``(B, *obs_shape)`` (logit
+    ``(B, A)``) or a sequence ``(B, T, *obs_shape)`` (logit ``(B, T, A)``). A state is a ``(B, 2, hidden)`` tensor
+    holding the LSTM's ``h`` and ``c``; ``None`` means zeros (the start of an episode). ``res_link`` adds the
+    encoder's output to the LSTM's.
+    """
+
+    config_ranges = {**DQN.config_ranges, "lstm_type": one_of(*LSTM_TYPES)}
+
+    def __init__(
+        self,
+        obs_shape: int | Sequence[int],
+        action_shape: int | Sequence[int],
+        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        dueling: bool = True,
+        head_hidden_size: int | None = None,
+        head_layer_num: int = 1,
+        lstm_type: str = "normal",
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        res_link: bool = False,
+    ) -> None:
+        super().__init__()
+        if lstm_type not in LSTM_TYPES:
+            raise ValueError(f"DRQN lstm_type {lstm_type!r}: use one of {LSTM_TYPES} (both are torch's nn.LSTM)")
+        self.obs_shape = as_shape(obs_shape, "DRQN obs_shape")
+        self.action_shape = _single_action_dim(action_shape, "DRQN")
+        self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
+        self.hidden_size = self.encoder.output_size
+        self.lstm = nn.LSTM(self.hidden_size, self.hidden_size, batch_first=True)
+        self.res_link = res_link
+        head_cls = DuelingHead if dueling else DiscreteHead
+        self.head = head_cls(head_hidden_size or self.hidden_size, self.action_shape, layer_num=head_layer_num,
+                             activation=activation, norm_type=norm_type, input_size=self.hidden_size)
+
+    def forward(self, obs: torch.Tensor, prev_state: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        sequence = obs.dim() == len(self.obs_shape) + 2
+        x = obs if sequence else obs.unsqueeze(1)
+        batch, steps = x.shape[:2]
+        feature = self.encoder(x.reshape(batch * steps, *self.obs_shape)).view(batch, steps, -1)
+        state = None
+        if prev_state is not None:
+            state = (prev_state[:, 0].unsqueeze(0).contiguous(), prev_state[:, 1].unsqueeze(0).contiguous())
+        out, (h, c) = self.lstm(feature, state)
+        if self.res_link:
+            out = out + feature
+        q = self.head(out.reshape(batch * steps, -1))["logit"].view(batch, steps, -1)
+        return {"logit": q if sequence else q[:, 0], "next_state": torch.stack([h[0], c[0]], dim=1)}

@@ -1,0 +1,1 @@
+../../dizoo/classic_control/acrobot/config/acrobot_dqn_config.py

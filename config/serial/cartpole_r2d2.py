@@ -1,0 +1,1 @@
+../../dizoo/classic_control/cartpole/config/cartpole_r2d2_config.py

@@ -1,0 +1,1 @@
+../../dizoo/classic_control/cartpole/config/cartpole_rainbow_config.py

@@ -1,0 +1,1 @@
+../../dizoo/box2d/lunarlander/config/lunarlander_dqn_config.py
