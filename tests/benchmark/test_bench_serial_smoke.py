@@ -16,6 +16,7 @@ def test_bench_serial_dqn_smoke(capsys, tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     collector, training = module.main(["--smoke"])
     assert collector["bench"] == "collector" and collector["ding_steps_per_s"] > 0 and collector["ratio"] > 0
-    assert collector["ceiling_raw_steps_per_s"] >= collector["ceiling_steps_per_s"]
+    # both ceilings are printed; they are separate timings, so no order between them is asserted (noisy machines)
+    assert collector["ceiling_raw_steps_per_s"] > 0 and collector["ceiling_steps_per_s"] > 0
     assert training["bench"] == "serial_dqn_cartpole" and training["runs"][0]["env_step"] >= 300
     assert "collector (8 envs)" in capsys.readouterr().out
