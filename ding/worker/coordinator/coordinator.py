@@ -412,7 +412,8 @@ class Coordinator:
             return
         except TaskFailed as e:
             self._commander.notify_fail_learner_task(task)
-            self._fatal(f"learner '{conn.name}' could not start: {e}")
+            if conn.alive:  # (a learner that died meanwhile is restarted or rejoins; that is not this error)
+                self._fatal(f"learner '{conn.name}' could not start: {e}")
             return
         if started.get("loaded"):
             self.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started['learner_step']}")
@@ -428,7 +429,7 @@ class Coordinator:
         except SlaveLost:
             lost = True
         except TaskFailed as e:
-            if not self._ending.is_set():
+            if not self._ending.is_set() and conn.alive:
                 self._fatal(f"learner '{conn.name}' failed: {e}")
         if lost or not conn.alive:
             self._commander.notify_fail_learner_task(task)
@@ -486,7 +487,7 @@ class Coordinator:
         self._unpin(ids)
         err = handle.error
         if err is not None:
-            if not isinstance(err, SlaveLost) and not self._ending.is_set():
+            if not isinstance(err, SlaveLost) and not self._ending.is_set() and conn.alive:
                 self._fatal(f"learner '{conn.name}' failed: {err}")
             return
         result = handle.result()
@@ -515,7 +516,8 @@ class Coordinator:
         except SlaveLost:
             return
         except TaskFailed as e:
-            self._fatal(f"collector '{conn.name}' could not start: {e}")
+            if conn.alive:
+                self._fatal(f"collector '{conn.name}' could not start: {e}")
             return
         self.info(f"collector '{conn.name}' started")
         self.deal_with_increase_collector()
