@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ding.config.ranges import at_least, between, greater_than
-from ding.model import hard_update, soft_update
+from ding.model import hard_update
 from ding.rl_utils import critic_loss, min_q, qac_td_target, target_policy_smoothing
 from ding.utils import POLICY_REGISTRY, ConfigError
 
@@ -17,13 +17,15 @@ from .base_policy import Policy, load_model_state, load_optimizer_state
 from .common_utils import batch_obs, build_adam, model_obs_shape
 from .qac_utils import (
     ACTION_BOUNDS,
+    HeldFixed,
+    ModeSwitch,
+    PolyakUpdate,
     check_actor_kind,
     collate_qac_batch,
     frozen_copy,
     optimizer_step,
     qac_train_samples,
     qac_transition,
-    set_train_mode,
 )
 
 
@@ -123,6 +125,7 @@ class DDPGPolicy(Policy):
             raise ConfigError(f"policy.collect.unroll_len: {name} trains on single transitions, so it must be 1 "
                               f"(got {self._cfg.collect.unroll_len})")
         check_actor_kind(self._model, "regression", name)
+        self._set_train = ModeSwitch(self._model)
 
     # ------------------------------------------------------------------ learn
     def _init_learn(self) -> None:
@@ -142,13 +145,15 @@ class DDPGPolicy(Policy):
         self._optimizer_actor = build_adam(self._model.actor, learn.learning_rate_actor)
         self._optimizer_critic = build_adam(self._model.critic, learn.learning_rate_critic)
         self._target_model = frozen_copy(self._model)
+        self._polyak = PolyakUpdate(self._target_model, self._model)
+        self._critics_fixed = HeldFixed(self._model.critic)
         self._learn_step = 0
 
     def _forward_learn(self, data: list[dict[str, Any]]) -> dict[str, Any]:
         """One critic step; every ``actor_update_freq`` steps also one actor step and the target update."""
         b = collate_qac_batch(data, self._device, ignore_done=self._ignore_done,
                               use_is_weight=self._priority_IS_weight, where=type(self).__name__)
-        set_train_mode(self._model, True)
+        self._set_train(True)
         # critics: regress every Q_i(s, a) on r + gamma * min_i Q'_i(s', a'), a' = mu'(s') (+ clipped noise: TD3)
         with torch.no_grad():
             next_action = self._target_model.compute_actor(b.next_obs)["action"]
@@ -164,12 +169,11 @@ class DDPGPolicy(Policy):
                   "td_error": td_error.abs().mean().item()}
         # actor (delayed): ascend Q_1(s, mu(s)) with the critics held fixed, then move the targets
         if self._learn_step % self._actor_update_freq == 0:
-            self._model.critic.requires_grad_(False)
-            q_mu = self._model.compute_critic({"obs": b.obs, "action": self._model.compute_actor(b.obs)["action"]})
-            self._model.critic.requires_grad_(True)
+            with self._critics_fixed:
+                q_mu = self._model.compute_critic({"obs": b.obs, "action": self._model.compute_actor(b.obs)["action"]})
             loss_actor = -_first(q_mu["q_value"]).mean()
             optimizer_step(self._optimizer_actor, loss_actor)
-            soft_update(self._target_model, self._model, self._theta)
+            self._polyak.update(self._theta)
             output["actor_loss"] = loss_actor.item()
         if self._priority:
             output["priority"] = td_error.abs().cpu().numpy()
@@ -222,7 +226,7 @@ class DDPGPolicy(Policy):
 
     def _actions(self, data: dict[int, Any], mode: str) -> tuple[list[int], np.ndarray]:
         env_ids, obs = batch_obs(data, self._device, self._obs_shape, f"{type(self).__name__} {mode}.forward")
-        set_train_mode(self._model, False)
+        self._set_train(False)
         with torch.inference_mode():
             action = self._model.compute_actor(obs)["action"]
         return env_ids, action.cpu().numpy().reshape(len(env_ids), -1)
@@ -236,6 +240,7 @@ class DDPGPolicy(Policy):
     # ------------------------------------------------------------------ eval
     def _init_eval(self) -> None:
         check_actor_kind(self._model, "regression", type(self).__name__)
+        self._set_train = ModeSwitch(self._model)
         self._obs_shape = model_obs_shape(self._model)
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:

@@ -126,7 +126,56 @@ def model_action_shape(model: nn.Module, cfg_shape: Any) -> int:
     return int(shape)
 
 
-def set_train_mode(model: nn.Module, training: bool) -> None:
-    """``model.train(training)`` only when it changes (a no-op call still walks every submodule)."""
-    if model.training != training:
-        model.train(training)
+class ModeSwitch:
+    """``switch(training)``: ``model.train(training)`` when it changes, and nothing at all for models whose layers
+    act the same in both modes.
+
+    A collect step and a learn step alternate every iteration in these policies; ``nn.Module.train`` walks every
+    submodule (about 0.3 ms for a small ContinuousQAC), so it is skipped when the model holds no batch norm or
+    dropout and no layer from outside ``torch.nn`` / ``ding.model`` (whose ``forward`` might read ``self.training``).
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self._model = model
+        self._needed = any(_mode_dependent(m) for m in model.modules())
+
+    def __call__(self, training: bool) -> None:
+        if self._needed and self._model.training != training:
+            self._model.train(training)
+
+
+def _mode_dependent(module: nn.Module) -> bool:
+    if isinstance(module, (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)):
+        return True
+    return not type(module).__module__.startswith(("torch.nn.", "ding.model."))
+
+
+class PolyakUpdate:
+    """``update(theta)``: ``target <- (1 - theta) * target + theta * source`` for every parameter in one fused call,
+    buffers copied. The parameter lists are gathered once (``load_state_dict`` keeps the same tensors)."""
+
+    def __init__(self, target: nn.Module, source: nn.Module) -> None:
+        self._target, self._source = list(target.parameters()), list(source.parameters())
+        self._buffers = list(zip(target.buffers(), source.buffers()))
+
+    @torch.no_grad()
+    def update(self, theta: float) -> None:
+        torch._foreach_lerp_(self._target, self._source, theta)
+        for t, s in self._buffers:
+            t.copy_(s)
+
+
+class HeldFixed:
+    """``with held_fixed:`` the given parameters take no gradient (e.g. the critics while the actor's loss is
+    differentiated through them); the list is gathered once."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self._params = [p for p in module.parameters() if p.requires_grad]
+
+    def __enter__(self) -> None:
+        for p in self._params:
+            p.requires_grad_(False)
+
+    def __exit__(self, *exc: Any) -> None:
+        for p in self._params:
+            p.requires_grad_(True)

@@ -8,7 +8,7 @@ import gymnasium as gym
 import torch
 
 from ding.config.ranges import at_least, between, greater_than
-from ding.model import hard_update, soft_update
+from ding.model import hard_update
 from ding.rl_utils import (
     critic_loss,
     min_q,
@@ -24,6 +24,9 @@ from .base_policy import Policy, load_model_state, load_optimizer_state
 from .common_utils import batch_obs, build_adam, model_obs_shape
 from .qac_utils import (
     ACTION_BOUNDS,
+    HeldFixed,
+    ModeSwitch,
+    PolyakUpdate,
     check_actor_kind,
     collate_qac_batch,
     frozen_copy,
@@ -31,7 +34,6 @@ from .qac_utils import (
     optimizer_step,
     qac_train_samples,
     qac_transition,
-    set_train_mode,
 )
 
 
@@ -126,6 +128,7 @@ class SACPolicy(Policy):
             raise ConfigError(f"policy.collect.unroll_len: SAC trains on single transitions, so it must be 1 "
                               f"(got {self._cfg.collect.unroll_len})")
         check_actor_kind(self._model, "reparameterization", "SACPolicy")
+        self._set_train = ModeSwitch(self._model)
 
     # ------------------------------------------------------------------ learn
     def _init_learn(self) -> None:
@@ -140,6 +143,8 @@ class SACPolicy(Policy):
         self._optimizer_q = build_adam(self._model.critic, learn.learning_rate_q)
         self._optimizer_policy = build_adam(self._model.actor, learn.learning_rate_policy)
         self._target_model = frozen_copy(self._model)
+        self._polyak = PolyakUpdate(self._target_model, self._model)
+        self._critics_fixed = HeldFixed(self._model.critic)
         self._auto_alpha = bool(learn.auto_alpha)
         self._log_alpha = torch.tensor([math.log(learn.alpha)], device=self._device, requires_grad=self._auto_alpha)
         self._optimizer_alpha = make_adam([self._log_alpha], lr=learn.learning_rate_alpha) if self._auto_alpha else None
@@ -150,7 +155,7 @@ class SACPolicy(Policy):
         """One SAC step: critics, then actor, then temperature, then the target critics."""
         b = collate_qac_batch(data, self._device, ignore_done=self._ignore_done,
                               use_is_weight=self._priority_IS_weight, where="SACPolicy")
-        set_train_mode(self._model, True)
+        self._set_train(True)
         alpha = self._log_alpha.detach().exp()
         # critics: regress every Q_i(s, a) on r + gamma * (min_i Q'_i(s', a') - alpha * log pi(a'|s')), a' ~ pi(.|s')
         with torch.no_grad():
@@ -163,15 +168,14 @@ class SACPolicy(Policy):
         optimizer_step(self._optimizer_q, loss_q)
         # actor: minimise alpha * log pi(a|s) - min_i Q_i(s, a), a ~ pi(.|s) reparameterised (critics held fixed)
         action, log_prob = self._sample(b.obs)
-        self._model.critic.requires_grad_(False)
-        q_pi = min_q(self._model.compute_critic({"obs": b.obs, "action": action})["q_value"])
-        self._model.critic.requires_grad_(True)
+        with self._critics_fixed:
+            q_pi = min_q(self._model.compute_critic({"obs": b.obs, "action": action})["q_value"])
         loss_policy = (alpha * log_prob - q_pi).mean()
         optimizer_step(self._optimizer_policy, loss_policy)
         # temperature: raise alpha when the entropy -log pi is below target_entropy, lower it when above
         if self._auto_alpha:
             optimizer_step(self._optimizer_alpha, sac_temperature_loss(self._log_alpha, log_prob, self._target_entropy))
-        soft_update(self._target_model, self._model, self._theta)
+        self._polyak.update(self._theta)
 
         output = {
             "cur_lr_q": self._optimizer_q.param_groups[0]["lr"],
@@ -234,7 +238,7 @@ class SACPolicy(Policy):
         if not data:
             return {}
         env_ids, obs = batch_obs(data, self._device, self._obs_shape, "SACPolicy collect_mode.forward")
-        set_train_mode(self._model, False)
+        self._set_train(False)
         with torch.inference_mode():
             logit = self._model.compute_actor(obs)["logit"]
             action = squashed_gaussian_sample(logit["mu"], logit["sigma"])[0].cpu().numpy()
@@ -249,6 +253,7 @@ class SACPolicy(Policy):
     # ------------------------------------------------------------------ eval
     def _init_eval(self) -> None:
         check_actor_kind(self._model, "reparameterization", "SACPolicy")
+        self._set_train = ModeSwitch(self._model)
         self._obs_shape = model_obs_shape(self._model)
 
     def _forward_eval(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
@@ -256,7 +261,7 @@ class SACPolicy(Policy):
         if not data:
             return {}
         env_ids, obs = batch_obs(data, self._device, self._obs_shape, "SACPolicy eval_mode.forward")
-        set_train_mode(self._model, False)
+        self._set_train(False)
         with torch.inference_mode():
             action = squashed_gaussian_mode(self._model.compute_actor(obs)["logit"]["mu"]).cpu().numpy()
         return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}

@@ -174,3 +174,27 @@ def test_learn_errors_name_the_missing_keys():
         policy.learn_mode.forward([])
     with pytest.raises(ValueError, match=r"samples lack key\(s\) \['next_obs'\]"):
         policy.learn_mode.forward([{k: v for k, v in d.items() if k != "next_obs"} for d in batch(4)])
+
+
+def test_mode_switch_toggles_only_models_whose_layers_care():
+    from ding.model import ContinuousQAC
+    from ding.policy.qac_utils import ModeSwitch
+
+    plain = ContinuousQAC(3, 1, action_space="reparameterization")
+    ModeSwitch(plain)(False)
+    assert plain.training  # no dropout / batch norm: left alone (and nothing walked)
+    normed = ContinuousQAC(3, 1, action_space="reparameterization", norm_type="BN")
+    switch = ModeSwitch(normed)
+    switch(False)
+    assert not normed.training and not any(m.training for m in normed.modules())
+    switch(True)
+    assert all(m.training for m in normed.modules())
+
+
+def test_sac_with_batch_norm_evaluates_in_eval_mode_and_learns_in_train_mode():
+    policy = SACPolicy(dict(type="sac", model=dict(MODEL, norm_type="BN")))
+    model = policy._get_attribute("model")
+    policy.eval_mode.forward({0: np.zeros(3, np.float32), 1: np.ones(3, np.float32)})
+    assert not model.training
+    policy.learn_mode.forward(batch())
+    assert model.training
