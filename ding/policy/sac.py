@@ -152,7 +152,7 @@ class SACPolicy(Policy):
         self._target_entropy = -float(n_actions) if learn.target_entropy is None else float(learn.target_entropy)
 
     def _forward_learn(self, data: list[dict[str, Any]]) -> dict[str, Any]:
-        """One SAC step: critics, then actor, then temperature, then the target critics."""
+        """One SAC step: critics, then actor, then temperature, then the Polyak step of the target networks."""
         b = collate_qac_batch(data, self._device, ignore_done=self._ignore_done,
                               use_is_weight=self._priority_IS_weight, where="SACPolicy")
         self._set_train(True)

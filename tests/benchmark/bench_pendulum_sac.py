@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--peer-python", default=None, help="interpreter with stable_baselines3 and tianshou")
     parser.add_argument("--no-peers", action="store_true", help="ding only")
-    parser.add_argument("--smoke", action="store_true", help="one seed, 1,200 env steps: checks the script runs")
+    parser.add_argument("--smoke", action="store_true", help="one seed, 700 env steps: checks the script runs")
     parser.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--max-env-step", type=int, default=None, help=argparse.SUPPRESS)
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
         return {}
 
     seeds = [0] if args.smoke else args.seeds
-    max_env_step = 1200 if args.smoke else None
+    max_env_step = 700 if args.smoke else None
     peer_python, note = (None, "peer columns skipped (--no-peers)") if args.no_peers else \
         find_peer_python(args.peer_python)
     runs = []

@@ -20,7 +20,7 @@ def test_bench_pendulum_sac_smoke(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     summary = load_bench().main(["--smoke", "--no-peers"])
     assert summary["bench"] == "pendulum_sac_summary" and summary["stop_value"] == -250
-    assert summary["ding"]["median_env_step"] >= 1200 and summary["ding"]["median_wall_s"] > 0
+    assert summary["ding"]["median_env_step"] >= 700 and summary["ding"]["median_wall_s"] > 0
     assert summary["note"] == "peer columns skipped (--no-peers)"
     out = capsys.readouterr().out
     assert "ding       median wall" in out and '"framework": "ding"' in out
