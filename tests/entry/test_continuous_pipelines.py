@@ -45,6 +45,24 @@ def test_di_engine_config_file_runs_unchanged(in_tmp_dir, algo):
     assert total.policy.type == algo and total.env.act_scale is True
 
 
+# env steps promised in config/README.md for DI-engine's own files (their hyperparameters train 0.04-0.1 gradient
+# steps per env step, so they need many more env steps than ding's configs)
+DI_ENGINE_BUDGETS = {"sac": 50_000, "td3": 250_000, "ddpg": 200_000}
+
+
+@pytest.mark.slow
+@pytest.mark.convergence
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("algo", ALGOS)
+def test_di_engine_config_file_reaches_minus_250_on_seeds_0_1_2(in_tmp_dir, algo):
+    path = copy_di_engine_file(f"dizoo/classic_control/pendulum/config/pendulum_{algo}_config.py", str(in_tmp_dir))
+    budget = DI_ENGINE_BUDGETS[algo]
+    assert main(["-m", "serial", "-c", path, "-s", "0", "-s", "1", "-s", "2", "--env-step", str(budget)]) == 0
+    for seed in (0, 1, 2):
+        result = read_result(f"pendulum_{algo}_seed{seed}")
+        assert result["stop_flag"] is True and result["eval_return"] >= -250 and result["env_step"] <= budget, result
+
+
 def test_a_typo_in_a_di_engine_file_is_still_an_error(in_tmp_dir, capsys):
     path = copy_di_engine_file("dizoo/classic_control/pendulum/config/pendulum_sac_config.py", str(in_tmp_dir))
     with open(path) as f:
