@@ -6,6 +6,7 @@ from .env import (
     create_env,
     get_env_cls,
     get_vec_env_setting,
+    scale_action,
 )
 from .env_manager import (
     AsyncSubprocessEnvManager,

@@ -11,16 +11,20 @@ from .base_policy import (
     get_policy_cls,
 )
 from .c51 import C51Policy
+from .ddpg import DDPGPolicy
 from .dqn import DQNPolicy
 from .policy_factory import PolicyFactory, get_random_policy
 from .ppo import PPOPolicy
 from .r2d2 import R2D2Policy
 from .rainbow import RainbowPolicy
+from .sac import SACPolicy
 from .space_check import check_policy_fits_env
+from .td3 import TD3Policy
 
 __all__ = [
     "DQNPolicy", "Policy", "PolicyCollectMode", "PolicyCommandMode", "PolicyEvalMode", "PolicyFactory",
     "PolicyLearnMode", "check_policy_fits_env", "create_policy", "get_policy_cls", "get_random_policy",
     "C51Policy", "R2D2Policy", "RainbowPolicy",
+    "DDPGPolicy", "SACPolicy", "TD3Policy",
 ]
 __all__ += ["A2CPolicy", "ActorCriticPolicy", "PPOPolicy"]

@@ -92,6 +92,8 @@ class Policy(ABC):
     open_config_keys: tuple[str, ...] = ("model",)
     # gymnasium space classes this algorithm can act in (None: any); checked at set-up by check_policy_fits_env.
     action_space_types: tuple[type, ...] | None = None
+    # (low, high) the policy's Box actions lie in (None: any); a Box with other bounds is refused at set-up.
+    action_bounds: tuple[float, float] | None = None
 
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode

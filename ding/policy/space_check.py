@@ -14,7 +14,10 @@ def check_policy_fits_env(policy: Policy, env: Any, env_name: str | None = None)
 
     ``env`` is an env manager (or an env): anything with ``observation_space`` and ``action_space``. Checked: the
     action space kind the policy class accepts (``Policy.action_space_types``), and the model's ``obs_shape`` /
-    ``action_shape`` (from ``policy.model`` in the config, else the model's attributes) against the spaces' shapes.
+    ``action_shape`` (from ``policy.model`` in the config, else the model's attributes) against the spaces' shapes,
+    and, for a policy that declares ``action_bounds`` (its actions lie in ``[low, high]``, e.g. (-1, 1) for the
+    tanh actors of SAC/DDPG/TD3), that a Box action space has exactly those bounds (``env.act_scale=True`` maps
+    them onto the env's own).
     """
     obs_space, act_space = env.observation_space, env.action_space
     cfg, model = policy._get_attribute("cfg"), policy._get_attribute("model")
@@ -36,6 +39,7 @@ def check_policy_fits_env(policy: Policy, env: Any, env_name: str | None = None)
     else:
         problems += _shape_problems("obs_shape", cfg, model, _obs_shape(obs_space), obs_space, name)
         problems += _shape_problems("action_shape", cfg, model, _action_shape(act_space), act_space, name)
+        problems += _bounds_problems(policy, cfg, act_space, name)
     if problems:
         raise ConfigError("\n".join(problems))
 
@@ -80,3 +84,19 @@ def _shape_problems(key: str, cfg: Any, model: Any, expected: tuple[int, ...] | 
     kind = "observation" if key == "obs_shape" else "action"
     return [f"{where}: {value!r} does not match the {kind} space of {name}, {space} (expects {suggestion!r}); "
             f"set policy.model.{key}={suggestion!r}"]
+
+
+def _bounds_problems(policy: Policy, cfg: Any, space: Any, name: str) -> list[str]:
+    """A policy acting in ``action_bounds`` needs a Box with exactly those bounds (the env scales them)."""
+    import gymnasium as gym
+    import numpy as np
+
+    bounds = getattr(type(policy), "action_bounds", None)
+    if bounds is None or not isinstance(space, gym.spaces.Box):
+        return []
+    low, high = bounds
+    if np.all(space.low == low) and np.all(space.high == high):
+        return []
+    return [f"policy.type: {type(policy).__name__} ({cfg.get('type')!r}) acts in [{low:g}, {high:g}], but {name} "
+            f"has {space} (bounds {space.low.tolist()} .. {space.high.tolist()}). Set env.act_scale=True so the env "
+            f"maps [{low:g}, {high:g}] onto its bounds"]

@@ -6,7 +6,9 @@ from .distributional import categorical_projection, dist_nstep_td_data, dist_nst
 from .exploration import EPSILON_SCHEDULE_TYPES, EpsilonSchedule, get_epsilon_greedy_fn
 from .gae import gae, gae_data
 from .ppo import ppo_data, ppo_error, ppo_error_continuous, ppo_info, ppo_loss, ppo_policy_loss, ppo_value_loss
+from .qac import critic_loss, min_q, qac_td_target, target_policy_smoothing
 from .running_stat import RunningMeanStd
+from .sac import sac_temperature_loss, squashed_gaussian_mode, squashed_gaussian_sample
 from .td import nstep_return, q_nstep_sequence_td_error, q_nstep_td_data, q_nstep_td_error, sequence_nstep_windows
 from .value_rescale import value_inv_transform, value_transform
 
@@ -21,4 +23,9 @@ __all__ += [
     "a2c_data", "a2c_error", "a2c_error_continuous", "a2c_loss", "action_distribution", "gae", "gae_data",
     "ppo_data", "ppo_error", "ppo_error_continuous", "ppo_info", "ppo_loss", "ppo_policy_loss", "ppo_value_loss",
     "RunningMeanStd",
+]
+# continuous off-policy actor-critic (SAC, DDPG, TD3)
+__all__ += [
+    "critic_loss", "min_q", "qac_td_target", "sac_temperature_loss", "squashed_gaussian_mode",
+    "squashed_gaussian_sample", "target_policy_smoothing",
 ]

@@ -52,6 +52,11 @@ def test_config_readme_gives_each_q_family_config_its_budget():
     assert budgets["cartpole_r2d2"]["budget"] == 40_000 and budgets["lunarlander_dqn"]["budget"] == 150_000
 
 
+def test_config_readme_gives_each_continuous_config_its_budget():
+    budgets = _bench_algos().read_budgets()
+    assert budgets["pendulum_sac"]["budget"] == 4000 and budgets["pendulum_sac"]["stop_value"] == -250
+
+
 @pytest.mark.slow
 @pytest.mark.convergence
 @pytest.mark.timeout(3600)  # five seeds of LunarLander take 10-20 minutes on 2 cores

@@ -10,7 +10,7 @@ from ding.config import read_config
 from ding.entry.cli import main
 from ding.utils import ConfigError
 
-from ._di_engine_files import copy_di_engine_file
+from tests.di_engine_files import copy_di_engine_file
 from .conftest import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -233,7 +233,7 @@ class DingEnvWrapper(BaseEnv):
         if not np.isfinite(a).all():
             raise InvalidActionError(f"{self!r}: action {a} is not finite (action space {space})")
         if self._cfg.act_scale:
-            a = self._act_low + (np.clip(a, -1.0, 1.0) + 1.0) * 0.5 * (self._act_high - self._act_low)
+            a = scale_action(a, self._act_low, self._act_high)
         return a
 
     def _generic_action(self, action: Any) -> Any:
@@ -251,6 +251,15 @@ class DingEnvWrapper(BaseEnv):
     def create_evaluator_env_cfg(cfg: dict) -> list[dict]:
         """One config per evaluator env (``evaluator_env_num`` of them); the input is not changed."""
         return [_with(cfg, is_train=False) for _ in range(int(cfg.get("evaluator_env_num", 1)))]
+
+
+def scale_action(action: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Map an action in [-1, 1] (clipped to it first) affinely onto the Box bounds ``[low, high]``.
+
+    The one place where a continuous policy's actions meet the env's bounds: SAC, DDPG and TD3 act in [-1, 1] and
+    ``env.act_scale=True`` calls this on every step (Pendulum: [-1, 1] -> [-2, 2] torque).
+    """
+    return low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
 
 
 def _with(cfg: Mapping, **updates: Any) -> dict:

@@ -1,0 +1,1 @@
+../../dizoo/classic_control/pendulum/config/pendulum_ddpg_config.py

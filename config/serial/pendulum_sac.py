@@ -1,0 +1,1 @@
+../../dizoo/classic_control/pendulum/config/pendulum_sac_config.py

@@ -1,0 +1,1 @@
+../../dizoo/classic_control/pendulum/config/pendulum_td3_config.py
