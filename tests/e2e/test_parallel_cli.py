@@ -106,11 +106,14 @@ def test_killed_collector_is_detected_and_training_finishes(workdir):
 
 
 def test_collector_started_mid_run_receives_tasks(workdir):
+    # The run must outlast the joiner's start-up (a python + torch import, seconds on a loaded machine): no stop value
+    # and a large budget; it is ended by Ctrl-C once the joiner has been connected for two more evaluations.
     exp = "joiner"
     token = "j" * 32
-    cfg = write_config(workdir, exp, main={"policy": {"collect": {"collector": {"collector_num": 1}}}},
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 1e9},
+                                           "policy": {"collect": {"collector": {"collector_num": 1}}}},
                        system=FAST_FAULTS)
-    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "3000"), workdir,
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "10000000"), workdir,
                  env={"DING_AUTH_TOKEN": token})
     coord_log = os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")
     port = wait_for(lambda: _coordinator_port(coord_log), 60, "the coordinator's port", proc=proc)
@@ -119,7 +122,11 @@ def test_collector_started_mid_run_receives_tasks(workdir):
                             os.path.join(exp, "total_config.py"), "--coordinator-host", "127.0.0.1",
                             "--coordinator-port", str(port)), workdir, env={"DING_AUTH_TOKEN": token},
                    log_name="joiner.log")
-    assert proc.wait(timeout=150) == 0, read_log(workdir)
+    wait_for(lambda: "collector 'collector7'" in open(coord_log).read(), 90, "collector7 to join", proc=proc)
+    rows = _eval_rows(workdir, exp)
+    wait_for(lambda: _eval_rows(workdir, exp) >= rows + 2, 90, "two evaluations after the join", proc=proc)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=90) == 130, read_log(workdir)
     assert joiner.wait(timeout=30) == 0, read_log(workdir, "joiner.log")
     r = result(workdir, exp)
     assert r["counters"].get("tasks_collector7", 0) > 0, r
