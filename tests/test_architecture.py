@@ -19,11 +19,14 @@ LAYERS = ("utils", "torch_utils", "config", "envs", "model", "rl_utils", "policy
           "data", "entry")
 # Top-level packages of this repository that ding must never import.
 FORBIDDEN = ("dizoo", "config", "entry")
-# The two modules of the ``ding`` package itself: ``__init__`` holds the version only (the bottom); ``__main__`` is
-# ``python -m ding``, the command's door (the top).
+# The two modules of the ``ding`` package itself: ``__init__`` holds the version (the bottom) and two lazy doors to
+# the top (the exceptions below); ``__main__`` is ``python -m ding``, the command's door (the top).
 PACKAGE_MODULES = {"ding": "utils", "ding.__main__": "entry"}
 # (importing module, imported module) -> why it is allowed.
-EXCEPTIONS: dict[tuple[str, str], str] = {}
+EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("ding", "ding.entry.trainer"): "ding.Trainer, imported on first attribute access only (no import-time cycle)",
+    ("ding", "ding.entry.deploy"): "ding.load_policy, imported on first attribute access only",
+}
 
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")
 

@@ -12,7 +12,7 @@ from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
 from ding.worker import CKPT_BEST_NAME, create_serial_evaluator, list_iteration_checkpoints, load_checkpoint_file
 
-from .serial_entry import _load_input
+from .serial_checks import load_input
 from .serial_run import _eval_returns
 
 
@@ -32,7 +32,7 @@ def eval(  # noqa: A001  (DI-engine's name)
     value reproduces the return logged when the checkpoint was saved.
     """
     setup_torch_threads()
-    main_cfg, create_cfg, source = _load_input(input_cfg, source)
+    main_cfg, create_cfg, source = load_input(input_cfg, source, where="eval")
     cfg = compile_config(main_cfg, seed=seed, auto=True, create_cfg=create_cfg, save_cfg=False, source=source)
     load_path = load_path or cfg.policy.get("load_path")
     if not load_path:

@@ -49,15 +49,16 @@ def resume_dir(exp_name: str) -> str:
     return best if newest_ckpt_time(best) >= 0 else base
 
 
-def lock_run_dir(exp_name: str, resume: bool) -> DirLock:
+def lock_run_dir(exp_name: str, resume: bool, exact: bool = False) -> DirLock:
     """The run's directory, locked for the life of the run: a new directory for a new run (``exp_name``, or
-    ``<exp_name>_<timestamp>`` when that exists), the directory to continue for a resume (:func:`resume_dir`).
+    ``<exp_name>_<timestamp>`` when that exists), the directory to continue for a resume (:func:`resume_dir`, or
+    ``exp_name`` itself with ``exact=True``).
 
     A directory another ding process holds is refused with one ``LockError`` naming it and the holder's pid.
     """
     if not resume:
         return DirLock(claim_exp_dir(exp_name), what="run").acquire()
-    exp_dir = resume_dir(exp_name)
+    exp_dir = os.path.normpath(exp_name) if exact else resume_dir(exp_name)
     ckpt_dir = os.path.join(exp_dir, "ckpt")
     if not list_iteration_checkpoints(ckpt_dir):  # checked before locking: a failed resume creates nothing
         raise CheckpointError(

@@ -1,6 +1,6 @@
 """The two serial training loops over one :class:`~ding.entry.serial_run.SerialRun`: off-policy and on-policy.
 
-Both follow one skeleton (:meth:`TrainLoop.train`, SPEC section 6): train on what is there, check the stop
+Both follow one skeleton (:meth:`TrainLoop.round`, SPEC section 6): train on what is there, check the stop
 conditions, ``commander.step()``, evaluate when it is time, collect. They differ only in their two phases, as
 Tianshou's trainers differ over one collector/policy set-up:
 
@@ -15,57 +15,114 @@ of a collect cycle (off-policy), or with collected data not yet trained on (on-p
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ding.policy import get_random_policy
 from ding.utils import CheckpointError
+from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
 
 from .resume import Limits
 from .serial_run import SerialRun
 from .training_view import GracefulStop, ProgressView
 
 
+@dataclass
+class RoundOutcome:
+    """What one round of a loop did: how the run ended in it (None: it goes on), whether the evaluator reached the
+    stop value, whether it evaluated, and the time of each phase."""
+
+    ended: str | None = None  # 'stop_value', 'limit', 'hook', 'interrupted' or None
+    stop_flag: bool = False
+    evaluated: bool = False
+    train_time: float = 0.0
+    eval_time: float = 0.0
+    collect_time: float = 0.0
+
+
 class TrainLoop:
-    """The loop skeleton; subclasses fill :meth:`train_phase` and :meth:`collect_phase` and their loop state."""
+    """The loop skeleton; subclasses fill :meth:`train_phase` and :meth:`collect_phase` and their loop state.
+
+    :meth:`start` once, then :meth:`round` until it reports an end; :class:`~ding.entry.Trainer` drives it (and so
+    do ``serial_pipeline`` and ``ding -m serial``, through the trainer).
+    """
 
     kind = ""
 
     def __init__(self, run: SerialRun) -> None:
         self.run = run
+        self.limits = Limits()
+        self.stop_at_stop_value = True
+        self.view: ProgressView | None = None
+        # the round's learner outputs (one dict per iteration) and what on_learn_on_batch callbacks added
+        self.learn_logs: list[Mapping[str, Any]] = []
+        self.callback_result: dict[str, Any] = {}
+        self._callbacks: list[Any] = []
 
-    def train(self, limits: Limits, stop: GracefulStop, stop_at_stop_value: bool = True) -> None:
-        """Loop until a stop: {train phase → stop checks → commander → eval? → collect phase}.
+    def start(self, limits: Limits, stop_at_stop_value: bool = True) -> None:
+        """Before the first round: the limits, the progress view, and a resumed run's eval log cut back to its
+        checkpoint."""
+        run = self.run
+        self.limits, self.stop_at_stop_value = limits, stop_at_stop_value
+        self.view = ProgressView(max_env_step=limits.env_step, max_train_iter=limits.train_iter,
+                                 stop_value=run.cfg.env.get("stop_value"))
+        if run.resumed:  # rows the stopped session wrote after its checkpoint: the evaluator's last one is kept
+            last_eval = run.evaluator.state_dict().get("last_eval_iter", run.learner.train_iter)
+            run.eval_csv.truncate_after(min(last_eval, run.learner.train_iter))
+        self._callbacks = [cb for cb in run.collector.callbacks
+                           if type(cb).on_learn_on_batch is not EpisodeCallback.on_learn_on_batch]
+
+    def round(self, stop: GracefulStop) -> RoundOutcome:
+        """One round: {train phase → stop checks → commander → eval? → collect phase}.
 
         Stop requests (Ctrl-C/SIGTERM, a hook) are honoured at safe points only: after an update or after a collect,
         where the checkpoint describes a consistent state.
         """
         run = self.run
         learner, collector = run.learner, run.collector
-        view = ProgressView(max_env_step=limits.env_step, max_train_iter=limits.train_iter,
-                            stop_value=run.cfg.env.get("stop_value"))
-        if run.resumed:  # rows the stopped session wrote after its checkpoint: the evaluator's last one is kept
-            last_eval = run.evaluator.state_dict().get("last_eval_iter", learner.train_iter)
-            run.eval_csv.truncate_after(min(last_eval, learner.train_iter))
-        stop_flag, ended = False, "limit"
-        while True:
-            self.train_phase(stop)
-            view.update(collector.envstep, learner.train_iter)
-            if stop.requested or learner.stop_requested:
-                ended = "interrupted" if stop.requested else "hook"
-                break
-            if collector.envstep >= limits.env_step or learner.train_iter >= limits.train_iter:
-                break
-            collect_kwargs = run.commander.step()
-            if run.evaluator.should_eval(learner.train_iter):
-                stop_flag = run.evaluate(view) and stop_at_stop_value
-                if stop_flag:
-                    ended = "stop_value"
-                    break
-            self.collect_phase(collect_kwargs)
-            if stop.requested:
-                ended = "interrupted"
-                break
-        run.finish(ended, stop_flag, stop, view)
+        assert self.view is not None, "start() first"
+        out = RoundOutcome()
+        self.learn_logs, self.callback_result = [], {}
+        t0 = time.perf_counter()
+        self.train_phase(stop)
+        t1 = time.perf_counter()
+        out.train_time = t1 - t0
+        self.view.update(collector.envstep, learner.train_iter)
+        if stop.requested or learner.stop_requested:
+            out.ended = "interrupted" if stop.requested else "hook"
+            return out
+        if collector.envstep >= self.limits.env_step or learner.train_iter >= self.limits.train_iter:
+            out.ended = "limit"
+            return out
+        collect_kwargs = run.commander.step()
+        if run.evaluator.should_eval(learner.train_iter):
+            out.evaluated = True
+            out.stop_flag = run.evaluate(self.view) and self.stop_at_stop_value
+            t2 = time.perf_counter()
+            out.eval_time = t2 - t1
+            t1 = t2
+            if out.stop_flag:
+                out.ended = "stop_value"
+                return out
+        self.collect_phase(collect_kwargs)
+        out.collect_time = time.perf_counter() - t1
+        if stop.requested:
+            out.ended = "interrupted"
+        return out
+
+    def _learn(self, data: Any) -> None:
+        """``learner.train(data)`` with the ``on_learn_on_batch`` callbacks before it; its output is kept for the
+        round's result."""
+        learner = self.run.learner
+        for cb in self._callbacks:
+            call_callback(cb, "on_learn_on_batch", data, learner.train_iter, self.callback_result)
+        output = learner.train(data, self.run.collector.envstep)
+        if isinstance(output, Mapping):
+            self.learn_logs.append(output)
+        elif isinstance(output, list):
+            self.learn_logs.extend(output)
 
     def train_phase(self, stop: GracefulStop) -> None:
         raise NotImplementedError
@@ -121,7 +178,7 @@ class OffPolicyLoop(TrainLoop):
                 self.next_update = self.update_per_collect
                 return
             self._updating = i
-            learner.train(batch, self.run.collector.envstep)
+            self._learn(batch)
             if self.use_priority:
                 buffer.update(learner.priority_info)
             self._updating, self.next_update = None, i + 1
@@ -162,7 +219,7 @@ class OnPolicyLoop(TrainLoop):
         if self.pending is None:
             return
         self._in_train = True
-        self.run.learner.train(self.pending, self.run.collector.envstep)
+        self._learn(self.pending)
         self._in_train = False
         self.pending = None
 

@@ -120,29 +120,32 @@ class SerialRun:
         view.eval(ret["eval_return_mean"])
         return bool(stop_flag)
 
-    def finish(self, ended: str, stop_flag: bool, stop: GracefulStop, view: ProgressView) -> None:
+    def finish(self, ended: str, stop_flag: bool, stop: GracefulStop, view: ProgressView | None) -> None:
         """``after_run`` hooks, a checkpoint when Ctrl-C stopped the run, the ``result`` file; re-raise an interrupt.
 
-        ``ended`` is ``'stop_value'``, ``'limit'``, ``'hook'`` or ``'interrupted'``; the end-of-run checkpoint records
-        it so a later ``--resume`` can tell a finished run.
+        ``ended`` is ``'stop_value'``, ``'limit'``, ``'hook'``, ``'interrupted'`` (Ctrl-C/SIGTERM) or ``'closed'``
+        (a :class:`~ding.entry.Trainer` closed before its end); the end-of-run checkpoint records it so a later
+        ``--resume`` can tell a finished run. An interrupted or closed run always leaves a checkpoint of where it is.
         """
         assert self.state is not None, "begin() first"
         learner = self.learner
-        self.state.ended = None if ended == "interrupted" else {"reason": ended, **self.last_eval}
+        paused = ended in ("interrupted", "closed")
+        self.state.ended = None if paused else {"reason": ended, **self.last_eval}
         learner.call_hook("after_run")
-        if stop.requested and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
+        if paused and learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
             self.state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
-        view.close()
-        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested)
+        if view is not None:
+            view.close()
+        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested, ended=ended)
         stop.reraise(self.cfg.exp_name)
 
     def elapsed(self) -> float:
         """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
         return time.time() - self._start_time
 
-    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool) -> None:
+    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool, ended: str) -> None:
         result = {
-            "exp_name": self.cfg.exp_name, "stop_flag": bool(stop_flag), "interrupted": interrupted,
+            "exp_name": self.cfg.exp_name, "stop_flag": bool(stop_flag), "interrupted": interrupted, "ended": ended,
             "stop_value": self.cfg.env.get("stop_value"), "env_step": int(self.collector.envstep),
             "train_iter": int(self.learner.train_iter), "eval_return": self.last_eval.get("eval_return_mean"),
             "eval_return_std": self.last_eval.get("eval_return_std"),
@@ -150,8 +153,8 @@ class SerialRun:
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
         why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
-               else "stopped at a limit or by a hook")
-        saved = "checkpoint and results" if interrupted else "results"
+               else "closed before its end" if ended == "closed" else "stopped at a limit or by a hook")
+        saved = "checkpoint and results" if interrupted or ended == "closed" else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
               f"({wall:.1f} s); {saved} in ./{self.cfg.exp_name}/", flush=True)
 

@@ -140,8 +140,8 @@ class EvalCSV:
         w.writerow(_EVAL_FIELDS)
         for r in rows:
             if r["train_iter"] <= train_iter:
-                w.writerow([int(r["train_iter"]), int(r["env_step"]), r["eval_return_mean"], r["eval_return_std"],
-                            r["wall_time"]])
+                w.writerow([int(r["train_iter"]), int(r["env_step"]), f"{r['eval_return_mean']:.6g}",
+                            f"{r['eval_return_std']:.6g}", f"{r['wall_time']:.3f}"])  # as append() writes them
         atomic_write_text(self.path, buf.getvalue())
 
 

@@ -10,6 +10,7 @@ from .default_helper import (
     squeeze,
 )
 from .errors import (
+    CallbackError,
     CheckpointError,
     ConfigError,
     DataFileError,

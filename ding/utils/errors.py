@@ -47,3 +47,7 @@ class LockError(DingError, RuntimeError):
 
 class ResumeError(DingError, RuntimeError):
     """A run cannot be continued as asked (e.g. it is finished); the message says how to continue it on purpose."""
+
+
+class CallbackError(DingError, RuntimeError):
+    """User callback code raised; the message names the callback class and method (the original is the cause)."""

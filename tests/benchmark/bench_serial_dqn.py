@@ -2,6 +2,9 @@
 
     python tests/benchmark/bench_serial_dqn.py            # 3 seeds + collector ratio (medians of 5)
     python tests/benchmark/bench_serial_dqn.py --smoke    # tiny run, used by the test suite
+    python tests/benchmark/bench_serial_dqn.py --no-collector --baseline ../old-checkout --repeats 3
+        # this checkout's training runs next to another checkout's (e.g. `git worktree add ../old-checkout HEAD~3`),
+        # interleaved, same seeds: median wall of each and the ratio
 
 The training runs are whole processes (`ding -m serial -c config/serial/cartpole_dqn.py -s K`), timed from start to
 exit, so import time and set-up count. The collector figure is a ratio to a plain gymnasium ``SyncVectorEnv(8)`` loop
@@ -22,10 +25,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIG = os.path.join(ROOT, "config", "serial", "cartpole_dqn.py")
 
 
-def train_once(seed: int, extra: list[str] | None = None) -> dict:
+def train_once(seed: int, extra: list[str] | None = None, checkout: str | None = None) -> dict:
+    """One training process; ``checkout`` runs another checkout's ``ding`` package (first on PYTHONPATH)."""
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "ding.entry.cli", "-m", "serial", "-c", CONFIG, "-s", str(seed)] + (extra or [])
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if checkout:
+            env["PYTHONPATH"] = os.path.abspath(checkout) + os.pathsep + env.get("PYTHONPATH", "")
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
         wall = time.perf_counter() - t0
@@ -117,6 +123,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-train", action="store_true", help="only the collector throughput")
+    parser.add_argument("--no-collector", action="store_true", help="only the training runs")
+    parser.add_argument("--baseline", metavar="CHECKOUT",
+                        help="another checkout of this repository to time next to this one (training runs)")
     args = parser.parse_args(argv)
 
     import torch
@@ -125,16 +134,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
     results: list[dict] = []
     n_steps, repeats = (2_000, 1) if args.smoke else (40_000, args.repeats)
     ceiling, raw, ours = [], [], []
-    for _ in range(repeats):  # interleaved so machine noise hits all alike
+    for _ in range(0 if args.no_collector else repeats):  # interleaved so machine noise hits all alike
         ceiling.append(ceiling_steps_per_s(n_steps))
         raw.append(ceiling_steps_per_s(n_steps, count_autoreset=True))
         ours.append(collector_steps_per_s(n_steps))
-    c, r, o = statistics.median(ceiling), statistics.median(raw), statistics.median(ours)
-    results.append({"bench": "collector", "envs": 8, "ding_steps_per_s": round(o), "ceiling_steps_per_s": round(c),
-                    "ratio": round(o / c, 3), "ceiling_raw_steps_per_s": round(r), "ratio_to_raw": round(o / r, 3),
-                    "repeats": repeats})
+    if ours:
+        c, r, o = statistics.median(ceiling), statistics.median(raw), statistics.median(ours)
+        results.append({"bench": "collector", "envs": 8, "ding_steps_per_s": round(o), "ceiling_steps_per_s": round(c),
+                        "ratio": round(o / c, 3), "ceiling_raw_steps_per_s": round(r), "ratio_to_raw": round(o / r, 3),
+                        "repeats": repeats})
 
-    if not args.no_train:
+    if args.baseline and not args.no_train:
+        seeds = list(range(args.seeds))
+        this, base = [], []
+        for _ in range(args.repeats):  # interleaved: this, baseline, this, ...
+            for seed in seeds:
+                this.append(train_once(seed))
+                base.append(train_once(seed, checkout=args.baseline))
+        tw, bw = statistics.median(r["wall_s"] for r in this), statistics.median(r["wall_s"] for r in base)
+        results.append({"bench": "serial_dqn_vs_baseline", "baseline": args.baseline, "seeds": seeds,
+                        "repeats": args.repeats, "median_wall_s": round(tw, 2), "baseline_median_wall_s": round(bw, 2),
+                        "ratio": round(tw / bw, 3),
+                        "same_env_steps": [r["env_step"] for r in this] == [r["env_step"] for r in base],
+                        "env_steps": sorted({r["env_step"] for r in this})})
+    elif not args.no_train:
         seeds = [0] if args.smoke else list(range(args.seeds))
         extra = ["--env-step", "300"] if args.smoke else []
         runs = [train_once(s, extra) for s in seeds]
@@ -145,7 +168,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     print(f"{'benchmark':<22} {'figure':<52}")
     for r in results:
-        if r["bench"] == "collector":
+        if r["bench"] == "serial_dqn_vs_baseline":
+            print(f"{'serial DQN CartPole':<22} median wall {r['median_wall_s']} s vs baseline "
+                  f"{r['baseline_median_wall_s']} s = {r['ratio']:.2f}x; same env steps per seed: "
+                  f"{r['same_env_steps']}")
+        elif r["bench"] == "collector":
             print(f"{'collector (8 envs)':<22} {r['ding_steps_per_s']:,} vs ceiling {r['ceiling_steps_per_s']:,} "
                   f"env steps/s = {r['ratio']:.2f}x (raw ceiling incl. autoreset calls "
                   f"{r['ceiling_raw_steps_per_s']:,}: {r['ratio_to_raw']:.2f}x)")

@@ -9,8 +9,8 @@ import pytest
 from ding.config import read_config
 from ding.entry.cli import main
 from ding.utils import ConfigError
-
 from tests.di_engine_files import copy_di_engine_file
+
 from .conftest import read_result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

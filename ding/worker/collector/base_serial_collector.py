@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,7 +14,7 @@ from ding.torch_utils import to_tensor
 from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_of, deep_merge_dicts, import_module
 from ding.utils.worker_logs import WorkerLogs
 
-from .episode_callback import EpisodeCallback, build_episode_callbacks, check_callback
+from .episode_callback import EpisodeCallback, build_episode_callbacks, call_callback, check_callback
 from .step_core import EnvStepCore
 
 INF = float("inf")
@@ -90,6 +91,7 @@ class BaseSerialCollector(ISerialCollector):
         for cb in build_episode_callbacks(self._cfg.get("callbacks"), self._cfg.get("import_names")):
             self.register_callback(cb)
         self._missing_return_warned = False
+        self._finished: deque[dict] = deque(maxlen=10_000)  # for pop_finished_episodes
         self.reset(policy, env)
 
     # ------------------------------------------------------------------ env / policy
@@ -169,16 +171,30 @@ class BaseSerialCollector(ISerialCollector):
         if not self._episode_open[env_id]:
             self._episode_open[env_id] = True
             for cb in self._callbacks:
-                cb.on_episode_start(env_id)
+                call_callback(cb, "on_episode_start", env_id)
         for cb in self._callbacks:
-            cb.on_episode_step(env_id, timestep, transition)
+            call_callback(cb, "on_episode_step", env_id, timestep, transition)
+
+    def _callback_postprocess(self, env_id: int, trajectory: list, samples: list) -> list:
+        for cb in self._callbacks:
+            new = call_callback(cb, "on_postprocess_trajectory", env_id, trajectory, samples)
+            if new is not None:
+                samples = new
+        return samples
 
     def _callback_sample_end(self, data: list) -> list:
         for cb in self._callbacks:
-            new = cb.on_sample_end(data)
+            new = call_callback(cb, "on_sample_end", data)
             if new is not None:
                 data = new
         return data
+
+    def pop_finished_episodes(self) -> list[dict]:
+        """The episodes finished since the last call (at most the newest 10,000), oldest first: each
+        ``{'env_id', 'eval_episode_return', 'step', 'train_sample', 'train_iter'}`` (+ ``'custom'`` metrics)."""
+        episodes = list(self._finished)
+        self._finished.clear()
+        return episodes
 
     # ------------------------------------------------------------------ episode bookkeeping
     def _end_episode(self, env_id: int, info: Mapping, train_iter: int) -> None:
@@ -197,7 +213,7 @@ class BaseSerialCollector(ISerialCollector):
         if self._callbacks:
             custom: dict[str, float] = {}
             for cb in self._callbacks:
-                metrics = cb.on_episode_end(env_id, episode)
+                metrics = call_callback(cb, "on_episode_end", env_id, episode)
                 if metrics:
                     custom.update(metrics)
             if custom:
@@ -207,6 +223,7 @@ class BaseSerialCollector(ISerialCollector):
         self._env_samples[env_id] = 0
         self._total_episode_count += 1
         self._log_episodes.append(episode)
+        self._finished.append(episode)
         self._policy.reset([env_id])
 
     def _drop_episode(self, env_id: int, info: Mapping) -> None:

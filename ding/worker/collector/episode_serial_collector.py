@@ -84,6 +84,8 @@ class EpisodeSerialCollector(BaseSerialCollector):
                     caches[env_id] = []
                     if to_samples:
                         samples = self._policy.get_train_sample(episode)
+                        if has_cb:
+                            samples = self._callback_postprocess(env_id, episode, samples)
                         return_data.extend(samples)
                         self._env_samples[env_id] = len(samples)
                         samples_count += len(samples)

@@ -115,6 +115,8 @@ class SampleSerialCollector(BaseSerialCollector):
                     self._callback_step(env_id, timestep, transition)
                 if timestep.done:
                     samples = get_train_sample(cache)
+                    if has_cb:
+                        samples = self._callback_postprocess(env_id, cache, samples)
                     return_data.extend(samples)
                     collected += len(samples)
                     env_samples[env_id] += len(samples)
@@ -122,6 +124,8 @@ class SampleSerialCollector(BaseSerialCollector):
                     self._end_episode(env_id, timestep.info, train_iter)
                 elif len(cache) >= flush_len:
                     samples = get_train_sample(cache)
+                    if has_cb:
+                        samples = self._callback_postprocess(env_id, cache, samples)
                     return_data.extend(samples)
                     collected += len(samples)
                     env_samples[env_id] += len(samples)
@@ -178,6 +182,8 @@ class SampleSerialCollector(BaseSerialCollector):
                     full.add(env_id)
                 if timestep.done or env_id in full:
                     samples = get_train_sample(cache)
+                    if has_cb:
+                        samples = self._callback_postprocess(env_id, cache, samples)
                     return_data.extend(samples)
                     env_samples[env_id] += len(samples)
                     cache.clear()
