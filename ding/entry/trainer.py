@@ -18,6 +18,7 @@ import numbers
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -152,6 +153,8 @@ class Trainer:
             self._closed = True
             self._exit.close()
             raise
+        # a trainer dropped without close() (or left open at exit) still releases its envs and its directory lock
+        self._release = weakref.finalize(self, self._exit.close)
         self._train_result_callbacks = [cb for cb in self._run.collector.callbacks
                                         if type(cb).on_train_result is not EpisodeCallback.on_train_result]
 
@@ -317,7 +320,7 @@ class Trainer:
                 self._done = True
                 self._run.finish("closed", False, GracefulStop(), self._loop.view)
         finally:
-            self._exit.close()
+            self._release()
 
     def __enter__(self) -> Trainer:
         return self

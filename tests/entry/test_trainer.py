@@ -256,3 +256,18 @@ def test_load_policy_reproduces_the_evaluators_actions(in_tmp_dir):
         loaded.compute_single_action(recorded[0][0], eps=0.1)
     explored = loaded.compute_single_action(recorded[0][0], explore=True, eps=1.0)
     assert int(explored) in (0, 1)
+
+
+def test_a_dropped_trainer_releases_its_directory(in_tmp_dir):
+    import gc
+
+    from ding.utils import DirLock, LockError
+
+    trainer = ding.Trainer(_cfg(), seed=0, max_env_step=100)
+    trainer.train()
+    with pytest.raises(LockError):
+        DirLock("tr", what="run").acquire()
+    del trainer
+    gc.collect()
+    lock = DirLock("tr", what="run").acquire()  # released with the trainer
+    lock.release()
