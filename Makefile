@@ -31,6 +31,7 @@ test-all: setup
 lint: setup
 	$(PY) -m pip install --quiet -e ".[dev]"
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
