@@ -1,8 +1,8 @@
 """Conversions between numpy, torch and python containers, and batching of lists of samples."""
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -16,7 +16,7 @@ def to_tensor(item: Any, dtype: torch.dtype | None = None, transform_scalar: boo
         t = torch.from_numpy(item)
         return t if dtype is None else t.to(dtype)
     if isinstance(item, Mapping):
-        return type(item)({k: to_tensor(v, dtype, transform_scalar) for k, v in item.items()}) \
+        return _same_mapping(item, {k: to_tensor(v, dtype, transform_scalar) for k, v in item.items()}) \
             if not _is_namedtuple(item) else item
     if _is_namedtuple(item):
         return type(item)(*[to_tensor(v, dtype, transform_scalar) for v in item])
@@ -36,7 +36,7 @@ def to_ndarray(item: Any, dtype: np.dtype | None = None) -> Any:
     if isinstance(item, np.ndarray):
         return item if dtype is None else item.astype(dtype)
     if isinstance(item, Mapping):
-        return type(item)({k: to_ndarray(v, dtype) for k, v in item.items()})
+        return _same_mapping(item, {k: to_ndarray(v, dtype) for k, v in item.items()})
     if _is_namedtuple(item):
         return type(item)(*[to_ndarray(v, dtype) for v in item])
     if isinstance(item, (list, tuple)):
@@ -50,12 +50,22 @@ def to_device(item: Any, device: str | torch.device) -> Any:
     if isinstance(item, torch.nn.Module):
         return item.to(device)
     if isinstance(item, Mapping):
-        return type(item)({k: to_device(v, device) for k, v in item.items()})
+        return _same_mapping(item, {k: to_device(v, device) for k, v in item.items()})
     if _is_namedtuple(item):
         return type(item)(*[to_device(v, device) for v in item])
     if isinstance(item, (list, tuple)):
         return type(item)(to_device(v, device) for v in item)
     return item
+
+
+def _same_mapping(item: Mapping, entries: dict) -> Mapping:
+    """A mapping of ``item``'s own type holding ``entries``.
+
+    The ``Mapping`` ABC has no constructor signature; the mappings converted here (dict, EasyDict, OrderedDict, ...)
+    are built from a dict.
+    """
+    mapping_type = cast("Callable[[dict], Mapping]", type(item))
+    return mapping_type(entries)
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -118,6 +128,6 @@ def default_decollate(
         n = len(next(iter(cols.values()))) if cols else 0
         return [{k: cols[k][i] for k in keys} for i in range(n)]
     if isinstance(batch, (list, tuple)):
-        cols = [default_decollate(b) for b in batch]
-        return [type(batch)(c[i] for c in cols) for i in range(len(cols[0]))] if cols else []
+        seq_cols = [default_decollate(b) for b in batch]
+        return [type(batch)(c[i] for c in seq_cols) for i in range(len(seq_cols[0]))] if seq_cols else []
     raise TypeError(f"default_decollate: cannot split an object of type {type(batch).__name__}")

@@ -77,7 +77,7 @@ def _lean_adam_cls() -> type:
     raw_step = _raw_adam_step()
 
     class LeanAdam(torch.optim.Adam):
-        def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        def step(self, closure: Any = None) -> Any:
             if raw_step is None:  # a torch version without the wrapper layout this relies on
                 return super().step(closure)
             prev = torch.is_grad_enabled()

@@ -57,7 +57,7 @@ class Registry(dict):
             )
         self[name] = obj
 
-    def get(self, name: str, default: Any = ..., where: str | None = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = ..., where: str | None = None) -> Any:
         """Look ``name`` up; an unknown name raises with close matches and the known names.
 
         Without a ``default``, a miss first imports the installed plugins (:func:`ding.utils.load_plugins`), which
