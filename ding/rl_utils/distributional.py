@@ -56,7 +56,7 @@ def dist_nstep_td_error(
     v_max: float,
     n_atom: int,
     nstep: int = 1,
-    value_gamma: torch.Tensor | None = None,
+    value_gamma: torch.Tensor | float | None = None,
     log_dist: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """C51 loss: ``(loss, per_sample_loss)``.

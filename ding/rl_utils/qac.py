@@ -56,6 +56,7 @@ def critic_loss(q: QValues, target: torch.Tensor,
     over critics (its absolute value is the priority for prioritized replay)."""
     qs = [q] if isinstance(q, torch.Tensor) else list(q)
     per_sample = sum(F.mse_loss(qi, target, reduction="none") for qi in qs)
+    assert isinstance(per_sample, torch.Tensor), "critic_loss: no critic Q values"  # sum() of no tensors is 0
     if weight is not None:
         per_sample = per_sample * weight
     td_error = torch.stack([target - qi for qi in qs]).mean(0).detach()

@@ -46,7 +46,7 @@ def q_nstep_td_error(
     gamma: float,
     nstep: int = 1,
     cum_reward: bool = False,
-    value_gamma: torch.Tensor | None = None,
+    value_gamma: torch.Tensor | float | None = None,
     criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n-step Q-learning loss: ``(loss, td_error_per_sample)``.

@@ -62,6 +62,8 @@ class DistributionHead(nn.Module):
     every linear layer as a :class:`NoisyLinear`.
     """
 
+    support: torch.Tensor  # a non-persistent buffer, registered in __init__
+
     def __init__(
         self,
         hidden_size: int,

@@ -15,7 +15,9 @@ from ..common.nn_module import NORM_TYPES
 
 def as_shape(shape: int | Sequence[int], what: str) -> tuple[int, ...]:
     """Normalise an int or a sequence of ints into a tuple."""
-    if isinstance(shape, int) and not isinstance(shape, bool):
+    if isinstance(shape, bool):
+        raise ValueError(f"{what}: expected an int or a list of ints, got {shape!r}")
+    if isinstance(shape, int):
         return (shape,)
     if isinstance(shape, (str, bytes)):
         raise ValueError(f"{what}: expected an int or a list of ints, got {type(shape).__name__} {shape!r}")
