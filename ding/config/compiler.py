@@ -180,8 +180,8 @@ def _compile(cfg: Mapping, given: dict[str, Any], seed: int, auto: bool, create_
         raise ConfigError(format_problems(problems))
     evaluator_cfg = get_path(compiled, "policy.eval.evaluator")
     if isinstance(evaluator_cfg, dict):  # env is the one place to set these; the evaluator reads them
-        evaluator_cfg.stop_value = compiled.env.stop_value
-        evaluator_cfg.n_episode = compiled.env.n_evaluator_episode
+        evaluator_cfg["stop_value"] = compiled.env.stop_value
+        evaluator_cfg["n_episode"] = compiled.env.n_evaluator_episode
 
     return CompiledConfig(compiled, types)
 
@@ -195,6 +195,7 @@ def _range_problems(compiled: EasyDict, classes: Mapping[str, Any], src: str,
         ranges = ranges_of(cls)
         if not ranges:
             continue
+        assert cls is not None  # ranges_of(None) is empty
         missing = undeclared_paths(ranges, default_config_of(cls) or {})
         if missing:
             raise TypeError(f"{cls.__qualname__}.config_ranges names {missing}, which are not keys of its config")
@@ -275,9 +276,12 @@ def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any], src: st
             where = f"default {part.name} type (in {src}; set create_config.{part.name}.type to choose one)"
         if name is None and part.name == "policy":
             raise ConfigError(f"compile_config(auto=True): no policy type; set create_config.policy.type (in {src})")
-        classes[part.name] = None if name is None else lookup_type(part, name, imports, where)
-        if name is not None:
-            names[part.name] = name
+        if name is None:
+            classes[part.name] = None
+            continue
+        assert where is not None  # _type_name says where it found a name; a fallback name's place is set above
+        classes[part.name] = lookup_type(part, name, imports, where)
+        names[part.name] = name
     return classes, names
 
 
@@ -343,13 +347,13 @@ def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user
     schema = EasyDict(exp_name=schema.pop("exp_name"), seed=schema.pop("seed"), **schema)
     for part in parts:
         section = get_path(schema, part.place)
-        if not isinstance(section, Mapping):
+        if not isinstance(section, dict):  # sections of the EasyDict schema are EasyDicts
             continue
         if part.name in types:
             section.update(copy.deepcopy(types[part.name]))  # type (+ import_names)
         elif "type" not in section and ("type" in (user_create.get(part.name) or {})
                                         or "type" in (get_path(user_main, part.place) or {})):
-            section.type = None  # a type key is valid at every component's section
+            section["type"] = None  # a type key is valid at every component's section
     evaluator_cfg = schema.policy.eval.evaluator
     evaluator_cfg.setdefault("stop_value", schema.env.stop_value)
     evaluator_cfg.setdefault("n_episode", schema.env.n_evaluator_episode)

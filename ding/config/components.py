@@ -54,7 +54,7 @@ PARTS: tuple[Part, ...] = (
 PARTS_BY_NAME: dict[str, Part] = {p.name: p for p in PARTS}
 
 # The base every compiled config starts from; component defaults are merged over it.
-ENV_COMMON_CONFIG = dict(
+ENV_COMMON_CONFIG: dict[str, Any] = dict(
     type=None,  # registered env name (ENV_REGISTRY); usually given in create_config.env.type
     import_names=[],  # modules to import so that the env type is registered
     collector_env_num=8,  # envs stepped by the collector

@@ -156,8 +156,8 @@ def _check_mapping(value: Any, name: str, path: str) -> None:
 
 def _sections(cfg: Mapping, create_cfg: Mapping | None, system_cfg: Mapping | None,
               path: str) -> list[tuple[str, Mapping]]:
-    sections = [("main_config", cfg), ("create_config", create_cfg), ("system_config", system_cfg)]
-    sections = [(n, v) for n, v in sections if v is not None]
+    candidates = [("main_config", cfg), ("create_config", create_cfg), ("system_config", system_cfg)]
+    sections: list[tuple[str, Mapping]] = [(n, v) for n, v in candidates if v is not None]
     for name, value in sections:
         _check_mapping(value, name, path)
     return sections
