@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from easydict import EasyDict
 
 from ding.config.ranges import at_least
 from ding.utils import ENV_REGISTRY, ENV_WRAPPER_REGISTRY, EnvError, deep_merge_dicts
@@ -50,6 +51,8 @@ class DingEnvWrapper(BaseEnv):
     )
     config_ranges = {"max_episode_steps": at_least(1, integer=True)}
 
+    _cfg: EasyDict  # default_config() merged with the given cfg
+
     def __init__(self, env: gym.Env | None = None, cfg: Mapping | None = None) -> None:
         if isinstance(env, Mapping) and cfg is None:  # called as env_fn(cfg) by get_vec_env_setting
             env, cfg = None, env
@@ -62,7 +65,8 @@ class DingEnvWrapper(BaseEnv):
         self._seed_pending = False
         self._max_steps = math.inf if self._cfg.max_episode_steps is None else int(self._cfg.max_episode_steps)
         self._elapsed = -1  # -1 until the first reset
-        self._episode_return = 0.0
+        # the sum of the env's own reward scalars (SupportsFloat: python or numpy floats, whose type it keeps)
+        self._episode_return: Any = 0.0
 
     # ---- construction -------------------------------------------------------------------------------------------
     def _make_env(self, render_mode: str | None = None) -> gym.Env:
@@ -113,7 +117,10 @@ class DingEnvWrapper(BaseEnv):
         self._observation_space = obs_space
         self._cast_obs = isinstance(obs_space, (gym.spaces.Box, gym.spaces.Discrete))
         act_space = self._env.action_space
-        self._act_low = self._act_high = None
+        self._convert_action: Callable[[Any], Any]
+        # The action bounds: ints [low, high) for Discrete, the low and high arrays for Box, None (unused) otherwise.
+        self._act_low: Any = None
+        self._act_high: Any = None
         if isinstance(act_space, gym.spaces.Discrete):
             self._convert_action = self._discrete_action
             self._act_low, self._act_high = int(act_space.start), int(act_space.start + act_space.n)
@@ -225,6 +232,7 @@ class DingEnvWrapper(BaseEnv):
         space = self._action_space
         a = np.asarray(action, dtype=space.dtype)
         if a.shape != space.shape:
+            assert space.shape is not None  # a Box always has a shape
             if a.size != int(np.prod(space.shape)):
                 raise InvalidActionError(
                     f"{self!r}: action of shape {a.shape} does not fit the action space {space} (shape {space.shape})"
@@ -262,7 +270,7 @@ def scale_action(action: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.nd
     return low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (high - low)
 
 
-def _with(cfg: Mapping, **updates: Any) -> dict:
+def _with(cfg: dict, **updates: Any) -> dict:
     out = copy.deepcopy(cfg)
     out.update(updates)
     return out

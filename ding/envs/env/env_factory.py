@@ -23,13 +23,13 @@ def get_env_cls(cfg: Mapping) -> type[BaseEnv]:
     return ENV_REGISTRY.get(env_type, where="env.type")
 
 
-def create_env(cfg: Mapping) -> BaseEnv:
+def create_env(cfg: dict) -> BaseEnv:
     """Build one env of type ``cfg.type`` from ``cfg``."""
     return get_env_cls(cfg)(cfg)
 
 
 def get_vec_env_setting(
-    cfg: Mapping, collect: bool = True, eval_: bool = True
+    cfg: dict, collect: bool = True, eval_: bool = True
 ) -> tuple[type[BaseEnv], list[dict[str, Any]] | None, list[dict[str, Any]] | None]:
     """Return ``(env_fn, collector_env_cfgs, evaluator_env_cfgs)``.
 

@@ -435,6 +435,7 @@ class BaseEnvManager:
             self._apply_replay_paths()
 
     def _apply_replay_paths(self) -> None:
+        assert self._replay_path is not None  # called by enable_save_replay once it has set the paths
         for e, p in zip(self._envs, self._replay_path):
             e.enable_save_replay(p)
 

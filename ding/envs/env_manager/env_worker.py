@@ -54,6 +54,7 @@ class _Worker:
 
     def ensure_env(self) -> Any:
         if self.env is None:
+            assert self.env_fn is not None  # worker_main loads it before serving any command
             env = self.env_fn()
             if self.replay_path is not None:
                 env.enable_save_replay(self.replay_path)

@@ -273,6 +273,7 @@ class _SubprocessEnvManager(BaseEnvManager):
         return {i: self._action_spaces[i].sample() for i in sorted(self._ready_obs)}
 
     def _apply_replay_paths(self) -> None:
+        assert self._replay_path is not None  # called by enable_save_replay once it has set the paths
         self._park_in_flight()
         self._call({i: ("call", ("enable_save_replay", (self._replay_path[i],))) for i in self._live_workers()})
 
