@@ -79,7 +79,7 @@ class ActorCriticPolicy(Policy):
         "collect.gae_lambda": between(0, 1),
     }
     # the class acts in either; an instance in the one its policy.action_space names (see _create_model)
-    action_space_types = (gym.spaces.Discrete, gym.spaces.Box)
+    action_space_types: tuple[type, ...] | None = (gym.spaces.Discrete, gym.spaces.Box)
 
     def default_model(self) -> tuple[str, list[str]]:
         return "vac", ["ding.model.template.vac"]

@@ -107,7 +107,7 @@ class Policy(ABC):
         merged = EasyDict()
         for klass in reversed(cls.__mro__):
             if "config" in vars(klass):
-                merged = deep_merge_dicts(merged, klass.config)
+                merged = deep_merge_dicts(merged, vars(klass)["config"])
         merged.cfg_type = cls.__name__ + "Dict"
         return merged
 
@@ -226,14 +226,16 @@ class Policy(ABC):
         """``{'model'}`` plus ``'optimizer'`` when the policy has ``self._optimizer``. Like torch's
         ``state_dict``, tensors are references: ``torch.save`` or ``copy.deepcopy`` before training on."""
         state = {"model": self._model.state_dict()}
-        if getattr(self, "_optimizer", None) is not None:
-            state["optimizer"] = self._optimizer.state_dict()
+        optimizer = getattr(self, "_optimizer", None)
+        if optimizer is not None:
+            state["optimizer"] = optimizer.state_dict()
         return state
 
     def _load_state_dict_learn(self, state_dict: Mapping[str, Any]) -> None:
         load_model_state(self._model, state_dict, "model")
-        if "optimizer" in state_dict and getattr(self, "_optimizer", None) is not None:
-            load_optimizer_state(self._optimizer, state_dict["optimizer"])
+        optimizer = getattr(self, "_optimizer", None)
+        if "optimizer" in state_dict and optimizer is not None:
+            load_optimizer_state(optimizer, state_dict["optimizer"])
 
     # ------------------------------------------------------------------ collect mode
     @abstractmethod
@@ -241,8 +243,9 @@ class Policy(ABC):
         ...
 
     @abstractmethod
-    def _forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
-        """``{env_id: obs}`` -> ``{env_id: {'action': ..., ...}}`` (numpy, ready for ``env.step``)."""
+    def _forward_collect(self, data: dict[int, Any]) -> dict[int, dict[str, Any]]:
+        """``{env_id: obs}`` -> ``{env_id: {'action': ..., ...}}`` (numpy, ready for ``env.step``). A policy may
+        take keyword arguments too (the collector's ``policy_kwargs``, e.g. DQN's ``eps``)."""
 
     @abstractmethod
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:

@@ -43,7 +43,8 @@ class C51Policy(DQNPolicy):
             raise ConfigError(f"policy.model: {type(self).__name__} needs a distributional model with attributes "
                               f"v_min, v_max and n_atom; {type(model).__name__} lacks {missing} (use the default "
                               f"model {self.default_model()[0]!r} or add them)")
-        return float(model.v_min), float(model.v_max), int(model.n_atom)
+        v_min, v_max, n_atom = (getattr(model, k) for k in ("v_min", "v_max", "n_atom"))
+        return float(v_min), float(v_max), int(n_atom)
 
     def _forward_learn(self, data: list[dict[str, Any]]) -> dict[str, Any]:
         """One C51 gradient step; ``'priority'`` (when ``priority``) is each sample's cross-entropy."""

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from ding.config.ranges import at_least, between, greater_than
-from ding.model import hard_update
+from ding.model import ContinuousQAC, hard_update
 from ding.rl_utils import critic_loss, min_q, qac_td_target, target_policy_smoothing
 from ding.utils import POLICY_REGISTRY, ConfigError
 
@@ -111,6 +111,8 @@ class DDPGPolicy(Policy):
     action_space_types = (gym.spaces.Box,)
     action_bounds = ACTION_BOUNDS
 
+    _model: ContinuousQAC  # or a model with its interface (actor, critic, compute_actor, compute_critic)
+
     def default_model(self) -> tuple[str, list[str]]:
         return "continuous_qac", ["ding.model.template.qac"]
 
@@ -165,8 +167,8 @@ class DDPGPolicy(Policy):
         loss_critic, td_error = critic_loss(q, target, b.weight)
         optimizer_step(self._optimizer_critic, loss_critic)
         self._learn_step += 1
-        output = {"critic_loss": loss_critic.item(), "q_value": min_q(q).detach().mean().item(),
-                  "td_error": td_error.abs().mean().item()}
+        output: dict[str, Any] = {"critic_loss": loss_critic.item(), "q_value": min_q(q).detach().mean().item(),
+                                  "td_error": td_error.abs().mean().item()}
         # actor (delayed): ascend Q_1(s, mu(s)) with the critics held fixed, then move the targets
         if self._learn_step % self._actor_update_freq == 0:
             with self._critics_fixed:

@@ -229,7 +229,7 @@ class DQNPolicy(Policy):
 
         Exploration draws from numpy's global RNG (seeded by ``set_pkg_seed``, captured by ``get_rng_state``).
         """
-        self._check_eps(eps)
+        eps = self._check_eps(eps)
         if not data:
             return {}
         env_ids, logit = self._q_values(data, f"{type(self).__name__} collect_mode.forward")
@@ -238,10 +238,12 @@ class DQNPolicy(Policy):
         # 0-d array view, and it collates the same way.
         return {env_id: {"action": action[i], "logit": logit[i]} for i, env_id in enumerate(env_ids)}
 
-    def _check_eps(self, eps: float | None) -> None:
+    def _check_eps(self, eps: float | None) -> float:
+        """``eps`` itself; a missing one is refused."""
         if eps is None:
             raise ValueError(f"{type(self).__name__} collect_mode.forward: pass eps=<float> (the collector's "
                              "policy_kwargs, usually command_mode.get_setting_collect(...)['eps'])")
+        return eps
 
     def _q_values(self, data: dict[int, Any], where: str) -> tuple[list[int], np.ndarray]:
         """One stacked forward of all envs' observations -> (env_ids, Q-values as a numpy (B, A) array)."""

@@ -28,10 +28,10 @@ def _sampler(action_space: Any) -> Callable[[int], list[Any]]:
             return list(actions)
         return sample
     if isinstance(action_space, gym.spaces.Box) and action_space.is_bounded():
-        low, high = action_space.low, action_space.high
+        box_low, box_high = action_space.low, action_space.high
 
         def sample(n: int) -> list[Any]:
-            actions = np.random.uniform(low, high, size=(n,) + low.shape).astype(action_space.dtype)
+            actions = np.random.uniform(box_low, box_high, size=(n,) + box_low.shape).astype(action_space.dtype)
             return list(actions)
         return sample
     if hasattr(action_space, "sample"):

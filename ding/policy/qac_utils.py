@@ -3,7 +3,7 @@ the one-line optimizer step and the frozen target copy."""
 from __future__ import annotations
 
 import copy
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 import torch.nn as nn
@@ -96,7 +96,10 @@ def collate_qac_batch(data: list[dict[str, Any]], device: torch.device, *, ignor
                     b.get("value_gamma"), b.get("IS"))
 
 
-def frozen_copy(model: nn.Module) -> nn.Module:
+_ModuleT = TypeVar("_ModuleT", bound=nn.Module)
+
+
+def frozen_copy(model: _ModuleT) -> _ModuleT:
     """A deep copy of ``model`` that autograd ignores (a target network)."""
     target = copy.deepcopy(model)
     target.requires_grad_(False)
@@ -155,7 +158,8 @@ class PolyakUpdate:
     buffers copied. The parameter lists are gathered once (``load_state_dict`` keeps the same tensors)."""
 
     def __init__(self, target: nn.Module, source: nn.Module) -> None:
-        self._target, self._source = list(target.parameters()), list(source.parameters())
+        self._target: list[torch.Tensor] = list(target.parameters())
+        self._source: list[torch.Tensor] = list(source.parameters())
         self._buffers = list(zip(target.buffers(), source.buffers()))
 
     @torch.no_grad()

@@ -7,6 +7,7 @@ import numpy as np
 import torch
 
 from ding.config.ranges import at_least, between
+from ding.model import DRQN
 from ding.rl_utils import q_nstep_sequence_td_error
 from ding.torch_utils import default_collate
 from ding.utils import POLICY_REGISTRY, ConfigError
@@ -33,6 +34,9 @@ class R2D2Policy(DQNPolicy):
     with a mask); the ``sequence`` buffer stores transitions and returns windows of its ``sequence_len``, cut short
     where the window leaves its trajectory chunk or episode.
     """
+
+    _model: DRQN  # or a recurrent model with its interface (hidden_size, forward(obs, prev_state))
+    _collect_state: dict[int, torch.Tensor]  # each collecting env's LSTM state
 
     config = dict(
         type="r2d2",
@@ -199,7 +203,7 @@ class R2D2Policy(DQNPolicy):
         self._sequence_layout()
         self._gamma = float(self._cfg.discount_factor)
         self._obs_shape = model_obs_shape(self._model)
-        self._collect_state: dict[int, torch.Tensor] = getattr(self, "_collect_state", {})
+        self._collect_state = getattr(self, "_collect_state", {})
 
     def _recurrent_q(self, data: dict[int, Any], states: dict[int, torch.Tensor],
                      where: str) -> tuple[list[int], np.ndarray, torch.Tensor]:
@@ -217,13 +221,13 @@ class R2D2Policy(DQNPolicy):
 
     def _forward_collect(self, data: dict[int, Any], eps: float | None = None) -> dict[int, dict[str, Any]]:
         """Epsilon-greedy actions plus ``'prev_state'``, the (2, H) LSTM state each env's step started from."""
-        self._check_eps(eps)
+        eps = self._check_eps(eps)
         if not data:
             return {}
         env_ids, logit, prev = self._recurrent_q(data, self._collect_state, f"{type(self).__name__} collect_mode")
         action = epsilon_greedy(logit, eps)
-        prev = prev.cpu().numpy()
-        return {env_id: {"action": action[i], "logit": logit[i], "prev_state": prev[i]}
+        prev_state = prev.cpu().numpy()
+        return {env_id: {"action": action[i], "logit": logit[i], "prev_state": prev_state[i]}
                 for i, env_id in enumerate(env_ids)}
 
     def _reset_collect(self, data_id: list[int] | None = None) -> None:

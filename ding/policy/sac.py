@@ -8,7 +8,7 @@ import gymnasium as gym
 import torch
 
 from ding.config.ranges import at_least, between, greater_than
-from ding.model import hard_update
+from ding.model import ContinuousQAC, hard_update
 from ding.rl_utils import (
     critic_loss,
     min_q,
@@ -118,6 +118,8 @@ class SACPolicy(Policy):
     action_space_types = (gym.spaces.Box,)
     action_bounds = ACTION_BOUNDS
 
+    _model: ContinuousQAC  # or a model with its interface (actor, critic, compute_actor, compute_critic)
+
     def default_model(self) -> tuple[str, list[str]]:
         return "continuous_qac", ["ding.model.template.qac"]
 
@@ -174,6 +176,7 @@ class SACPolicy(Policy):
         optimizer_step(self._optimizer_policy, loss_policy)
         # temperature: raise alpha when the entropy -log pi is below target_entropy, lower it when above
         if self._auto_alpha:
+            assert self._optimizer_alpha is not None  # built in _init_learn when auto_alpha
             optimizer_step(self._optimizer_alpha, sac_temperature_loss(self._log_alpha, log_prob, self._target_entropy))
         self._polyak.update(self._theta)
 
