@@ -95,7 +95,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         instance_name: str = "buffer",
     ) -> None:
         super().__init__(cfg, tb_logger, exp_name, instance_name)
-        cfg = self._cfg
+        conf = self._cfg
         capacity = self._storage.capacity
         tree_capacity = 1 << (capacity - 1).bit_length()
         self._sum_tree = SumSegmentTree(tree_capacity)
@@ -103,25 +103,26 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._info = np.zeros(capacity, dtype=_SLOT_INFO)
         self._info["uid"] = -1
         # field views (the record array is never reallocated, so they stay valid)
+        assert _SLOT_INFO.names is not None  # a record dtype names its fields
         self._uid, self._use, self._collect_iter, self._priority = (self._info[f] for f in _SLOT_INFO.names)
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._positions = np.arange(64)  # 0, 1, 2, ...: entry positions in an update (grown on demand)
-        self._use_priority = bool(cfg.priority)
-        self._use_is_weight = self._use_priority and bool(cfg.priority_IS_weight)
-        self._min_limit_ratio = float(cfg.thruput_controller.sample_min_limit_ratio)
-        self._alpha = float(cfg.alpha)
-        self._max_use = float(cfg.max_use)
-        self._max_staleness = float(cfg.max_staleness)
-        self._anneal_step = float(cfg.anneal_step)
+        self._use_priority = bool(conf.priority)
+        self._use_is_weight = self._use_priority and bool(conf.priority_IS_weight)
+        self._min_limit_ratio = float(conf.thruput_controller.sample_min_limit_ratio)
+        self._alpha = float(conf.alpha)
+        self._max_use = float(conf.max_use)
+        self._max_staleness = float(conf.max_staleness)
+        self._anneal_step = float(conf.anneal_step)
         self._max_priority = 1.0
-        self._beta_start = float(cfg.beta)
+        self._beta_start = float(conf.beta)
         self._anneal_origin = 0
         self._sample_calls = 0
         self._last_learner_iter = 0
-        self._thruput = ThruputController(cfg.thruput_controller)
-        self._data_monitor = SampledDataMonitor(cfg.monitor.sampled_data_attr, instance_name, tb_logger, self._logger)
-        self._rate_monitor = PeriodicThruputMonitor(cfg.monitor.periodic_thruput, instance_name, tb_logger,
+        self._thruput = ThruputController(conf.thruput_controller)
+        self._data_monitor = SampledDataMonitor(conf.monitor.sampled_data_attr, instance_name, tb_logger, self._logger)
+        self._rate_monitor = PeriodicThruputMonitor(conf.monitor.periodic_thruput, instance_name, tb_logger,
                                                     self._logger)
 
     def _check_config(self) -> None:
@@ -184,13 +185,14 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         given = [item.get("priority") for item in items]
         self._push(items, None if all(p is None for p in given) else given)
 
-    def _push(self, items: list, priorities: list | None) -> None:
+    def _push(self, items: list, given: list | None) -> None:
         n = len(items)
         if n == 0:
             return
-        if priorities is not None:
-            missing = np.array([p is None for p in priorities])
-            priorities = np.array([0.0 if p is None else _scalar(p, self._instance_name) for p in priorities])
+        priorities: np.ndarray | None = None
+        if given is not None:
+            missing = np.array([p is None for p in given])
+            priorities = np.array([0.0 if p is None else _scalar(p, self._instance_name) for p in given])
             _check_priorities(self._instance_name, "push", priorities[~missing])
         collect_iter = [item.get("collect_iter") for item in items]
         with self._lock:
@@ -288,7 +290,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             self._set_priority(slots, priority)
 
     # ------------------------------------------------------------------ data out
-    def sample(self, size: int, cur_learner_iter: int = 0, sample_range: slice | None = None) -> list | None:
+    # no ``replace`` argument (NaiveReplayBuffer's): the stratified prioritized draw has no without-replacement mode
+    def sample(  # type: ignore[override]
+            self, size: int, cur_learner_iter: int = 0, sample_range: slice | None = None) -> list | None:
         """Draw ``size`` items by priority; None (with a logged reason) if the buffer cannot serve them yet.
 
         ``sample_range`` restricts the draw to items selected by age, oldest first (``slice(-1000, None)``: the
@@ -296,6 +300,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         """
         size = check_sample_size(type(self).__name__, size)
         evicted: list = []
+        result: list | None
         with self._lock:
             self._check_open("sample")
             self._last_learner_iter = int(cur_learner_iter)
@@ -492,7 +497,7 @@ def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarr
     if type(value) is not list and hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
         value = value.detach().cpu().numpy()
     try:
-        array = np.asarray(value, dtype=dtype)
+        array: np.ndarray = np.asarray(value, dtype=dtype)
         return array if array.ndim == 1 else array.reshape(-1)
     except (TypeError, ValueError) as e:
         raise ReplayBufferError(f"buffer '{instance_name}': update() {key} must be a list or array of numbers "

@@ -84,7 +84,7 @@ class IBuffer(ABC):
         return self.count()
 
 
-def resolve_buffer_config(cls: type, cfg: Mapping[str, Any] | None) -> EasyDict:
+def resolve_buffer_config(cls: type[IBuffer], cfg: Mapping[str, Any] | None) -> EasyDict:
     """Merge ``cfg`` over ``cls.default_config()``; an unknown key raises ``ConfigError`` with a suggestion."""
     if cfg is not None and not isinstance(cfg, Mapping):
         raise ConfigError(f"{cls.__name__}: cfg must be a dict (e.g. cfg.policy.other.replay_buffer), "
@@ -114,7 +114,7 @@ def _unknown_keys(user: Mapping, schema: Mapping, prefix: str) -> list[str]:
 def make_rng(seed: int | None) -> np.random.Generator:
     """The buffer's own generator: from ``seed``, or drawn from numpy's global RNG (so ``set_pkg_seed`` fixes it)."""
     if seed is None:
-        seed = [int(x) for x in np.random.randint(0, 2**31 - 1, size=4)]
+        return np.random.default_rng([int(x) for x in np.random.randint(0, 2**31 - 1, size=4)])
     return np.random.default_rng(seed)
 
 
