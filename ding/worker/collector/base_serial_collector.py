@@ -203,7 +203,7 @@ class BaseSerialCollector(ISerialCollector):
         if ret is None and not self._missing_return_warned:
             self._missing_return_warned = True
             self._logger.warning("the env's last timestep has no info['eval_episode_return']; returns are not logged")
-        episode = {
+        episode: dict[str, Any] = {
             "env_id": env_id,
             "eval_episode_return": None if ret is None else _to_float(ret),
             "step": self._env_steps[env_id],

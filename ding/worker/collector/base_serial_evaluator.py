@@ -43,9 +43,8 @@ class ISerialEvaluator(ABC):
         """Whether to evaluate at ``train_iter``."""
 
     @abstractmethod
-    def eval(self, save_ckpt_fn: Callable | None = None, train_iter: int = -1, envstep: int = -1,
-             **kwargs: Any) -> tuple[bool, Any]:
-        """Evaluate; return ``(stop_flag, result)``."""
+    def eval(self, save_ckpt_fn: Callable | None = None, train_iter: int = -1, envstep: int = -1) -> tuple[bool, Any]:
+        """Evaluate; return ``(stop_flag, result)``. An evaluator may take keyword arguments of its own."""
 
 
 class BaseSerialEvaluator(ISerialEvaluator):

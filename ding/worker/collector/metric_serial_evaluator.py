@@ -56,7 +56,7 @@ class MetricSerialEvaluator(BaseSerialEvaluator):
         return None
 
     def _close_env(self) -> None:
-        loader = self._env[0] if self._env is not None else None
+        loader: Any = self._env[0] if self._env is not None else None
         if callable(getattr(loader, "close", None)):
             loader.close()
 

@@ -106,7 +106,7 @@ class SampleSerialCollector(BaseSerialCollector):
                 transition = process(sent_obs[env_id], sent_out[env_id], timestep)
                 transition["collect_iter"] = train_iter
                 if add_seed:
-                    transition["seed"] = level_seeds[env_id]
+                    transition["seed"] = level_seeds[env_id]  # type: ignore[index]  # add_seed: level_seeds is not None
                 cache = caches[env_id]
                 cache.append(transition)
                 env_steps[env_id] += 1
