@@ -23,7 +23,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.config import COORDINATOR_CONFIG
-from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskTimeout, resolve_token
+from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskHandle, TaskTimeout, resolve_token
 from ding.utils import ConfigError, config_of, deep_merge_dicts
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
@@ -473,7 +473,12 @@ class Coordinator:
             {"data": [to_columns(b) for b in batches], "envstep": self._commander.status()["envstep"],
              "wait_s": timeout},
             deadline_s=timeout + 5.0)
-        handle.add_done_callback(lambda h: (link.done(len(batches)), self._learned(conn, task, ids, h)))
+
+        def on_done(h: TaskHandle) -> None:
+            link.done(len(batches))
+            self._learned(conn, task, ids, h)
+
+        handle.add_done_callback(on_done)
         return True
 
     def _learned(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
