@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, overload
 
 from ding.utils import ENV_REGISTRY, ConfigError, import_module
 
@@ -26,6 +26,24 @@ def get_env_cls(cfg: Mapping) -> type[BaseEnv]:
 def create_env(cfg: dict) -> BaseEnv:
     """Build one env of type ``cfg.type`` from ``cfg``."""
     return get_env_cls(cfg)(cfg)
+
+
+@overload
+def get_vec_env_setting(
+    cfg: dict, collect: Literal[True] = ..., eval_: Literal[True] = ...
+) -> tuple[type[BaseEnv], list[dict[str, Any]], list[dict[str, Any]]]: ...
+
+
+@overload
+def get_vec_env_setting(
+    cfg: dict, collect: Literal[False], eval_: Literal[True] = ...
+) -> tuple[type[BaseEnv], None, list[dict[str, Any]]]: ...
+
+
+@overload
+def get_vec_env_setting(
+    cfg: dict, collect: bool = ..., eval_: bool = ...
+) -> tuple[type[BaseEnv], list[dict[str, Any]] | None, list[dict[str, Any]] | None]: ...
 
 
 def get_vec_env_setting(
