@@ -55,3 +55,18 @@ def build_adam(model: torch.nn.Module, lr: float, **kwargs: Any) -> torch.optim.
     params = list(model.parameters())
     fused = bool(params) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in params)
     return make_adam(params, lr=lr, fused=fused, **kwargs)
+
+
+def step_transition(obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
+    """The transition of one env step for the Q-learning policies (DQN family, SAC, DDPG, TD3): ``{'obs',
+    'next_obs', 'action', 'reward', 'done', 'truncated'}``; ``done`` is termination only, so an episode cut by a
+    time limit (``info['truncated']``) is bootstrapped."""
+    truncated = bool(timestep.done) and bool(timestep.info.get("truncated", False))
+    return {
+        "obs": obs,
+        "next_obs": timestep.obs,
+        "action": policy_output["action"],
+        "reward": timestep.reward,
+        "done": bool(timestep.done) and not truncated,
+        "truncated": truncated,
+    }

@@ -14,7 +14,7 @@ from ding.rl_utils import critic_loss, min_q, qac_td_target, target_policy_smoot
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
-from .common_utils import batch_obs, build_adam, model_obs_shape
+from .common_utils import batch_obs, build_adam, model_obs_shape, step_transition
 from .qac_utils import (
     ACTION_BOUNDS,
     HeldFixed,
@@ -25,7 +25,6 @@ from .qac_utils import (
     frozen_copy,
     optimizer_step,
     qac_train_samples,
-    qac_transition,
 )
 
 
@@ -234,7 +233,7 @@ class DDPGPolicy(Policy):
         return env_ids, action.cpu().numpy().reshape(len(env_ids), -1)
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        return qac_transition(obs, policy_output, timestep)
+        return step_transition(obs, policy_output, timestep)
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return qac_train_samples(transitions, self._nstep, self._gamma)

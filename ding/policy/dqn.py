@@ -21,7 +21,7 @@ from ding.torch_utils import default_collate
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
-from .common_utils import batch_obs, build_adam, model_obs_shape
+from .common_utils import batch_obs, build_adam, model_obs_shape, step_transition
 
 _SAMPLE_KEYS = ("obs", "action", "reward", "next_obs", "done")
 
@@ -254,17 +254,8 @@ class DQNPolicy(Policy):
         return env_ids, logit.cpu().numpy()
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        """``{'obs', 'next_obs', 'action', 'reward', 'done', 'truncated'}``; ``done`` is termination only, so an
-        episode cut by a time limit (``info['truncated']``) is bootstrapped."""
-        truncated = bool(timestep.done) and bool(timestep.info.get("truncated", False))
-        return {
-            "obs": obs,
-            "next_obs": timestep.obs,
-            "action": policy_output["action"],
-            "reward": timestep.reward,
-            "done": bool(timestep.done) and not truncated,
-            "truncated": truncated,
-        }
+        """``{'obs', 'next_obs', 'action', 'reward', 'done', 'truncated'}`` (:func:`step_transition`)."""
+        return step_transition(obs, policy_output, timestep)
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``nstep == 1``: the transitions as they are. ``nstep > 1``: n-step samples for the leading transitions

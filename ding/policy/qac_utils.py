@@ -47,20 +47,6 @@ def check_actor_kind(model: nn.Module, wanted: str, policy: str) -> None:
                           f"policy.model.action_space={wanted!r}")
 
 
-def qac_transition(obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-    """``{'obs', 'next_obs', 'action', 'reward', 'done', 'truncated'}``; ``done`` is termination only, so an
-    episode cut by a time limit (``info['truncated']``) is bootstrapped."""
-    truncated = bool(timestep.done) and bool(timestep.info.get("truncated", False))
-    return {
-        "obs": obs,
-        "next_obs": timestep.obs,
-        "action": policy_output["action"],
-        "reward": timestep.reward,
-        "done": bool(timestep.done) and not truncated,
-        "truncated": truncated,
-    }
-
-
 def qac_train_samples(transitions: list[dict[str, Any]], nstep: int, gamma: float) -> list[dict[str, Any]]:
     """The transitions themselves (``nstep == 1``) or n-step samples (see docs/policies.md, the n-step contract)."""
     return transitions if nstep == 1 else get_nstep_return_data(transitions, nstep, gamma)

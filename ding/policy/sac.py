@@ -21,7 +21,7 @@ from ding.torch_utils.fast_import import make_adam
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
-from .common_utils import batch_obs, build_adam, model_obs_shape
+from .common_utils import batch_obs, build_adam, model_obs_shape, step_transition
 from .qac_utils import (
     ACTION_BOUNDS,
     HeldFixed,
@@ -33,7 +33,6 @@ from .qac_utils import (
     model_action_shape,
     optimizer_step,
     qac_train_samples,
-    qac_transition,
 )
 
 
@@ -248,7 +247,7 @@ class SACPolicy(Policy):
         return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
-        return qac_transition(obs, policy_output, timestep)
+        return step_transition(obs, policy_output, timestep)
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return qac_train_samples(transitions, self._nstep, self._gamma)
