@@ -252,5 +252,6 @@ def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool) -> dict[
         "train_iter": int(status["learner_step"]), "eval_return": last.get("eval_return_mean"),
         "eval_return_std": last.get("eval_return_std"), "best_eval_return": status.get("best_return"),
         "wall_time_s": round(wall, 3), "seed": cfg.seed,
+        "train_time_s": None if coordinator.training_seconds is None else round(coordinator.training_seconds, 3),
         "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())},
     }

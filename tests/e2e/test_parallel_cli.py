@@ -73,6 +73,7 @@ def test_budget_run_ends_cleanly_with_processes_named_by_role(workdir):
     assert proc.wait(timeout=120) == 0, read_log(workdir)
     r = result(workdir, exp)
     assert r["env_step"] >= 400 and "max_env_step" in r["end_reason"]
+    assert 0 < r["train_time_s"] < r["wall_time_s"]  # training time leaves out the roles' start-up
     assert not processes_mentioning(str(workdir))
 
 

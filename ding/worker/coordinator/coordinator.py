@@ -104,6 +104,8 @@ class Coordinator:
         self._collector_names: dict[str, int] = {}
         self._started = False
         self._start_time = time.monotonic()
+        self._train_start: float | None = None  # when the first collector started (the roles' start-up is over)
+        self._train_end: float | None = None  # when the shutdown (the learner's last checkpoint) was over
         self.on_eval: Callable[[dict], None] | None = None
         self.on_end: Callable[[str], None] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
@@ -202,6 +204,7 @@ class Coordinator:
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
             self._logger.exception("coordinator shutdown failed")
         finally:
+            self._train_end = time.monotonic()
             self._logs.close()
             self._done.set()
 
@@ -525,6 +528,9 @@ class Coordinator:
                 self._fatal(f"collector '{conn.name}' could not start: {e}")
             return
         self.info(f"collector '{conn.name}' started")
+        with self._lock:
+            if self._train_start is None:
+                self._train_start = time.monotonic()
         self.deal_with_increase_collector()
         failures = 0
         try:
@@ -594,6 +600,14 @@ class Coordinator:
             return os.listdir(self._path_data)
         except FileNotFoundError:
             return []
+
+    @property
+    def training_seconds(self) -> float | None:
+        """Seconds from the first collector's start to the end of the shutdown: the run's training time without
+        the roles' process start-up (what ``wall_time_s`` of a serial run measures). None if training never began."""
+        if self._train_start is None:
+            return None
+        return (self._train_end or time.monotonic()) - self._train_start
 
     def status(self) -> dict[str, Any]:
         s = self._commander.status()
