@@ -205,11 +205,15 @@ def run_plot(args: argparse.Namespace) -> int:
 def _parallel_arguments(p: Any) -> None:
     config_arguments(p)
     limit_arguments(p)
+    p.add_argument("--resume", action="store_true",
+                   help="continue the stopped run in ./<exp-name>/: the learner from its latest checkpoint, the "
+                        "coordinator's counters from parallel_state.json (the replay buffer refills)")
 
 
 @mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",
       add_arguments=_parallel_arguments,
-      examples=("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0",))
+      examples=("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0",
+                "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --resume"))
 def run_parallel(args: argparse.Namespace) -> int:
     from ding.config import read_config_with_system, rename_experiment
 
@@ -224,7 +228,7 @@ def run_parallel(args: argparse.Namespace) -> int:
         if name:
             rename_experiment(main_cfg, system_cfg, name)
         parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
-                          max_train_iter=args.train_iter, source=args.config)
+                          max_train_iter=args.train_iter, resume=args.resume, source=args.config)
     return 0
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 from ding.config import compile_config_parallel, read_config_with_system
 from ding.interaction import TOKEN_ENV, new_token
-from ding.utils import DingError, DirLock, atomic_write_text, setup_torch_threads
+from ding.utils import DingError, DirLock, ResumeError, atomic_write_text, setup_torch_threads
 
 from .dist_entry import PARENT_PID_ENV
+from .resume import lock_run_dir, resume_dir
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
@@ -140,6 +141,7 @@ def parallel_pipeline(
     *,
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
+    resume: bool = False,
     source: str | None = None,
 ) -> dict[str, Any]:
     """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result.
@@ -147,23 +149,80 @@ def parallel_pipeline(
     ``input_cfg`` is a config file path or ``(main_config, create_config, system_config)``. The result dict is also
     written to ``./<exp_name>/result``. ``enable_total_log`` / ``disable_flask_log`` are accepted for DI-engine
     compatibility (the HTTP servers never log requests; every role logs under ``./<exp_name>/log/``).
+
+    ``resume=True`` continues the stopped run in ``./<exp_name>/`` (``ding -m parallel --resume``): the learner from
+    its latest checkpoint (weights, optimizer, train_iter), the coordinator from its saved counters (env steps, and so
+    the exploration schedule; best return; evaluations). The replay buffer starts empty and refills: a warm resume,
+    not a bit-exact one (parallel collection is asynchronous, so no two parallel runs are identical anyway).
     """
     setup_torch_threads()
     main, create, system, path = _load(input_cfg)
     source = source or path
-    cfg = compile_config_parallel(main, create, system, seed=seed, source=source)  # claims ./<exp_name>/
-    exp = cfg.main.exp_name
-    with DirLock(exp, what="run"):  # held for the run's life: no other ding run writes this directory
-        return _run(cfg, max_env_step, max_train_iter)
+    if not resume:
+        cfg = compile_config_parallel(main, create, system, seed=seed, source=source)  # claims ./<exp_name>/
+        with DirLock(cfg.main.exp_name, what="run"):  # held for the run's life: no other ding run writes it
+            return _run(cfg, max_env_step, max_train_iter)
+    # resume: the run's directory is checked (checkpoint, state, not finished) and locked before anything is written
+    exp_dir = resume_dir(str(main.get("exp_name") or "default_experiment"))
+    with lock_run_dir(exp_dir, resume=True, exact=True):
+        state = _read_state(exp_dir)
+        _check_resumable(exp_dir, state, max_env_step, max_train_iter)
+        main["exp_name"] = exp_dir
+        cfg = compile_config_parallel(main, create, system, seed=seed, source=source, renew_dir=False)
+        return _run(cfg, max_env_step, max_train_iter, resume_state=state)
 
 
-def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None) -> dict[str, Any]:
+STATE_FILE = "parallel_state.json"
+
+
+def _read_state(exp_dir: str) -> dict[str, Any]:
+    path = os.path.join(exp_dir, STATE_FILE)
+    try:
+        with open(path) as f:
+            state = json.load(f)
+    except FileNotFoundError:
+        raise ResumeError(f"resume: '{exp_dir}' has no {STATE_FILE}; it was not written by ding -m parallel (a serial "
+                          "run resumes with ding -m serial --resume)") from None
+    except (OSError, ValueError) as e:
+        raise ResumeError(f"resume: {path} cannot be read ({e}); the run cannot be continued") from e
+    if not isinstance(state, dict) or not isinstance(state.get("commander"), dict):
+        raise ResumeError(f"resume: {path} holds no coordinator state; the run cannot be continued")
+    return state
+
+
+def _check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | None,
+                     max_train_iter: int | None) -> None:
+    commander = state["commander"]
+    if commander.get("reached_stop_value"):
+        raise ResumeError(
+            f"resume: run '{exp_dir}' is finished: an evaluation reached the stop value (best return "
+            f"{commander.get('best_return')}). Raise env.stop_value in the config to train it further.")
+    env_step, train_iter = int(commander.get("envstep", 0)), int(commander.get("learner_step", 0))
+    for name, flag, limit, now in (("max_env_step", "--env-step", max_env_step, env_step),
+                                   ("max_train_iter", "--train-iter", max_train_iter, train_iter)):
+        if limit is not None and limit < int(1e10) and now >= limit:
+            raise ResumeError(
+                f"resume: run '{exp_dir}' is already at {name.split('_', 1)[1].replace('_', ' ')} {now:,}: nothing is "
+                f"left to do under {flag} {limit}. Raise {flag} above it to continue.")
+
+
+def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
+         resume_state: dict[str, Any] | None = None) -> dict[str, Any]:
     from ding.worker import Coordinator
 
     exp = cfg.main.exp_name
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
     coordinator = Coordinator(cfg, token=token)
     commander = coordinator.commander
+    if resume_state is not None:
+        commander.load_state_dict(resume_state["commander"])
+        done = resume_state["commander"]
+        print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
+              "latest checkpoint; the replay buffer refills)", flush=True)
+
+    def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
+        atomic_write_text(os.path.join(exp, STATE_FILE),
+                          json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
     if max_env_step is not None and max_env_step < int(1e10):
         commander.max_env_step = max_env_step
     if max_train_iter is not None and max_train_iter < int(1e10):
@@ -176,6 +235,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None) -> dict
         eval_csv.append(record["train_iter"], record["env_step"], record["eval_return_mean"],
                         record["eval_return_std"], record["wall_time"])
         view.eval(record["eval_return_mean"])
+        save_state(None)
 
     coordinator.on_eval = on_eval
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
@@ -210,11 +270,15 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None) -> dict
             raise
     wall = time.monotonic() - t0
     result = _result(cfg, coordinator, wall, interrupted)
+    save_state(coordinator.end_reason)
     atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
     print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
           f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
     if coordinator.fatal_error:
         raise ParallelRunError(coordinator.fatal_error)
+    if interrupted:
+        print(f"ding: continue it with --resume (ding -m parallel -c <config> --exp-name {exp} --resume)",
+              file=sys.stderr, flush=True)
     stop.reraise(exp)
     return result
 

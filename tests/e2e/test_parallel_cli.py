@@ -123,7 +123,9 @@ def test_collector_started_mid_run_receives_tasks(workdir):
                             os.path.join(exp, "total_config.py"), "--coordinator-host", "127.0.0.1",
                             "--coordinator-port", str(port)), workdir, env={"DING_AUTH_TOKEN": token},
                    log_name="joiner.log")
-    wait_for(lambda: "collector 'collector7'" in open(coord_log).read(), 90, "collector7 to join", proc=proc)
+    # joined, then started (its start task done: from then on it gets collect tasks)
+    wait_for(lambda: "collector 'collector7' started" in open(coord_log).read(), 90, "collector7 to start",
+             proc=proc)
     rows = _eval_rows(workdir, exp)
     wait_for(lambda: _eval_rows(workdir, exp) >= rows + 2, 90, "two evaluations after the join", proc=proc)
     proc.send_signal(signal.SIGINT)
@@ -132,6 +134,46 @@ def test_collector_started_mid_run_receives_tasks(workdir):
     r = result(workdir, exp)
     assert r["counters"].get("tasks_collector7", 0) > 0, r
     assert not processes_mentioning(str(workdir))
+
+
+def test_stopped_run_resumes_from_the_learners_checkpoint_and_the_coordinators_counters(workdir):
+    import json
+
+    exp = "resumed"
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 1e9}})
+    first = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "200"), workdir)
+    assert first.wait(timeout=120) == 0, read_log(workdir)
+    r1 = result(workdir, exp)
+    with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
+        state = json.load(f)
+    assert state["commander"]["envstep"] == r1["env_step"] and "max_train_iter" in state["ended"]
+    rows1 = _eval_rows(workdir, exp)
+    # nothing left to do under the same limit: one clear line, nothing started
+    again = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "200", "--resume"),
+                           cwd=str(workdir), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and "nothing is left to do under --train-iter 200" in again.stderr
+    second = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "400", "--resume"), workdir)
+    assert second.wait(timeout=120) == 0, read_log(workdir)
+    r2 = result(workdir, exp)
+    assert r2["train_iter"] >= 400 and r2["env_step"] > r1["env_step"]
+    coordinator_log = open(os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")).read()
+    assert "continues from its checkpoint at train_iter" in coordinator_log
+    with open(os.path.join(str(workdir), exp, "log", "eval.csv")) as f:
+        steps = [int(line.split(",")[1]) for line in f.read().strip().splitlines()[1:]]
+    assert len(steps) > rows1 and steps == sorted(steps)  # the evaluations continue the first session's
+    runs = [d for d in os.listdir(str(workdir)) if os.path.isdir(os.path.join(str(workdir), d))]
+    assert runs == [exp]  # the same directory continued, no renamed sibling
+    assert not processes_mentioning(str(workdir))
+
+
+def test_resume_refuses_a_directory_without_parallel_state(workdir):
+    cfg = write_config(workdir, "nostate")
+    os.makedirs(os.path.join(str(workdir), "nostate", "ckpt"))
+    open(os.path.join(str(workdir), "nostate", "ckpt", "iteration_5.pth.tar"), "wb").close()
+    out = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg, "--resume"), cwd=str(workdir), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1 and "has no parallel_state.json" in out.stderr, out.stderr
+    assert sorted(os.listdir(os.path.join(str(workdir), "nostate"))) in (["ckpt"], [".lock", "ckpt"])  # no config
 
 
 def _coordinator_port(path):
@@ -174,6 +216,7 @@ def test_ctrl_c_saves_a_checkpoint_and_leaves_nothing_behind(workdir):
     assert code == 130, read_log(workdir)
     r = result(workdir, exp)
     assert r["interrupted"] is True
+    assert f"--exp-name {exp} --resume" in read_log(workdir)  # says how to continue
     assert any(f.startswith("iteration_") for f in os.listdir(os.path.join(str(workdir), exp, "ckpt")))
     assert not processes_mentioning(str(workdir))
 

@@ -112,3 +112,20 @@ def test_restarted_learner_moves_the_step_back(commander):
     c.update_learner_info("t", {"learner_step": 300, "policy_iter": 300})
     c.learner_started("t2", {"learner_step": 250, "policy_iter": 250})
     assert c.status()["learner_step"] == 250 and c.status()["policy_iter"] == 250
+
+
+def test_state_round_trip_continues_counters_but_not_pacing(commander, in_tmp_dir):
+    import json
+
+    c = commander
+    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 42.0, "policy_iter": 0})
+    _finish_collect(c, c.get_collector_task("collector0"), samples=10)
+    state = json.loads(json.dumps(c.state_dict()))  # what parallel_state.json holds
+    assert state["envstep"] == 10 and state["best_return"] == 42.0 and state["reached_stop_value"] is False
+    fresh = SoloCommander(c._cfg)  # the config it was built from
+    fresh.load_state_dict(state)
+    status = fresh.status()
+    assert status["envstep"] == 10 and status["best_return"] == 42.0 and status["pushed"] == 0
+    assert fresh.eval_history == c.eval_history

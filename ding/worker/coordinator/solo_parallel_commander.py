@@ -6,6 +6,7 @@ import itertools
 import math
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ding.utils import COMMANDER_REGISTRY, ConfigError
@@ -247,4 +248,17 @@ class SoloCommander(BaseCommander):
                     "last_eval": self.eval_history[-1] if self.eval_history else None}
 
     def state_dict(self) -> dict[str, Any]:
-        return self.status()
+        """What a resumed run continues from (``ding -m parallel --resume``): the env-step count (the exploration
+        schedule follows it), the best return and the evaluations so far, and how the run ended."""
+        with self._lock:
+            return {**self.status(), "eval_history": list(self.eval_history), "end_reason": self._end_reason,
+                    "reached_stop_value": self.reached_stop_value}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue a stopped run's counters. The replay buffer starts empty, so pacing (served batches per pushed
+        sample) starts afresh; the learner's step comes from its checkpoint when it starts."""
+        with self._lock:
+            self._envstep = int(state.get("envstep", 0))
+            best = state.get("best_return")
+            self._best_return = -math.inf if best is None else float(best)
+            self.eval_history = list(state.get("eval_history") or [])
