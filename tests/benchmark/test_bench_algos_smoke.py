@@ -1,20 +1,18 @@
 """Smoke run of bench_algos (figures are not asserted: machines are noisy)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 
 import pytest
 
+from ._bench_loader import load_bench_module
+
 
 @pytest.mark.benchmark
 def test_bench_algos_smoke(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_algos.py")
-    spec = importlib.util.spec_from_file_location("bench_algos", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench_module("bench_algos")
     results = module.main(["--smoke", "--out", "curve.png"])
     run, summary = results
     assert run["config"] == "cartpole_ppo" and run["impl"] == "ding" and run["env_step"] > 0

@@ -1,24 +1,16 @@
 """Smoke run of the replay-buffer benchmark so it never rots (figures are not asserted: machines are noisy)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 
 import pytest
 
-
-def _load_bench():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_buffer.py")
-    spec = importlib.util.spec_from_file_location("bench_buffer", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ._bench_loader import load_bench_module
 
 
 @pytest.mark.benchmark
 def test_bench_buffer_smoke(capsys):
-    results = _load_bench().main(["--smoke"])
+    results = load_bench_module("bench_buffer").main(["--smoke"])
     impls = {r["impl"] for r in results if r["bench"] == "buffer"}
     assert impls == {"deque + random.sample", "numpy O(N) prioritized", "ding naive", "ding advanced"}
     assert all(r["per_s"] > 0 for r in results if r["bench"] == "buffer")

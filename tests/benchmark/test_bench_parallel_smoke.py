@@ -1,19 +1,15 @@
 """Smoke run of the parallel benchmark (figures are not asserted: machines are noisy)."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
+
+from ._bench_loader import load_bench_module
 
 
 @pytest.mark.benchmark
 @pytest.mark.timeout(300)
 def test_bench_parallel_smoke(capsys):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_parallel.py")
-    spec = importlib.util.spec_from_file_location("bench_parallel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench_module("bench_parallel")
     out = module.main(["--smoke"])
     modes = {(r["mode"], r["collectors"]) for r in out}
     assert modes == {("serial", 0), ("parallel", 2)}

@@ -1,24 +1,15 @@
 """Smoke run of the Pendulum SAC benchmark (figures are not asserted: machines are noisy)."""
 from __future__ import annotations
 
-import importlib.util
-import os
-
 import pytest
 
-
-def load_bench():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_pendulum_sac.py")
-    spec = importlib.util.spec_from_file_location("bench_pendulum_sac", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ._bench_loader import load_bench_module
 
 
 @pytest.mark.benchmark
 def test_bench_pendulum_sac_smoke(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    summary = load_bench().main(["--smoke", "--no-peers"])
+    summary = load_bench_module("bench_pendulum_sac").main(["--smoke", "--no-peers"])
     assert summary["bench"] == "pendulum_sac_summary" and summary["stop_value"] == -250
     assert summary["ding"]["median_env_step"] >= 700 and summary["ding"]["median_wall_s"] > 0
     assert summary["note"] == "peer columns skipped (--no-peers)"
@@ -27,7 +18,7 @@ def test_bench_pendulum_sac_smoke(capsys, tmp_path, monkeypatch):
 
 
 def test_summary_ratio_is_ding_over_the_fastest_peer():
-    bench = load_bench()
+    bench = load_bench_module("bench_pendulum_sac")
     runs = [dict(framework=fw, seed=s, wall_s=w, env_step=e, updates=1, reached=True, eval_return=-200.0)
             for fw, s, w, e in [("ding", 0, 4.0, 2000), ("ding", 1, 6.0, 2400), ("ding", 2, 5.0, 2200),
                                 ("sb3", 0, 30.0, 3000), ("tianshou", 0, 20.0, 9000)]]
@@ -37,7 +28,7 @@ def test_summary_ratio_is_ding_over_the_fastest_peer():
 
 
 def test_without_peers_the_note_says_how_to_add_them(monkeypatch):
-    bench = load_bench()
+    bench = load_bench_module("bench_pendulum_sac")
     monkeypatch.setenv("DING_BENCH_PEER_PYTHON", "/nonexistent/python")
     monkeypatch.setattr(bench.sys, "executable", "/nonexistent/python")
     python, note = bench.find_peer_python(None)

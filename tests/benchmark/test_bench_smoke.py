@@ -1,25 +1,17 @@
 """Smoke runs of the speed benchmarks so they never rot (figures are not asserted: machines are noisy)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import multiprocessing as mp
-import os
 
 import pytest
 
-
-def _load(name: str):
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ._bench_loader import load_bench_module
 
 
 @pytest.mark.benchmark
 def test_bench_env_manager_smoke(capsys):
-    results = _load("bench_env_manager").main(["--smoke"])
+    results = load_bench_module("bench_env_manager").main(["--smoke"])
     names = [r["name"] for r in results]
     assert names == ["SyncVectorEnv", "AsyncVectorEnv", "base", "subprocess", "async_subprocess"]
     assert all(r["env_steps_per_s"] > 0 and r["smoke"] for r in results)

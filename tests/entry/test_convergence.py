@@ -8,7 +8,6 @@ Slow (minutes on 2 cores): ``make test-all`` runs it. The default suite keeps on
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
 import re
 
@@ -16,6 +15,7 @@ import pytest
 
 from ding.config import read_config
 from ding.entry.cli import main
+from tests.benchmark._bench_loader import load_bench_module
 
 from .conftest import read_result
 
@@ -26,11 +26,7 @@ BUDGET = 10_000  # env steps, for a config config/README.md does not list
 
 
 def _bench_algos():
-    spec = importlib.util.spec_from_file_location("bench_algos", os.path.join(ROOT, "tests", "benchmark",
-                                                                             "bench_algos.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_module("bench_algos")
 
 
 def test_the_shipped_configs_are_found():
