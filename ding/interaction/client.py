@@ -13,7 +13,8 @@ from .base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
 class HttpClient:
     """POST JSON to one peer (``http://host:port/api/v1/<endpoint>``) and return the envelope's ``data``.
 
-    Only failures a retry can fix are retried (connection refused/reset, connect timeout), ``retries`` times with
+    Only failures a retry can fix are retried (connection refused/reset, connect timeout, an answer cut off because
+    the peer died while sending it), ``retries`` times with
     exponential back-off; an error envelope (401, 400, 500, ...) raises :class:`RequestRejected` at once. Handlers
     on both sides are idempotent (tasks are keyed by id), so a retried request is harmless. One
     ``requests.Session`` per thread (sessions are not thread-safe).
@@ -54,12 +55,16 @@ class HttpClient:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
                 resp = self._session().post(url, data=body, headers=self._headers, timeout=(min(timeout, 5.0), timeout))
-            except (requests.ConnectionError, requests.exceptions.ConnectTimeout) as e:
+            except (requests.ConnectionError, requests.exceptions.ConnectTimeout,
+                    requests.exceptions.ChunkedEncodingError) as e:  # (the last: the peer died mid-answer)
                 last = e
                 continue
             except requests.exceptions.ReadTimeout as e:
                 raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) did not answer /{endpoint} within "
                                       f"{timeout:g} s") from e
+            except requests.exceptions.RequestException as e:  # any other transport failure: the peer is not usable
+                raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) failed on /{endpoint}: "
+                                      f"{type(e).__name__}: {e}") from e
             return self._unwrap(resp, endpoint)
         raise PeerUnreachable(f"cannot reach {self.name} at {self.host}:{self.port} (/{endpoint}, {attempts} "
                               f"attempts): {type(last).__name__}: {last}") from last

@@ -253,3 +253,44 @@ def test_slave_that_joined_but_is_never_connected_gives_up():
     finally:
         slave.close()
         master.close()
+
+
+def test_an_answer_cut_off_by_a_dying_peer_is_unreachable_not_a_crash():
+    # a peer killed while sending its answer: the chunked body ends early (requests: ChunkedEncodingError). The
+    # client retries, then reports the peer unreachable -- what the coordinator handles as a lost slave.
+    import socket
+
+    from ding.interaction import HttpClient, PeerUnreachable
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    server.settimeout(0.1)
+    served = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:  # (the accept timeout: look at the stop flag again)
+                continue
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"49\r\n{\"success\": true")  # 73 bytes announced, 16 sent, then the peer is gone
+            conn.close()
+            served.append(1)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    client = HttpClient("dying", "127.0.0.1", port, "t" * 32, timeout=5.0, retries=2, backoff=0.01)
+    try:
+        with pytest.raises(PeerUnreachable, match="cannot reach dying .*ChunkedEncodingError"):
+            client.post("task")
+        assert len(served) == 3  # the first attempt and two retries
+    finally:
+        client.close()
+        stop.set()
+        t.join(timeout=5)
+        server.close()
