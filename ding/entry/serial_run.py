@@ -19,7 +19,7 @@ import torch
 
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import check_policy_fits_env, create_policy
-from ding.utils import atomic_write_text, build_tb_writer, set_pkg_seed
+from ding.utils import atomic_write_text, build_tb_writer, close_all, set_pkg_seed
 from ding.worker import (
     BaseLearner,
     BaseSerialCommander,
@@ -160,15 +160,8 @@ class SerialRun:
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""
-        first_error: BaseException | None = None
-        while self._closables:
-            obj = self._closables.pop()
-            try:
-                obj.close()
-            except Exception as e:  # noqa: BLE001 -- keep closing the rest, then report
-                first_error = first_error or e
-        if first_error is not None:
-            raise first_error
+        closables, self._closables = self._closables[::-1], []
+        close_all(closables)
 
 
 class _FileLog:

@@ -1,5 +1,6 @@
 from .default_helper import (
     EasyTimer,
+    close_all,
     config_of,
     deep_merge_dicts,
     deep_update,

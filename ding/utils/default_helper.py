@@ -5,7 +5,7 @@ import copy
 import os
 import random
 import time
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 from easydict import EasyDict
@@ -108,3 +108,15 @@ def squeeze(data: Any) -> Any:
     if isinstance(data, dict) and len(data) == 1:
         return next(iter(data.values()))
     return data
+
+
+def close_all(closables: Iterable[Any]) -> None:
+    """``close()`` each object in order, even if one fails; the first failure is raised after all were tried."""
+    first_error: BaseException | None = None
+    for obj in closables:
+        try:
+            obj.close()
+        except Exception as e:  # noqa: BLE001 -- close the others first, then report the first failure
+            first_error = first_error or e
+    if first_error is not None:
+        raise first_error

@@ -15,7 +15,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.config.ranges import at_least, greater_than, one_of
-from ding.utils import ENV_MANAGER_REGISTRY, EnvError, config_of
+from ding.utils import ENV_MANAGER_REGISTRY, EnvError, close_all, config_of
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
@@ -313,16 +313,7 @@ class BaseEnvManager:
         if self._timed is not None:
             self._timed.close()
             self._timed = None
-        first_error: BaseException | None = None
-        for i, e in enumerate(envs):
-            if i in self._abandoned:
-                continue
-            try:
-                e.close()
-            except Exception as err:  # noqa: BLE001 -- close the others first, then report the first failure
-                first_error = first_error or err
-        if first_error is not None:
-            raise first_error
+        close_all(e for i, e in enumerate(envs) if i not in self._abandoned)
 
     # ---- stepping -----------------------------------------------------------------------------------------------
     def _raise_not_ready(self, actions: Mapping) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ding.utils import PARALLEL_COLLECTOR_REGISTRY, deep_merge_dicts
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts
 
 from .base_parallel_collector import BaseParallelCollector
 from .episode_callback import EpisodeCallback
@@ -196,12 +196,5 @@ class ZerglingParallelCollector(BaseParallelCollector):
         return dict(self._totals, policy_iter=self._policy_iter)
 
     def close(self) -> None:
-        first: BaseException | None = None
-        while self._closables:
-            obj = self._closables.pop()
-            try:
-                obj.close()
-            except Exception as e:  # noqa: BLE001 -- close the rest, then report
-                first = first or e
-        if first is not None:
-            raise first
+        closables, self._closables = self._closables[::-1], []
+        close_all(closables)
