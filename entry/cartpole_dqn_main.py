@@ -1,6 +1,8 @@
 """CartPole DQN with the workers built by hand — the loop `serial_pipeline` runs, spelled out.
 
-Run from the repository root: ``python entry/cartpole_dqn_main.py``.
+Run from the repository root: ``python entry/cartpole_dqn_main.py``. Like the pipelines, it claims a new run directory
+(``./cartpole_dqn_seed0/``, or ``./cartpole_dqn_seed0_<YYMMDD_HHMMSS>/`` when that exists) and locks it, so it never
+writes into an earlier run.
 """
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import os
 
 from tensorboardX import SummaryWriter
 
-from ding.config import compile_config
+from ding.config import claim_run_dir, compile_config, save_config
 from ding.envs import BaseEnvManager, DingEnvWrapper
 from ding.model import DQN
 from ding.policy import DQNPolicy, check_policy_fits_env
@@ -24,6 +26,14 @@ def main(cfg: dict = main_config, seed: int = 0, max_iterations: int = 3000) -> 
         cfg, BaseEnvManager, DQNPolicy, BaseLearner, SampleSerialCollector, InteractionSerialEvaluator,
         AdvancedReplayBuffer, save_cfg=False, seed=seed,
     )
+    # the config is known good: now claim a run directory of our own (never an earlier run's) and hold it
+    with claim_run_dir(cfg.exp_name) as run_dir:
+        cfg.exp_name = run_dir.path
+        save_config(cfg, os.path.join(run_dir.path, "total_config.py"))
+        return _train(cfg, seed, max_iterations)
+
+
+def _train(cfg, seed: int, max_iterations: int) -> float:
     # gymnasium CartPole-v1 with a 200-step limit is CartPole-v0; DingEnvWrapper adapts it to ding's env interface.
     import gymnasium as gym
 
@@ -60,6 +70,8 @@ def main(cfg: dict = main_config, seed: int = 0, max_iterations: int = 3000) -> 
             eps = epsilon_greedy(collector.envstep)
             new_data = collector.collect(train_iter=learner.train_iter, policy_kwargs={"eps": eps})
             replay_buffer.push(new_data, cur_collector_envstep=collector.envstep)
+            if replay_buffer.count() < cfg.policy.learn.batch_size:
+                continue  # not enough data for one batch yet: collect more first
             for _ in range(cfg.policy.learn.update_per_collect):
                 train_data = replay_buffer.sample(cfg.policy.learn.batch_size, learner.train_iter)
                 if train_data is None:

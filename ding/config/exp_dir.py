@@ -5,7 +5,7 @@ import datetime
 import logging
 import os
 
-from ding.utils import ConfigError
+from ding.utils import ConfigError, DirLock
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,13 @@ def claim_exp_dir(exp_dir: str) -> str:
     logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
                    exp_dir, fresh)
     return fresh
+
+
+def claim_run_dir(exp_name: str) -> DirLock:
+    """Claim a new run directory (``exp_name``, or ``<exp_name>_<YYMMDD_HHMMSS>`` when that exists) and lock it, as
+    the pipelines do; for workers built by hand. Returns the held :class:`DirLock` (``.path`` is the directory);
+    ``with claim_run_dir(name) as run:`` releases it at the end, and the OS does when the process exits."""
+    return DirLock(claim_exp_dir(exp_name), what="run").acquire()
 
 
 def _claim_fresh_dir(exp_dir: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from easydict import EasyDict
 
-from ding.utils import ConfigError
+from ding.utils import ConfigError, set_config_dir
 
 _counter = itertools.count()
 
@@ -94,12 +94,14 @@ def _section(namespace: Mapping[str, Any], name: str, path: str, required: bool)
 def read_config(path: str) -> tuple[EasyDict, EasyDict]:
     """Return ``(main_config, create_config)`` from a ``.py`` config file (copies; an absent create_config is empty)."""
     namespace = _exec_config_file(path)
+    set_config_dir(os.path.dirname(os.path.abspath(path)))  # its import_names are looked for there first
     return _section(namespace, "main_config", path, True), _section(namespace, "create_config", path, False)
 
 
 def read_config_with_system(path: str) -> tuple[EasyDict, EasyDict, EasyDict]:
     """Return ``(main_config, create_config, system_config)`` from a parallel-mode config file."""
     namespace = _exec_config_file(path)
+    set_config_dir(os.path.dirname(os.path.abspath(path)))
     return (
         _section(namespace, "main_config", path, True),
         _section(namespace, "create_config", path, False),

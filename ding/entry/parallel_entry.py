@@ -22,6 +22,7 @@ from typing import Any
 from ding.config import compile_config_parallel, read_config_with_system
 from ding.interaction import TOKEN_ENV, new_token
 from ding.utils import DingError, DirLock, ResumeError, atomic_write_text, setup_torch_threads
+from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 
 from .dist_entry import PARENT_PID_ENV
 from .resume import lock_run_dir, resume_dir
@@ -88,6 +89,8 @@ class LocalProcesses:
         env[PARENT_PID_ENV] = str(os.getpid())
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
         env["PYTHONUNBUFFERED"] = "1"
+        if config_dir():  # every role looks for the config's import_names where the launcher does
+            env[CONFIG_DIR_ENV] = str(config_dir())
         cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", role, "--module-name", name,
                "-c", self._config_path, "--coordinator-host", self._host, "--coordinator-port", str(self._port)]
         with open(child.log_path, "ab") as log:

@@ -16,6 +16,10 @@ from .errors import LockError
 
 LOCK_NAME = ".lock"
 
+# Run directories this process may write: real path -> the DirLock it holds on it (None: a run another process holds
+# that this process joined as one of its roles, see :func:`join_run_dir`).
+_OWNED: dict[str, DirLock | None] = {}
+
 
 class DirLock:
     """``with DirLock(path, what='run'):`` -- hold ``<path>/.lock`` exclusively, or raise :class:`LockError`.
@@ -63,6 +67,7 @@ class DirLock:
             os.close(fd)  # closing releases the lock
             raise
         self._fd = fd
+        _OWNED[os.path.realpath(self.path)] = self
         return self
 
     def release(self) -> None:
@@ -70,6 +75,8 @@ class DirLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
+        if _OWNED.get(os.path.realpath(self.path)) is self:
+            del _OWNED[os.path.realpath(self.path)]
         try:
             os.ftruncate(fd, 0)  # while still held: the next holder writes its own pid after taking it
         finally:
@@ -95,3 +102,42 @@ def read_holder(path: str) -> int | None:
     except (OSError, UnicodeDecodeError):
         return None
     return int(text) if text.isdigit() else None
+
+
+def join_run_dir(path: str) -> None:
+    """Let this process write ``path``, a run directory another process (the run's coordinator) holds: for the roles
+    of a parallel run, which write their logs and checkpoints into the run's own directory."""
+    _OWNED.setdefault(os.path.realpath(path), None)
+
+
+def guard_run_dir(exp_name: str, who: str) -> None:
+    """Before a worker writes under ``./<exp_name>/``: make sure the directory belongs to this process's run.
+
+    A directory this process holds (a pipeline's run, :func:`ding.config.claim_run_dir`, a joined parallel run) is
+    fine. A directory that does not exist yet is claimed and locked for the rest of the process, as a pipeline would
+    (workers built by hand). A directory that another ding run holds or held (it has a ``.lock``) is refused with one
+    :class:`LockError`: ding never writes into another run's files.
+    """
+    path = os.path.realpath(exp_name)
+    if path in _OWNED:
+        return
+    if not os.path.isdir(path):
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass
+        else:
+            DirLock(path, what="run").acquire()  # held (and registered) until the process exits
+            return
+    if os.path.exists(os.path.join(path, LOCK_NAME)):
+        holder = read_holder(path)
+        whose = f"a running ding process (pid {holder})" if holder is not None else "an earlier ding run"
+        raise LockError(
+            f"{who}: '{exp_name}' belongs to {whose} (lock file {os.path.join(exp_name, LOCK_NAME)}); ding never "
+            "writes into another run's directory. Claim a new one for workers built by hand: "
+            "`with ding.config.claim_run_dir(cfg.exp_name) as run: cfg.exp_name = run.path` (it takes "
+            "<exp_name>_<YYMMDD_HHMMSS> when the name exists)"
+        )
+    DirLock(path, what="run").acquire()  # a directory made by hand, no ding run's: this process's run from now on

@@ -2,23 +2,11 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 from typing import Any, Callable, Iterable
 
 from .errors import RegistryError
+from .import_dirs import import_module
 from .plugins import failed_plugins, load_plugins
-
-
-def import_module(names: Iterable[str] | None) -> None:
-    """Import every module in ``names`` (e.g. a config's ``import_names``) so its registrations run."""
-    for name in names or ():
-        try:
-            importlib.import_module(name)
-        except ImportError as e:
-            raise RegistryError(
-                f"import_names: cannot import module '{name}' ({e}). "
-                "Check the module path and that its package is installed or on PYTHONPATH."
-            ) from e
 
 
 class Registry(dict):

@@ -6,6 +6,7 @@ import logging
 import os
 from typing import Any
 
+from .lock import guard_run_dir
 from .log_helper import ConsoleStream, build_tb_writer, close_logger, get_text_logger
 
 CONSOLE = {"console": True}  # pass as ``extra=CONSOLE`` to also print a record to stdout
@@ -53,6 +54,8 @@ class WorkerLogs:
 
     def __init__(self, exp_name: str, instance_name: str, tb_logger: Any = None, make_tb: bool = True,
                  log_dir: str | None = None) -> None:
+        if log_dir is None:  # it writes under ./<exp_name>/: that must be this run's directory
+            guard_run_dir(exp_name, f"{instance_name} (exp_name={exp_name!r})")
         self.logger = build_worker_logger(exp_name, instance_name, log_dir)
         self.own_tb = tb_logger is None and make_tb
         self.tb_logger = build_tb_logger(exp_name, instance_name, log_dir) if self.own_tb else tb_logger

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir
 
 from .base_parallel_collector import BaseParallelCollector
 from .episode_callback import EpisodeCallback
@@ -64,6 +64,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
     def __init__(self, cfg: Any, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
                  policy_path: str = "") -> None:
         super().__init__(cfg, exp_name or cfg.exp_name, instance_name)
+        join_run_dir(self._exp_name)  # a role of the parallel run that the coordinator's process holds
         self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
         self._seed = int(seed)
         self._policy_path = policy_path
