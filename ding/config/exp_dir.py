@@ -26,8 +26,7 @@ def claim_exp_dir(exp_dir: str) -> str:
     except FileExistsError:
         pass
     fresh = _claim_fresh_dir(exp_dir)
-    logger.warning("experiment directory '%s' already exists; this run uses '%s' (renew_dir=False reuses it)",
-                   exp_dir, fresh)
+    logger.warning("experiment directory '%s' already exists (an earlier run's); this run uses '%s'", exp_dir, fresh)
     return fresh
 
 

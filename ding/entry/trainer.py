@@ -120,11 +120,13 @@ class Trainer:
         self.on_policy = on_policy
         self._exit = ExitStack()
         undo: AppendUndo | None = None
+        claimed: str | None = None  # a new run's directory, removed again if the set-up fails
         try:
             # Nothing is written into the run's directory before it is ours (claimed and locked) and a resume has
             # been checked: a refused or failed start leaves every file of the run as it was.
             run_dir = self._exit.enter_context(lock_run_dir(cfg_.exp_name, bool(resume), exact=_exact_dir))
             cfg_.exp_name = run_dir.path
+            claimed = None if resume else run_dir.path
             resume_point: ResumePoint | None = None
             if resume:
                 resume_point = check_resume(cfg_, model, limits, extend)
@@ -143,6 +145,7 @@ class Trainer:
                     undo = None
                     compiled.save()
                 self._loop.start(limits, stop_at_stop_value=not extend)
+                claimed = None  # set up: from here on the directory holds a run
                 self._closed = False
                 self._mark = (self._run.collector.envstep, self._run.learner.train_iter)
                 if stop.requested:  # Ctrl-C during the set-up: end here, with a checkpoint
@@ -152,6 +155,8 @@ class Trainer:
                 undo.undo()
             self._closed = True
             self._exit.close()
+            if claimed is not None:  # a failed set-up leaves no half-made run directory behind
+                shutil.rmtree(claimed, ignore_errors=True)
             raise
         # a trainer dropped without close() (or left open at exit) still releases its envs and its directory lock
         self._release = weakref.finalize(self, self._exit.close)
