@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import sys
@@ -57,8 +58,12 @@ def config_arguments(p: Any) -> None:
 
 def limit_arguments(p: Any) -> None:
     """``--train-iter`` and ``--env-step``."""
-    p.add_argument("--train-iter", type=int, default=int(1e10), help="stop after this many training iterations")
-    p.add_argument("--env-step", type=int, default=int(1e10), help="stop after this many environment steps")
+    # "at least": a run stops at the first safe point at or past a limit (after a whole collect call or train call),
+    # so a checkpoint there resumes exactly; see docs/serial.md, "Limits".
+    p.add_argument("--train-iter", type=int, default=int(1e10),
+                   help="stop once at least this many training iterations are done (at the end of that train call)")
+    p.add_argument("--env-step", type=int, default=int(1e10),
+                   help="stop once at least this many environment steps are done (at the end of that collect call)")
 
 
 def _need_config(args: argparse.Namespace) -> str:
@@ -102,8 +107,18 @@ def resume_command(args: argparse.Namespace, seed: int, exp_dir: str, default_ex
     cmd = ["ding", "-m", args.mode, "-c", args.config, "-s", str(seed)]
     if args.exp_name or exp_dir != default_exp_name:
         cmd += ["--exp-name", exp_dir]
-    cmd += _limit_flags(args) + ["--resume"]
+    cmd += _limit_flags(args) + ["--resume"] + (["--extend"] if getattr(args, "extend", False) else [])
     return shlex.join(cmd)
+
+
+def resume_hint(args: argparse.Namespace, seed: int, exp_dir: str, default_exp_name: str) -> str:
+    """After Ctrl-C: the command that resumes the run, or why there is nothing to resume (no checkpoint yet)."""
+    from ding.worker import list_iteration_checkpoints
+
+    if not list_iteration_checkpoints(os.path.join(exp_dir, "ckpt")):
+        return (f"ding: nothing to resume: the run stopped before its first checkpoint ({exp_dir}/ckpt/ is empty); "
+                "start it again without --resume")
+    return f"ding: to resume: {resume_command(args, seed, exp_dir, default_exp_name)}"
 
 
 def _limit_flags(args: argparse.Namespace) -> list[str]:
@@ -147,16 +162,19 @@ def _run_serial_seeds(args: argparse.Namespace, pipeline: Callable[..., Any]) ->
                      resume=args.resume or None, extend=args.extend, source=args.config)
         except TrainingInterrupted as e:  # the pipeline said where the checkpoint is; say how to go on
             default = _exp_name(cfg[0].get("exp_name", ""), None, seed, 1)
-            print(f"ding: to resume: {resume_command(args, seed, e.exp_dir, default)}", file=sys.stderr)
-            rest = seeds[i + 1:]
-            if rest:
-                cmd = ["ding", "-m", args.mode, "-c", args.config]
-                for s in rest:
-                    cmd += ["-s", str(s)]
-                cmd += (["--exp-name", args.exp_name] if args.exp_name else []) + _limit_flags(args)
-                print(f"ding: seed(s) {', '.join(map(str, rest))} did not run: {shlex.join(cmd)}", file=sys.stderr)
+            print(resume_hint(args, seed, e.exp_dir, default), file=sys.stderr)
+            _print_seeds_left(args, seeds[i + 1:])
             return 130
     return 0
+
+
+def _print_seeds_left(args: argparse.Namespace, rest: list[int]) -> None:
+    if rest:
+        cmd = ["ding", "-m", args.mode, "-c", args.config]
+        for s in rest:
+            cmd += ["-s", str(s)]
+        cmd += (["--exp-name", args.exp_name] if args.exp_name else []) + _limit_flags(args)
+        print(f"ding: seed(s) {', '.join(map(str, rest))} did not run: {shlex.join(cmd)}", file=sys.stderr)
 
 
 # ------------------------------------------------------------------ eval
@@ -208,6 +226,8 @@ def _parallel_arguments(p: Any) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run in ./<exp-name>/: the learner from its latest checkpoint, the "
                         "coordinator's counters from parallel_state.json (the replay buffer refills)")
+    p.add_argument("--extend", action="store_true",
+                   help="with --resume: continue a finished run on purpose, until --train-iter / --env-step")
 
 
 @mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",
@@ -218,17 +238,25 @@ def run_parallel(args: argparse.Namespace) -> int:
     from ding.config import read_config_with_system, rename_experiment
 
     from .parallel_entry import parallel_pipeline
+    from .training_view import TrainingInterrupted
 
     _need_config(args)
     seeds = args.seed or [0]
-    for seed in seeds:
+    for i, seed in enumerate(seeds):
         main_cfg, create_cfg, system_cfg = read_config_with_system(args.config)
         given = main_cfg.get("exp_name")
         name = _exp_name(given if isinstance(given, str) else "", args.exp_name, seed, len(seeds))
         if name:
             rename_experiment(main_cfg, system_cfg, name)
-        parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
-                          max_train_iter=args.train_iter, resume=args.resume, source=args.config)
+        try:
+            parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
+                              max_train_iter=args.train_iter, resume=args.resume, extend=args.extend,
+                              source=args.config)
+        except TrainingInterrupted as e:
+            default = _exp_name(given if isinstance(given, str) else "", None, seed, 1)
+            print(resume_hint(args, seed, e.exp_dir, default), file=sys.stderr)
+            _print_seeds_left(args, seeds[i + 1:])
+            return 130
     return 0
 
 

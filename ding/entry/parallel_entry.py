@@ -145,6 +145,7 @@ def parallel_pipeline(
     max_env_step: int | None = None,
     max_train_iter: int | None = None,
     resume: bool = False,
+    extend: bool = False,
     source: str | None = None,
 ) -> dict[str, Any]:
     """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result.
@@ -157,8 +158,15 @@ def parallel_pipeline(
     its latest checkpoint (weights, optimizer, train_iter), the coordinator from its saved counters (env steps, and so
     the exploration schedule; best return; evaluations). The replay buffer starts empty and refills: a warm resume,
     not a bit-exact one (parallel collection is asynchronous, so no two parallel runs are identical anyway).
+    ``extend=True`` (``--resume --extend``) also continues a run that reached its stop value, up to ``max_env_step`` /
+    ``max_train_iter`` (the stop value then no longer ends it).
     """
     setup_torch_threads()
+    if extend and not resume:
+        raise ResumeError("extend continues a finished run: use it with --resume (resume=True)")
+    if extend and not any(x is not None and x < int(1e10) for x in (max_env_step, max_train_iter)):
+        raise ResumeError("--extend trains a finished run on until --train-iter or --env-step (the stop value no "
+                          "longer ends it): give one of them")
     main, create, system, path = _load(input_cfg)
     source = source or path
     if not resume:
@@ -169,10 +177,10 @@ def parallel_pipeline(
     exp_dir = resume_dir(str(main.get("exp_name") or "default_experiment"))
     with lock_run_dir(exp_dir, resume=True, exact=True):
         state = _read_state(exp_dir)
-        _check_resumable(exp_dir, state, max_env_step, max_train_iter)
+        _check_resumable(exp_dir, state, max_env_step, max_train_iter, extend)
         main["exp_name"] = exp_dir
         cfg = compile_config_parallel(main, create, system, seed=seed, source=source, renew_dir=False)
-        return _run(cfg, max_env_step, max_train_iter, resume_state=state)
+        return _run(cfg, max_env_step, max_train_iter, resume_state=state, extend=extend)
 
 
 STATE_FILE = "parallel_state.json"
@@ -194,12 +202,15 @@ def _read_state(exp_dir: str) -> dict[str, Any]:
 
 
 def _check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | None,
-                     max_train_iter: int | None) -> None:
+                     max_train_iter: int | None, extend: bool = False) -> None:
     commander = state["commander"]
-    if commander.get("reached_stop_value"):
+    if commander.get("reached_stop_value") and not extend:
+        best = commander.get("best_return")
         raise ResumeError(
-            f"resume: run '{exp_dir}' is finished: an evaluation reached the stop value (best return "
-            f"{commander.get('best_return')}). Raise env.stop_value in the config to train it further.")
+            f"resume: run '{exp_dir}' is finished: an evaluation reached the stop value (best return {best}). "
+            "Resuming would train it further and overwrite its result. To extend it on purpose, add --extend with a "
+            "higher --train-iter or --env-step (extend=True from Python; the stop value then no longer ends it), or "
+            f"raise env.stop_value above {best} in the config.")
     env_step, train_iter = int(commander.get("envstep", 0)), int(commander.get("learner_step", 0))
     for name, flag, limit, now in (("max_env_step", "--env-step", max_env_step, env_step),
                                    ("max_train_iter", "--train-iter", max_train_iter, train_iter)):
@@ -210,7 +221,7 @@ def _check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | No
 
 
 def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
-         resume_state: dict[str, Any] | None = None) -> dict[str, Any]:
+         resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
     from ding.worker import Coordinator
 
     exp = cfg.main.exp_name
@@ -226,6 +237,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
         atomic_write_text(os.path.join(exp, STATE_FILE),
                           json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
+    commander.stop_at_stop_value = not extend
     if max_env_step is not None and max_env_step < int(1e10):
         commander.max_env_step = max_env_step
     if max_train_iter is not None and max_train_iter < int(1e10):
@@ -279,10 +291,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
           f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
     if coordinator.fatal_error:
         raise ParallelRunError(coordinator.fatal_error)
-    if interrupted:
-        print(f"ding: continue it with --resume (ding -m parallel -c <config> --exp-name {exp} --resume)",
-              file=sys.stderr, flush=True)
-    stop.reraise(exp)
+    stop.reraise(exp)  # ding -m parallel prints the command that resumes it (when a checkpoint exists)
     return result
 
 

@@ -25,10 +25,10 @@ from .errors import (
     TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
+from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .lock import DirLock, guard_run_dir, join_run_dir
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins
-from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES

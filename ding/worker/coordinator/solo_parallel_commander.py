@@ -64,6 +64,7 @@ class SoloCommander(BaseCommander):
         self._ratio = float(ratio)
         self._ahead = self._commander_cfg.get("collect_ahead_samples")
         self._stop_value = float(cfg.env.get("stop_value", math.inf))
+        self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
         space = self._commander_cfg.get("collector_task_space")
@@ -209,7 +210,7 @@ class SoloCommander(BaseCommander):
         self.eval_history.append({"train_iter": int(finished_task.get("policy_iter", self._learner_step)),
                                   "env_step": self._envstep, "eval_return_mean": mean,
                                   "eval_return_std": float(finished_task.get("eval_return_std", 0.0))})
-        if mean >= self._stop_value and self._end_reason is None:
+        if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
             return True
         return False
