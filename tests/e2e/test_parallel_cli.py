@@ -166,6 +166,27 @@ def test_stopped_run_resumes_from_the_learners_checkpoint_and_the_coordinators_c
     assert not processes_mentioning(str(workdir))
 
 
+def test_finished_run_is_refused_with_extend_named_and_extend_trains_it_on(workdir):
+    exp = "extended"
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": -1.0}})  # the first evaluation ends the run
+    first = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg), cwd=str(workdir), capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0, first.stdout + first.stderr
+    r1 = result(workdir, exp)
+    assert r1["stop_flag"] is True
+    refused = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "60", "--resume"),
+                             cwd=str(workdir), capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and "is finished" in refused.stderr and "--extend" in refused.stderr, \
+        refused.stderr
+    assert result(workdir, exp) == r1  # refused before anything was written
+    extended = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "60", "--resume", "--extend"),
+                              cwd=str(workdir), capture_output=True, text=True, timeout=120)
+    assert extended.returncode == 0, extended.stdout + extended.stderr
+    r2 = result(workdir, exp)
+    assert r2["train_iter"] >= 60 and "max_train_iter" in r2["end_reason"]  # the stop value no longer ended it
+    assert not processes_mentioning(str(workdir))
+
+
 def test_resume_refuses_a_directory_without_parallel_state(workdir):
     cfg = write_config(workdir, "nostate")
     os.makedirs(os.path.join(str(workdir), "nostate", "ckpt"))
@@ -216,7 +237,14 @@ def test_ctrl_c_saves_a_checkpoint_and_leaves_nothing_behind(workdir):
     assert code == 130, read_log(workdir)
     r = result(workdir, exp)
     assert r["interrupted"] is True
-    assert f"--exp-name {exp} --resume" in read_log(workdir)  # says how to continue
+    # says how to continue, with the real config path (a command that works), or that there is nothing to resume
+    import shlex
+
+    ckpts = [f for f in os.listdir(os.path.join(str(workdir), exp, "ckpt")) if f.startswith("iteration_")]
+    assert ckpts
+    assert f"ding: to resume: {shlex.join(['ding', '-m', 'parallel', '-c', cfg, '-s', '0', '--resume'])}" in \
+        read_log(workdir)
+    assert "<config>" not in read_log(workdir)
     assert any(f.startswith("iteration_") for f in os.listdir(os.path.join(str(workdir), exp, "ckpt")))
     assert not processes_mentioning(str(workdir))
 
