@@ -78,4 +78,6 @@ def _example_checkpoint(directory: str) -> str:
         found = list_iteration_checkpoints(d)
         if found:
             return found[-1][1]
-    return os.path.join(directory, CKPT_BEST_NAME)
+    if os.path.basename(os.path.normpath(directory)) == "ckpt":
+        return os.path.join(directory, CKPT_BEST_NAME)
+    return os.path.join(directory, "ckpt", CKPT_BEST_NAME)  # where a run keeps it

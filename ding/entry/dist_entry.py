@@ -145,9 +145,10 @@ def run_dist_module(args: Any) -> int:
                                   source=args.config, renew_dir=not compiled)
     path = os.path.join(cfg.main.exp_name, "total_config.py")
     if module == "config":
-        print(f"ding: wrote {path}; start the roles with\n  ding -m dist --module coordinator -c {path}\n"
-              f"  ding -m dist --module learner --module-name learner0 -c {path}\n"
-              f"  ding -m dist --module collector --module-name collector0 -c {path}")
+        roles = [str(k) for k in cfg.system if re.match(r"^(learner|collector)\d+$", str(k))]
+        lines = [f"  ding -m dist --module coordinator -c {path}"] + [
+            f"  ding -m dist --module {r.rstrip('0123456789')} --module-name {r} -c {path}" for r in roles]
+        print(f"ding: wrote {path}; start the roles (the coordinator first) with\n" + "\n".join(lines))
         return 0
     from ding.utils import DirLock
 
@@ -177,8 +178,9 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
                                                     r["eval_return_std"], r["wall_time"])
     with GracefulStop() as stop:
         coordinator.start()
-        print(f"ding: coordinator listening on {coordinator.host}:{coordinator.port}; start learners and collectors "
-              f"with --coordinator-host {coordinator.host} --coordinator-port {coordinator.port}", flush=True)
+        print(f"ding: coordinator of run ./{exp}/ listening on {coordinator.host}:{coordinator.port}; start learners "
+              f"and collectors with --coordinator-host {coordinator.host} --coordinator-port {coordinator.port}",
+              flush=True)
         try:
             while not coordinator.wait(0.2):
                 if stop.requested:
@@ -192,6 +194,8 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
          "env_step": status["envstep"], "train_iter": status["learner_step"],
          "best_eval_return": status.get("best_return"),
          "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())}}, indent=2) + "\n")
+    print(f"ding: {coordinator.end_reason} after {int(status['envstep']):,} env steps and "
+          f"{int(status['learner_step']):,} iterations; results in ./{exp}/", flush=True)
     if coordinator.fatal_error:
         from .parallel_entry import ParallelRunError
 

@@ -230,7 +230,11 @@ class Slave:
     def _report(self, endpoint: str, body: dict) -> None:
         master = self._master
         if master is None:
-            self._logger.warning(f"task {body['task_id']} ended but no master is connected to hear it")
+            if not self._stopping.is_set():
+                self._logger.warning(f"task {body['task_id']} ended but no master is connected to hear it")
+            elif not getattr(self, "_said_dropped", False):  # the run is over: one quiet line, not one per task
+                self._said_dropped = True
+                self._logger.info("tasks that ended after the master closed the run are not reported")
             return
         try:
             master.post(endpoint, {"name": self.name, **body})

@@ -53,6 +53,22 @@ def save_checkpoint_file(state: Mapping[str, Any], path: str) -> None:
     torch_save_atomic(dict(state), path)
 
 
+class DamagedCheckpoint(CheckpointError):
+    """A checkpoint file that cannot be read (truncated or corrupt); ``reason`` is the short cause."""
+
+    def __init__(self, message: str, path: str, reason: str) -> None:
+        super().__init__(message)
+        self.path, self.reason = path, reason
+
+
+def _short_reason(error: BaseException) -> str:
+    """PyTorch's read errors run to several lines ("... internal miniz error ..."): the first line, shortened."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    if len(first) > 100:
+        first = first[:97] + "..."
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
 def load_checkpoint_file(path: str, map_location: Any = "cpu") -> dict:
     """Read a checkpoint; a missing, truncated, corrupt or foreign file raises ``CheckpointError`` naming it."""
     import torch
@@ -64,9 +80,10 @@ def load_checkpoint_file(path: str, map_location: Any = "cpu") -> dict:
     try:
         state = torch.load(path, map_location=map_location, weights_only=False)
     except _READ_ERRORS as e:
-        raise CheckpointError(
-            f"checkpoint file '{path}' cannot be read, it is truncated or corrupt ({type(e).__name__}: {e}). "
-            "Use an older checkpoint (find_latest_checkpoint skips damaged ones)."
+        reason = _short_reason(e)
+        raise DamagedCheckpoint(
+            f"checkpoint file '{path}' cannot be read, it is truncated or corrupt ({reason}). "
+            "Use an older checkpoint (find_latest_checkpoint skips damaged ones).", path=path, reason=reason,
         ) from e
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint file '{path}' holds a {type(state).__name__}, not a ding checkpoint dict")
@@ -92,7 +109,8 @@ def load_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None) 
             state = load_checkpoint_file(path)
         except CheckpointError as e:
             bad.append(os.path.basename(path))
-            log.warning(f"skipping damaged checkpoint: {e}")
+            why = e.reason if isinstance(e, DamagedCheckpoint) else str(e)
+            log.warning(f"skipping damaged checkpoint '{path}' ({why})")  # the older one is chosen below
             continue
         if bad:
             log.warning(f"checkpoint(s) {', '.join(bad)} are damaged; using iteration_{it}, the last good checkpoint")
