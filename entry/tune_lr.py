@@ -2,8 +2,8 @@
 
     python entry/tune_lr.py
 
-Each trial is its own run directory (``./tune_lr/lr_<value>_seed<seed>/``); the score of a trial is the env steps it needed to
-reach the stop value (the budget when it did not), so lower is better.
+Each trial is its own run directory (``./tune_lr/lr_<value>_seed<seed>/``); the score of a trial is the env steps it
+needed to reach the stop value (the budget when it did not), so lower is better.
 """
 from __future__ import annotations
 

@@ -179,6 +179,11 @@ class Trainer:
         return self._run.policy
 
     @property
+    def learner(self) -> Any:
+        """The run's ``BaseLearner``: ``trainer.learner.register_hook(hook)``, ``show_hooks(trainer.learner.hooks)``."""
+        return self._run.learner
+
+    @property
     def done(self) -> bool:
         """True once the run ended (stop value, a limit, a hook, Ctrl-C inside :meth:`run`)."""
         return self._done
