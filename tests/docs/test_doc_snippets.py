@@ -9,7 +9,7 @@ with the page, the line of the block and the error.
 How a page runs: its blocks in order, in one fresh process (``_run_snippets.py``) whose working directory is a new
 temporary directory holding links to the repository's ``config/``, ``entry/`` and ``tests/`` (the docs' paths are
 relative to the repository root). Python blocks share one namespace, as for a reader who runs them one after another;
-bash blocks run with ``bash -eo pipefail``, with the venv's ``ding`` first on ``PATH``.
+bash blocks run with ``bash -eo pipefail``, with the venv's ``ding`` first on ``PATH``. A page's run has 15 minutes.
 
 Small limits: where a block would run long, :data:`SUBSTITUTIONS` replaces a piece of its text before it runs, and
 says why; a substitution whose text is no longer in the page fails the test (so it never goes stale silently). The
@@ -125,6 +125,7 @@ def test_page_snippets_run(page, tmp_path):
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     env["MPLBACKEND"] = "Agg"  # plt.show() draws nothing and returns
     env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as for the whole suite (conftest.py): no spinning OpenMP threads
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "docs", "_run_snippets.py"), str(spec)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
