@@ -36,23 +36,35 @@ FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[A-Za-z0-9_+-]*)\s*$")
 # page -> [(text in an executed block, what it becomes, why)]
 SUBSTITUTIONS: dict[str, list[tuple[str, str, str]]] = {
     "README.md": [
+        ("source .venv/bin/activate", "true  # (the test puts the venv's bin first on PATH)",
+         "the test's working directory has no .venv; its PATH already starts with the venv's bin"),
         ("-s 0 -s 1 -s 2   # three seeds", "-s 0 -s 1 --train-iter 100   # three seeds",
          "two seeds and 100 iterations show the same thing in a fraction of the time"),
         ("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 ",
-         "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --train-iter 100 ",
-         "a parallel run to the stop value is ~15 s more; parallel.md's blocks run it to its end"),
+         "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --train-iter 60 ",
+         "a parallel run to the stop value is ~15 s more; the suite's e2e tests run it to its end"),
     ],
     "docs/python_api.md": [
-        ("budget=6000", "budget=1500", "three trials of up to 6,000 env steps take a minute; 1,500 shows the same"),
+        ("budget=6000", "budget=600", "three trials of up to 6,000 env steps take a minute; 600 shows the same"),
         ('"run/ckpt/iteration_800.pth.tar"', 'ding.worker.list_iteration_checkpoints("cartpole_dqn_seed0/ckpt")[-1][1]',
          "the page's placeholder run: its newest checkpoint file instead"),
         ('"model.pth.tar", config="my_config.py"',
          '"cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar", config="config/serial/cartpole_dqn.py"',
          "the page's placeholder files: a real checkpoint and config"),
     ],
+    "docs/serial.md": [
+        ('"config/serial/cartpole_ppo.py", seed=0)', '"config/serial/cartpole_ppo.py", seed=0, max_env_step=2000)',
+         "PPO to its stop value takes ~30 s; a short run checks the same door"),
+    ],
     "docs/parallel.md": [
+        ("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0\n",
+         "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --train-iter 60\n",
+         "a parallel run to the stop value takes 15-60 s on a busy machine; tests/e2e runs it to its end"),
+        ("--train-iter 200  ", "--train-iter 40  ", "the same stop-resume-extend sequence with smaller limits"),
+        ("--train-iter 400 --resume", "--train-iter 80 --resume", "(as above)"),
+        ("--train-iter 800 --resume --extend", "--train-iter 120 --resume --extend", "(as above)"),
         ("main_config, create_config, system_config), seed=0)", "main_config, create_config, system_config), seed=0, "
-         "max_train_iter=100)", "the page's first block already runs parallel mode to the stop value"),
+         "max_train_iter=40)", "the page's first block already runs parallel mode"),
     ],
 }
 
