@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from functools import partial
 
 import torch
@@ -9,7 +10,7 @@ import torch
 from ding.config import compile_config
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import check_policy_fits_env, create_policy
-from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
+from ding.utils import CheckpointError, join_run_dir, set_pkg_seed, setup_torch_threads
 from ding.worker import CKPT_BEST_NAME, create_serial_evaluator, list_iteration_checkpoints, load_checkpoint_file
 
 from .serial_checks import load_input
@@ -59,12 +60,16 @@ def eval(  # noqa: A001  (DI-engine's name)
         raise CheckpointError(f"eval: checkpoint '{load_path}' has no 'model' entry (it holds {sorted(state)}); pass a "
                               "checkpoint written by a ding run (ckpt/ckpt_best.pth.tar or ckpt/iteration_N.pth.tar)")
     policy.eval_mode.load_state_dict({"model": state["model"]})
-    evaluator = create_serial_evaluator(cfg.policy.eval.evaluator, env=evaluator_env, policy=policy.eval_mode,
-                                        exp_name=cfg.exp_name)
-    try:
-        _, episode_info = evaluator.eval()
-    finally:
-        evaluator.close()
+    # the evaluator's logs go to a temporary directory: the config's exp_name is usually the training run's own
+    # directory, which an evaluation must not write into (the result is the printed line and the return value)
+    with tempfile.TemporaryDirectory(prefix="ding_eval_") as logs:
+        join_run_dir(logs)
+        evaluator = create_serial_evaluator(cfg.policy.eval.evaluator, env=evaluator_env, policy=policy.eval_mode,
+                                            exp_name=logs)
+        try:
+            _, episode_info = evaluator.eval()
+        finally:
+            evaluator.close()
     ret = _eval_returns(episode_info)
     print(f"[eval] {load_path}: return {ret['eval_return_mean']:.2f} ± {ret['eval_return_std']:.2f}")
     return ret["eval_return_mean"]
