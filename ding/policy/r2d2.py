@@ -144,7 +144,8 @@ class R2D2Policy(DQNPolicy):
         # n-step windows live inside its sequences (computed by the learner); DI-engine's split (and the sequence
         # buffer's windows) needs nothing from the previous chunk, overlapping sequences need up to unroll_len - 1.
         if name == "nstep":
-            return self._unroll_len if self._period is not None and not self._from_windows else 1
+            overlap = getattr(self, "_period", None) is not None and not getattr(self, "_from_windows", False)
+            return self._unroll_len if overlap else 1
         return super()._get_attribute(name)
 
     # ------------------------------------------------------------------ learn
@@ -372,11 +373,14 @@ def _burn_in(model: Any, obs: torch.Tensor, state: torch.Tensor, valid: torch.Te
 def _number_steps(transitions: list[dict[str, Any]]) -> tuple[int, int]:
     """Give each transition of a chunk its ``episode_step`` (its index in the episode) -> (the chunk's first episode
     step, how many leading transitions already had one: the ones the collector kept from the previous chunk). A chunk
-    whose first transition has none starts its episode."""
+    whose first transition has none starts its episode; one whose transitions all have one is cut again from scratch
+    (the same transitions given twice, e.g. a whole episode)."""
     seen = 0
     while seen < len(transitions) and "episode_step" in transitions[seen]:
         seen += 1
     first = int(transitions[0]["episode_step"]) if seen else 0
+    if seen == len(transitions):
+        return first, 0
     for i in range(seen, len(transitions)):
         transitions[i]["episode_step"] = first + i
     return first, seen

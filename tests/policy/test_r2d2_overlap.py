@@ -165,6 +165,19 @@ def test_a_replay_period_longer_than_the_trained_part_is_refused():
         r2d2(burnin=3, learn=5, period=6)
 
 
+def test_the_same_episode_given_twice_gives_the_same_sequences():
+    policy = r2d2(burnin=3, learn=5, period=3)
+    ep = episode(0, 12)
+    once, twice = policy.collect_mode.get_train_sample(ep), policy.collect_mode.get_train_sample(ep)
+    assert len(once) == len(twice) == 4
+    assert all(np.array_equal(a["obs"], b["obs"]) and np.array_equal(a["mask"], b["mask"]) for a, b in zip(once, twice))
+
+
+def test_an_eval_only_policy_answers_the_nstep_attribute():
+    policy = R2D2Policy(dict(model=MODEL, replay_period=4), enable_field=["eval"])
+    assert policy.eval_mode.get_attribute("nstep") == 1
+
+
 def test_a_chunk_that_does_not_repeat_the_previous_one_is_refused():
     policy = r2d2(burnin=3, learn=5, period=3)
     ep = episode(0, 30)
