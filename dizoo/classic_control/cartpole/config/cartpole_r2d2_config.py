@@ -1,5 +1,5 @@
-"""CartPole R2D2: an LSTM Q-network on stored sequences (burn-in, 3-step double Q, value rescaling, prioritized
-sequences).
+"""CartPole R2D2: an LSTM Q-network on stored sequences that overlap (burn-in, 3-step double Q, value rescaling,
+prioritized sequences).
 
 Run: ``ding -m serial -c config/serial/cartpole_r2d2.py -s 0``
 or ``python -m dizoo.classic_control.cartpole.config.cartpole_r2d2_config``.
