@@ -98,7 +98,7 @@ def test_the_first_sequence_of_an_episode_trains_from_step_0_after_a_padded_burn
     first, second, third = policy.collect_mode.get_train_sample(episode(0, 12))[:3]
     assert first["mask"].tolist() == [False] * 3 + [True] * 5  # steps -3..-1 padding, trains 0..4
     assert first["obs"][3:8, 1].tolist() == [0, 1, 2, 3, 4] and np.array_equal(first["prev_state"], np.zeros((2, 8)))
-    assert second["mask"].tolist() == [False] * 0 + [True] * 8  # burn-in 0..2, trains 3..7 (front padding 0)
+    assert second["mask"].tolist() == [True] * 8  # burn-in 0..2, trains 3..7 (no front padding)
     assert second["obs"][:8, 1].tolist() == list(range(0, 8))
     assert third["obs"][:8, 1].tolist() == list(range(3, 11))  # burn-in 3..5, trains 6..10
     assert np.allclose(third["prev_state"], 0.03)
@@ -117,14 +117,18 @@ def test_overlapping_sequences_are_emitted_once_across_chunks():
 def test_front_padding_leaves_the_burn_in_state_loss_and_priority_unchanged():
     policy = R2D2Policy(dict(model=MODEL, burnin_step=3, learn_unroll_len=5, replay_period=3, nstep=2, priority=True,
                              priority_IS_weight=False, learn=dict(learning_rate=1e-12)))
-    seqs = policy.collect_mode.get_train_sample(episode(0, 12))
+    seqs = policy.collect_mode.get_train_sample(episode(0, 12, terminated=False))  # truncated: next_obs counts
+    assert any(not s["mask"][0] for s in seqs) and any(not s["mask"][-1] for s in seqs)  # front and end padding
     out = policy.learn_mode.forward(seqs)
     noisy = [dict(s) for s in seqs]
     rng = np.random.default_rng(0)
     for s in noisy:  # garbage in every padded slot must change nothing
         pad = ~s["mask"]
+        last = int(np.flatnonzero(s["mask"])[-1])
+        obs_pad = np.append(pad, False)
+        obs_pad[last + 1] = False  # the slot after the last real step is its next_obs, the bootstrap state
         s["obs"] = s["obs"].copy()
-        s["obs"][:-1][pad] = rng.standard_normal((int(pad.sum()), 4))
+        s["obs"][obs_pad] = rng.standard_normal((int(obs_pad.sum()), 4))
         s["action"] = np.where(pad, 1 - s["action"], s["action"])
         s["reward"] = np.where(pad, 7.0, s["reward"]).astype(np.float32)
     again = policy.learn_mode.forward(noisy)
