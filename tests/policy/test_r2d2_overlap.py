@@ -211,7 +211,8 @@ def test_with_the_real_collector_every_step_of_a_finished_episode_is_trained():
     env.seed(0)
     collector = SampleSerialCollector(SampleSerialCollector.default_config(), env, view)
     try:
-        samples = collector.collect(n_sample=60, train_iter=0, policy_kwargs={"eps": 1.0})
+        # drop_extra=False: every sequence the flushed chunks gave (drop_extra cuts the list at n_sample)
+        samples = collector.collect(n_sample=60, train_iter=0, drop_extra=False, policy_kwargs={"eps": 1.0})
     finally:
         collector.close()
     trained = [seq["obs"][i] for seq in samples for i in range(4, 20) if seq["mask"][i]]
