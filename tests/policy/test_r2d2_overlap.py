@@ -195,7 +195,7 @@ def test_the_collector_keeps_the_context_overlapping_sequences_need():
     assert r2d2(burnin=3, learn=5, period=None).collect_mode.get_attribute("nstep") == 1  # DI-engine's split
 
 
-def test_with_the_real_collector_every_step_of_a_finished_episode_is_trained():
+def test_with_the_real_collector_every_step_of_a_finished_episode_is_trained(in_tmp_dir):
     policy = r2d2(burnin=4, learn=16, period=8, collect=dict(n_sample=8))
     seen: list[dict] = []
     mode = policy.collect_mode
