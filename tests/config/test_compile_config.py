@@ -325,7 +325,7 @@ def test_renew_dir_moves_a_second_run_to_a_timestamped_dir(in_tmp_dir, caplog):
     assert re.fullmatch(r"h2t_exp_\d{6}_\d{6}", second.exp_name)
     assert os.path.isfile(os.path.join(second.exp_name, "total_config.py"))
     assert read_config(os.path.join(second.exp_name, "total_config.py"))[0].exp_name == second.exp_name
-    assert f"'h2t_exp' already exists; this run uses '{second.exp_name}'" in caplog.text
+    assert f"'h2t_exp' already exists (an earlier run's); this run uses '{second.exp_name}'" in caplog.text
     third = compile_auto(save_cfg=True)  # within the same second: still a fresh directory
     assert third.exp_name not in ("h2t_exp", second.exp_name) and os.path.isdir(third.exp_name)
 
