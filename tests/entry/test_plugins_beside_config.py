@@ -56,8 +56,11 @@ class MyCartPole(CartPoleEnv):
 '''
 
 CONFIG = '''
-from dizoo.classic_control.cartpole.config.cartpole_dqn_config import main_config, create_config
+import copy
 
+from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
+
+main_config, create_config = copy.deepcopy(main_config), copy.deepcopy(create_config)  # never the shared module's
 main_config.exp_name = "beside_run"
 main_config.env.collector_env_num = 2
 main_config.env.evaluator_env_num = 1

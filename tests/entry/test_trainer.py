@@ -238,7 +238,7 @@ def test_load_policy_reproduces_the_evaluators_actions(in_tmp_dir):
     env = create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in env_cfgs])
     env.seed(0, dynamic_seed=False)
     evaluator = create_serial_evaluator(cfg.policy.eval.evaluator, env=env, policy=Recording(policy.eval_mode),
-                                        exp_name="run")
+                                        exp_name="replay_eval")  # its own directory: "run" is the trained run's
     try:
         _, info = evaluator.eval()
     finally:
