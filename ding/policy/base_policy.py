@@ -14,7 +14,14 @@ from easydict import EasyDict
 
 from ding.config.ranges import at_least
 from ding.model import create_model
-from ding.utils import POLICY_REGISTRY, CheckpointError, ConfigError, deep_merge_dicts, import_module
+from ding.utils import (
+    POLICY_REGISTRY,
+    CheckpointError,
+    ConfigError,
+    apply_default_torch_threads,
+    deep_merge_dicts,
+    import_module,
+)
 
 MODES = ("learn", "collect", "eval", "command")
 
@@ -113,6 +120,7 @@ class Policy(ABC):
 
     def __init__(self, cfg: Mapping[str, Any], model: nn.Module | None = None,
                  enable_field: Sequence[str] | None = None) -> None:
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._enable_field = self._check_enable_field(enable_field)
         self._on_policy = bool(self._cfg.on_policy)

@@ -1,5 +1,6 @@
 from .default_helper import (
     EasyTimer,
+    apply_default_torch_threads,
     close_all,
     config_of,
     deep_merge_dicts,

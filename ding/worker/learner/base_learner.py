@@ -13,7 +13,14 @@ from easydict import EasyDict
 
 import ding
 from ding.config.ranges import at_least, one_of
-from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
+from ding.utils import (
+    LEARNER_REGISTRY,
+    CheckpointError,
+    apply_default_torch_threads,
+    config_of,
+    deep_merge_dicts,
+    import_module,
+)
 from ding.utils.worker_logs import WorkerLogs
 
 from .checkpoint import (
@@ -150,6 +157,7 @@ class BaseLearner:
         """``data_source(batch_size) -> list of samples`` feeds :meth:`start` (parallel mode; None ends the data).
         ``ckpt_dir`` (default ``./<exp_name>/ckpt``) and ``log_dir`` (default ``./<exp_name>/log/<instance_name>``)
         place the learner's files."""
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._exp_name = exp_name
         self._instance_name = instance_name
