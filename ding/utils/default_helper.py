@@ -136,10 +136,13 @@ def apply_default_torch_threads() -> None:
 
 def torch_start_threads() -> int:
     """The intra-op thread count torch picks by itself when no thread variable is set: the machine's physical cores
-    (what torch's cpuinfo counts on Linux), else the logical CPUs."""
+    (what torch's cpuinfo counts on Linux, else the logical CPUs), at most the CPUs this process may run on."""
     global _START_THREADS
     if _START_THREADS is None:
-        _START_THREADS = _physical_cores() or os.cpu_count() or 1
+        n = _physical_cores() or os.cpu_count() or 1
+        if hasattr(os, "sched_getaffinity"):  # torch honours a CPU affinity mask (taskset, container cpusets)
+            n = min(n, len(os.sched_getaffinity(0)))
+        _START_THREADS = n
     return _START_THREADS
 
 
