@@ -6,13 +6,15 @@
 
 Every run is a fresh process that runs the example's loop for a fixed number of learner iterations (the stop value
 is set out of reach, so every run does the same work), timed inside the process from the first worker built to the
-last one closed. Two thread settings: ``ding`` (nothing set: the first worker built applies ding's default of one
-torch thread) and ``torch`` (``DING_TORCH_THREADS`` set to the count torch starts with: the default a loop built by
-hand had before, the thread trap). Two machine states: ``quiet`` and ``busy`` (this script starts one process that
-spins a CPU core for the run, and stops it). Runs are interleaved (quiet/busy x ding/torch, repeated), so a change in
-the machine's own load hits every cell alike. The children start without ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
-``DING_TORCH_THREADS`` or ``OMP_WAIT_POLICY``, as a user's shell would. Figures: median loop wall per cell, and the
-ratios busy/quiet (the acceptance is busy/quiet <= 1.3 with ding's default) and torch/ding on the busy machine.
+last one closed: wall time, and the process's CPU time (with one thread it stays the same on a busy machine, while
+OpenMP threads burn CPU waiting for each other). Two thread settings: ``ding`` (nothing set: the first worker built
+applies ding's default of one torch thread) and ``torch`` (``DING_TORCH_THREADS`` set to the count torch starts
+with: what a loop built by hand had before, the thread trap). Two machine states: ``quiet`` and ``busy`` (this
+script starts one process that spins a CPU core for the run, and stops it). Runs are interleaved (quiet/busy x
+ding/torch, repeated), so a change in the machine's own load hits every cell alike. The children start without
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``DING_TORCH_THREADS`` or ``OMP_WAIT_POLICY``, as a user's shell would.
+Figures: median wall and CPU per cell, the ratio busy/quiet (the acceptance: <= 1.3 with ding's default on a
+machine that is otherwise quiet) and torch/ding on the busy machine.
 """
 from __future__ import annotations
 
@@ -42,12 +44,12 @@ def child(iterations: int, seed: int) -> dict:
 
     cfg = EasyDict(json.loads(json.dumps(main_config)))
     cfg.env.stop_value = 1e9  # never reached: every run does `iterations` learner iterations
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     cartpole_dqn_main.main(cfg, seed=seed, max_iterations=iterations)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     import torch
 
-    return {"wall_s": wall, "threads": torch.get_num_threads()}
+    return {"wall_s": wall, "cpu_s": cpu, "threads": torch.get_num_threads()}
 
 
 def torch_start_threads() -> int:
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> dict:
     start = torch_start_threads() if "torch" in args.settings else None
     envs = {"ding": {}, "torch": {"DING_TORCH_THREADS": str(start)}}
     walls: dict[str, list[float]] = {f"{load}/{s}": [] for load in LOADS for s in args.settings}
+    cpus: dict[str, list[float]] = {k: [] for k in walls}
     threads: dict[str, int] = {}
     for rep in range(args.repeats):
         for load in LOADS:
@@ -128,12 +131,15 @@ def main(argv: list[str] | None = None) -> dict:
                 else:
                     out = run_child(args.iterations, args.seed, envs[setting])
                 walls[key].append(out["wall_s"])
+                cpus[key].append(out["cpu_s"])
                 threads[setting] = out["threads"]
-                print(f"run {rep + 1}/{args.repeats} {key:12s} {out['wall_s']:7.2f} s ({out['threads']} threads)",
-                      flush=True)
+                print(f"run {rep + 1}/{args.repeats} {key:12s} {out['wall_s']:7.2f} s wall, {out['cpu_s']:7.2f} s "
+                      f"CPU ({out['threads']} threads)", flush=True)
     med = {k: statistics.median(v) for k, v in walls.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
     result: dict = {"bench": "handbuilt_loop", "iterations": args.iterations, "repeats": args.repeats,
                     "torch_start_threads": start, "threads": threads, "median_wall_s": med, "walls_s": walls,
+                    "median_cpu_s": med_cpu, "cpus_s": cpus,
                     "load_avg_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
     for s in args.settings:
         result[f"busy_over_quiet_{s}"] = med[f"busy/{s}"] / med[f"quiet/{s}"]
@@ -142,8 +148,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\nhand-built CartPole DQN loop, {args.iterations} iterations, medians of {args.repeats} "
           f"(torch starts with {start or '?'} threads; load average now {result['load_avg_1min']})")
     for s in args.settings:
-        print(f"  {s:5s} ({threads[s]} thread(s)): quiet {med[f'quiet/{s}']:.2f} s, busy {med[f'busy/{s}']:.2f} s, "
-              f"busy/quiet {result[f'busy_over_quiet_{s}']:.2f}x")
+        print(f"  {s:5s} ({threads[s]} thread(s)): wall quiet {med[f'quiet/{s}']:.2f} s, busy "
+              f"{med[f'busy/{s}']:.2f} s, busy/quiet {result[f'busy_over_quiet_{s}']:.2f}x; CPU quiet "
+              f"{med_cpu[f'quiet/{s}']:.2f} s, busy {med_cpu[f'busy/{s}']:.2f} s")
     if "busy_torch_over_ding" in result:
         print(f"  busy machine: torch's default threads take {result['busy_torch_over_ding']:.2f}x ding's default")
     if args.json:
