@@ -1,6 +1,5 @@
 from .default_helper import (
     EasyTimer,
-    apply_default_torch_threads,
     close_all,
     config_of,
     deep_merge_dicts,
@@ -8,7 +7,6 @@ from .default_helper import (
     get_rng_state,
     set_pkg_seed,
     set_rng_state,
-    setup_torch_threads,
     squeeze,
 )
 from .errors import (
@@ -32,4 +30,5 @@ from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
+from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs

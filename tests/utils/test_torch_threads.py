@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from ding.utils import default_helper
+from ding.utils import torch_threads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 THREAD_VARS = ("DING_TORCH_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -37,7 +37,7 @@ if sys.argv[1] != "-":
 from ding.config import compile_config
 from ding.envs import BaseEnvManager
 from ding.policy import DQNPolicy
-from ding.utils.default_helper import torch_start_threads
+from ding.utils.torch_threads import torch_start_threads
 from ding.worker import BaseLearner, InteractionSerialEvaluator, SampleSerialCollector
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import main_config
 from dizoo.classic_control.cartpole.envs.cartpole_env import CartPoleEnv
@@ -80,7 +80,7 @@ def test_a_policy_built_by_hand_gets_one_thread_and_says_so_once(tmp_path):
 
 
 def test_an_explicit_torch_set_num_threads_is_kept(tmp_path):
-    chosen = default_helper.torch_start_threads() + 1  # differs from torch's start value and from the default
+    chosen = torch_threads.torch_start_threads() + 1  # differs from torch's start value and from the default
     out = _run(tmp_path, set_threads=chosen)
     assert out["after_policy"] == chosen and out["after_all"] == chosen and out["log"] == [], out
 
@@ -99,7 +99,7 @@ def test_ding_torch_threads_is_applied(tmp_path):
 def test_a_bad_ding_torch_threads_is_one_clear_error(monkeypatch):
     monkeypatch.setenv("DING_TORCH_THREADS", "four")
     with pytest.raises(ValueError, match=r"DING_TORCH_THREADS='four' \(environment variable\): give a positive"):
-        default_helper.setup_torch_threads()
+        torch_threads.setup_torch_threads()
 
 
 # -------------------------------------------------------------- in process: each constructor calls the helper
@@ -108,9 +108,9 @@ def fresh_helper(monkeypatch):
     """The helper as in a fresh process, with the thread count left alone (torch's count counts as the user's)."""
     for var in THREAD_VARS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(default_helper, "_THREADS_SET", False)
-    monkeypatch.setattr(default_helper, "_DEFAULT_CHECKED", False)
-    monkeypatch.setattr(default_helper, "_START_THREADS", torch.get_num_threads() + 1)
+    monkeypatch.setattr(torch_threads, "_THREADS_SET", False)
+    monkeypatch.setattr(torch_threads, "_DEFAULT_CHECKED", False)
+    monkeypatch.setattr(torch_threads, "_START_THREADS", torch.get_num_threads() + 1)
     yield
     assert torch.get_num_threads() == 1  # conftest's count, untouched
 
@@ -142,9 +142,9 @@ def test_each_worker_constructor_applies_the_default(first, fresh_helper, in_tmp
 
     if first in ("learner", "collector", "evaluator"):
         built += [build("policy"), build("env_manager")]
-        assert default_helper._DEFAULT_CHECKED
-        monkeypatch.setattr(default_helper, "_DEFAULT_CHECKED", False)
+        assert torch_threads._DEFAULT_CHECKED
+        monkeypatch.setattr(torch_threads, "_DEFAULT_CHECKED", False)
     worker = build(first)
-    assert default_helper._DEFAULT_CHECKED, f"{first} did not apply the thread default"
+    assert torch_threads._DEFAULT_CHECKED, f"{first} did not apply the thread default"
     if hasattr(worker, "close"):
         worker.close()
