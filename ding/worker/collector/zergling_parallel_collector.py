@@ -130,6 +130,9 @@ class ZerglingParallelCollector(BaseParallelCollector):
         state = self.get_policy_update_info(self._policy_path)
         if state is None:
             return
+        from ding.worker.parallel_files import check_policy_fits
+
+        check_policy_fits(state, self._policy.collect_mode.state_dict()["model"], self._policy_path)
         self._policy.collect_mode.load_state_dict({"model": state["model"]})
         self._policy.eval_mode.load_state_dict({"model": state["model"]})
         self._policy_stat = stamp

@@ -29,6 +29,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
+        max_policy_file_mb=1024,  # refuse a policy file (and what it holds) larger than this; see docs/parallel.md
     )
 
     def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
@@ -107,4 +108,4 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy
 
-        return read_policy(path)
+        return read_policy(path, max_bytes=int(float(self._cfg.max_policy_file_mb) * (1 << 20)))

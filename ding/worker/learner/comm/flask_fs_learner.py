@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
 
@@ -84,6 +85,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         **COMM_ROLE_CONFIG,
         prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
+        max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
+        max_sample_mb=256,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
     )
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
@@ -113,6 +116,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._cache: collections.OrderedDict = collections.OrderedDict()
         self._cache_size = 0
         self._start_lock = threading.Lock()
+        self._limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
+                                    max_decoded_bytes=int(float(cfg.max_sample_mb) * (1 << 20)))
 
     # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
@@ -300,8 +305,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 cache.move_to_end(data_id)
             else:
                 try:
-                    stored = read_data(self._path_data, data_id)
-                except (DataFileError, TypeError) as e:
+                    stored = read_data(self._path_data, data_id, self._limits)
+                except DataFileError as e:
                     self._skipped_files += 1
                     self._logger.warning(f"skipped a training sample: {e}")
                     continue
