@@ -30,6 +30,48 @@ def data_path(path_data: str, data_id: str) -> str:
     return os.path.join(path_data, data_id)
 
 
+def policy_path(path_policy: str, policy_id: Any) -> str:
+    """``path_policy/policy_id``; a policy id is a plain file name like a data id (nothing escapes the directory)."""
+    if not isinstance(policy_id, str) or not _DATA_ID.match(policy_id) or policy_id in (".", ".."):
+        raise DataFileError(f"invalid policy id {policy_id!r}: must be a plain file name of letters, digits, '_.-'")
+    return os.path.join(path_policy, policy_id)
+
+
+def run_dir(given: Any, expected: Any, what: str) -> str:
+    """A shared directory named by a peer's task (``what`` names the field, e.g. ``learner_start_task.path_data``).
+
+    It must be a path string; when this role's own config names the run's directory (``expected``: the
+    ``path_data`` / ``path_policy`` of its ``system_config``, as every role of ``ding -m parallel`` has), the task
+    must name that same directory, so a peer cannot point a role at any other directory.
+    """
+    if not isinstance(given, str) or not given.strip() or "\x00" in given:
+        raise DataFileError(f"{what}: expected a directory path, got {given!r}")
+    if expected and os.path.realpath(given) != os.path.realpath(str(expected)):
+        raise DataFileError(f"{what}: {given!r} is not this run's directory {str(expected)!r} (from this role's "
+                            "config); a role reads and writes only the run's own shared directories")
+    return given
+
+
+def learner_load_path(load_path: Any, ckpt_dir: str, what: str = "learner_start_task.load_path") -> str | None:
+    """The checkpoint a peer asks the learner to load, confined to the learner's own checkpoint directory.
+
+    ``load_path`` must be ``ckpt_dir`` itself (its newest good ``iteration_N``) or an ``iteration_N.pth.tar`` in it:
+    the learner loads only what it wrote itself (collectors write elsewhere). None or '' means nothing to load.
+    """
+    if load_path is None or load_path == "":
+        return None
+    if not isinstance(load_path, str) or "\x00" in load_path:
+        raise DataFileError(f"{what}: expected a path, got {load_path!r}")
+    real, root = os.path.realpath(load_path), os.path.realpath(ckpt_dir)
+    if real == root:
+        return ckpt_dir
+    name = os.path.basename(real)
+    if os.path.dirname(real) == root and re.match(r"^iteration_\d+\.pth\.tar$", name):
+        return os.path.join(ckpt_dir, name)
+    raise DataFileError(f"{what}: {load_path!r} is not the learner's checkpoint directory {ckpt_dir!r} nor an "
+                        "iteration_N.pth.tar in it; the learner loads only checkpoints it wrote itself")
+
+
 def write_data(path_data: str, data_id: str, sample: Any, compress: bool = True) -> int:
     return save_file(sample, data_path(path_data, data_id), compress=compress)
 

@@ -144,3 +144,55 @@ def test_collector_task_fails_on_a_crafted_policy_file_then_recovers(main_json, 
         assert out["eval_flag"] and out["policy_iter"] == 1
     finally:
         collector.close()
+
+
+def test_peer_paths_and_ids_are_confined_to_the_run_directories(tmp_path):
+    from ding.utils import DataFileError
+    from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
+
+    assert policy_path("p", "policy") == os.path.join("p", "policy")
+    for bad in ("../x", "a/b", "..", "", None, 3):
+        with pytest.raises(DataFileError, match="invalid policy id"):
+            policy_path("p", bad)
+    assert run_dir("./w/data", None, "t.path_data") == "./w/data"  # no expectation: any path string
+    assert run_dir("./w/data", "w/data", "t.path_data") == "./w/data"
+    with pytest.raises(DataFileError, match=r"t\.path_data: '/etc' is not this run's directory 'w/data'"):
+        run_dir("/etc", "w/data", "t.path_data")
+    with pytest.raises(DataFileError, match="expected a directory path"):
+        run_dir(["w"], None, "t.path_data")
+    ckpt = str(tmp_path / "exp" / "ckpt")
+    assert learner_load_path(None, ckpt) is None and learner_load_path(ckpt + "/", ckpt) == ckpt
+    assert learner_load_path(ckpt + "/iteration_3.pth.tar", ckpt) == os.path.join(ckpt, "iteration_3.pth.tar")
+    for bad in (str(tmp_path / "exp" / "collector_ckpt" / "ckpt_best.pth.tar"), ckpt + "/ckpt_best.pth.tar",
+                ckpt + "/../ckpt2", "/tmp/iteration_1.pth.tar"):
+        with pytest.raises(DataFileError, match="the learner loads only checkpoints it wrote itself"):
+            learner_load_path(bad, ckpt)
+    os.makedirs(ckpt)
+    os.symlink(tmp_path / "evil.pth.tar", os.path.join(ckpt, "iteration_9.pth.tar"))  # a planted link: refused
+    with pytest.raises(DataFileError, match="loads only checkpoints it wrote itself"):
+        learner_load_path(os.path.join(ckpt, "iteration_9.pth.tar"), ckpt)
+
+
+def test_roles_refuse_start_tasks_naming_other_directories(main_json, master):  # noqa: F811
+    learner = FlaskFileSystemLearner({"path_data": "./w/data", "path_policy": "./w/policy"}, name="learner0",
+                                     token=TOKEN)
+    collector = FlaskFileSystemCollector({"path_data": "./w/data", "path_policy": "./w/policy"}, name="collector0",
+                                         token=TOKEN)
+    try:
+        lconn = _join(master, learner)
+        cconn = _join(master, collector)
+        base = dict(task_id="t0", main_config=main_json, path_data="./w/data", path_policy="./w/policy",
+                    policy_id="policy", buffer_id="b0", seed=0, load_path=None)
+        for change, match in ((dict(path_data="/tmp"), "path_data: '/tmp' is not this run's directory"),
+                              (dict(policy_id="../../x"), "invalid policy id"),
+                              (dict(load_path="./w/collector_ckpt/ckpt_best.pth.tar"), "load_path.*wrote itself")):
+            with pytest.raises(TaskFailed, match=match):
+                master.new_task(lconn, "learner_start_task", dict(base, **change), deadline_s=60).result(60)
+            if "load_path" not in change:
+                with pytest.raises(TaskFailed, match=match):
+                    master.new_task(cconn, "collector_start_task", dict(base, **change), deadline_s=60).result(60)
+        started = master.new_task(lconn, "learner_start_task", base, deadline_s=60).result(60)
+        assert started["learner_step"] == 0
+    finally:
+        collector.close()
+        learner.close()

@@ -23,6 +23,7 @@ from easydict import EasyDict
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
+from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
 
 from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
@@ -156,25 +157,27 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
         set_pkg_seed(int(task.get("seed", cfg.get("seed", 0))), use_cuda=bool(cfg.policy.get("cuda", False)))
-        self._path_data = task.path_data
+        self._path_data = run_dir(task.get("path_data"), self._cfg.get("path_data"), "learner_start_task.path_data")
+        path_policy = run_dir(task.get("path_policy"), self._cfg.get("path_policy"), "learner_start_task.path_policy")
+        self._policy_path = policy_path(path_policy, task.get("policy_id"))
+        ckpt_dir = os.path.join(exp_name, "ckpt")
+        load_path = learner_load_path(task.get("load_path"), ckpt_dir)
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
-        os.makedirs(task.path_policy, exist_ok=True)
-        self._policy_path = os.path.join(task.path_policy, task.policy_id)
+        os.makedirs(path_policy, exist_ok=True)
         policy = create_policy(cfg.policy, enable_field=["learn"])
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
         learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
             1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
         learner = BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name, instance_name=self.name,
-                              data_source=self.get_data, ckpt_dir=os.path.join(exp_name, "ckpt"),
+                              data_source=self.get_data, ckpt_dir=ckpt_dir,
                               log_dir=os.path.join(exp_name, "log", self.name))
         for hook in self.hooks4call_for(int(learner_cfg.get("send_policy_freq", 1))):
             learner.register_hook(hook)
-        load_path = task.get("load_path")
-        if load_path:
+        if load_path:  # the learner's own directory, tensors only (nothing there is unpickled)
             path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
             if path:
-                learner.load_checkpoint(path)
+                learner.load_checkpoint(path, allow_pickle=False)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
         self._demands.put({"batch_size": int(learner.policy.get_attribute("batch_size")),
