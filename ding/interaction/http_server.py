@@ -220,13 +220,20 @@ class BoundedWSGIServer(BaseWSGIServer):
             pass
 
     # ---------------------------------------------------------------- lifecycle
-    def stop(self, timeout: float = 5.0) -> None:
-        """End the loop and the workers (connections in service are cut), then wait up to ``timeout`` seconds."""
+    def stop(self, timeout: float = 5.0, grace: float = 1.0) -> None:
+        """End the loop and the workers: requests in service get ``grace`` seconds to finish (a ``disconnect`` that
+        closes this very server still gets its answer), then their connections are cut; waits up to ``timeout``."""
         self._stop.set()
         try:
             self._wake_w.send(b"x")
         except OSError:
             pass
+        end = time.monotonic() + grace
+        while time.monotonic() < end:
+            with self._active_lock:
+                if not self._active:
+                    break
+            time.sleep(0.01)
         with self._active_lock:
             active = list(self._active)
         for conn in active:

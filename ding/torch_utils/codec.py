@@ -53,7 +53,7 @@ class DecodeLimits:
     """
 
     max_file_bytes: int = 64 * 1024 * 1024
-    max_decoded_bytes: int = 256 * 1024 * 1024
+    max_decoded_bytes: int = 64 * 1024 * 1024
     max_depth: int = 32
     max_arrays: int = 100_000
 

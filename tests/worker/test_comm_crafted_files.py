@@ -70,10 +70,12 @@ def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, mast
         # the batch of crafted files only is answered as skipped; the two with good samples train
         assert [bool(i.get("skipped")) for i in out["infos"]] == [False, True, False]
         assert out["infos"][-1]["learner_step"] == 2
-        again = master.new_task(conn, "learner_learn_task", {"data": [[{"data_id": f"d{i}", "IS": 1.0}
-                                                                       for i in range(4)]], "wait_s": 30},
-                                deadline_s=40).result(40)
-        assert again["trained"] == 1 and again["skipped_files"] == 0
+        # a bad file is remembered (data files never change): not read again, even if it is replaced
+        write_data(paths["path_data"], "bad_structure", _transition(9))
+        again = master.new_task(conn, "learner_learn_task", {"data": [[{"data_id": d, "IS": 1.0}
+                                                                       for d in ("d0", "d1", "d2", "bad_structure")]],
+                                                             "wait_s": 30}, deadline_s=40).result(40)
+        assert again["trained"] == 1 and again["skipped_files"] == 1
         assert again["infos"][0]["learner_step"] == 3  # the training thread is alive and counting
     finally:
         learner.close()

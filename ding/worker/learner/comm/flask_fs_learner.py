@@ -87,7 +87,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
-        max_sample_mb=256,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
+        max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
     )
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
@@ -115,6 +115,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._policy_iter = -1
         self._skipped_files = 0
         self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
         self._cache_size = 0
         self._start_lock = threading.Lock()
         self._limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
@@ -306,16 +307,21 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             stored = cache.get(data_id)
             if stored is not None:
                 cache.move_to_end(data_id)
+            elif data_id in self._bad:  # data files never change: a bad one is not read (nor logged) again
+                self._skipped_files += 1
+                continue
             else:
                 try:
                     stored = read_data(self._path_data, data_id, self._limits)
+                    if not isinstance(stored, dict):
+                        raise DataFileError(f"data file {data_id}: holds a {type(stored).__name__}, not a sample dict")
                 except DataFileError as e:
                     self._skipped_files += 1
+                    if not isinstance(e.__cause__, FileNotFoundError):
+                        self._bad[data_id] = True
+                        if len(self._bad) > max(self._cache_size, 10_000):
+                            self._bad.popitem(last=False)
                     self._logger.warning(f"skipped a training sample: {e}")
-                    continue
-                if not isinstance(stored, dict):
-                    self._skipped_files += 1
-                    self._logger.warning(f"skipped data file {data_id}: not a sample dict")
                     continue
                 if self._cache_size > 0:
                     cache[data_id] = stored
