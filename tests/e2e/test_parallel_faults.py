@@ -62,7 +62,6 @@ def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "1500"), workdir)
     wait_for(lambda: _eval_rows(workdir, exp) >= 2, 120, "two evaluations", proc=proc)
     pid = wait_for(lambda: role_pid(workdir, role), 10, f"{role}'s pid")
-    print("PID", pid, open(f"/proc/{pid}/cmdline").read().replace("\0", " "), time.strftime("%X"))
     _freeze(pid, 3 * FAST_FAULTS["coordinator"]["heartbeat_timeout"])  # declared lost, then it comes back
     t0 = time.monotonic()
     code = proc.wait(timeout=150)  # bound: a run that stalls would not end by itself
@@ -74,3 +73,54 @@ def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the
     assert f"'{role}' lost" in clog, clog[-3000:]
     print(f"{role} frozen: run ended {time.monotonic() - t0:.1f} s after the resume")
     assert not processes_mentioning(str(workdir))
+
+
+def test_killed_launcher_leaves_no_role_running(workdir):
+    """kill -9 of `ding -m parallel` (the coordinator's process): no goodbye reaches the roles, yet every one exits
+    within a bounded time (the parent-death signal on Linux; master_lost_timeout elsewhere)."""
+    exp = "killlaunch"
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=FAST_FAULTS)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
+    roles = [wait_for(lambda n=n: role_pid(workdir, n), 10, f"{n}'s pid") for n in ("learner0", "collector0",
+                                                                                  "collector1")]
+    proc.kill()
+    proc.wait(timeout=10)
+    t0 = time.monotonic()
+    wait_for(lambda: not [p for p in roles if p in processes_mentioning(str(workdir))], 40,
+             "every role process to exit after the launcher was killed")
+    print(f"roles exited {time.monotonic() - t0:.1f} s after the launcher's kill -9")
+
+
+def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeout(workdir):
+    """Roles started by hand (`ding -m dist`) have no parent to die with: they exit after master_lost_timeout."""
+    import re
+
+    exp = "killcoord"
+    token = "k" * 32
+    lost_after = 4.0
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}},
+                       system=dict(FAST_FAULTS, master_lost_timeout=lost_after))
+    env = {"DING_AUTH_TOKEN": token}
+    coord = start(ding_cmd("-m", "dist", "--module", "coordinator", "-c", cfg), workdir, env=env,
+                  log_name="coordinator.log")
+    port = wait_for(lambda: (m := re.search(r"listening on 127\.0\.0\.1:(\d+)", read_log(workdir, "coordinator.log")))
+                    and int(m.group(1)), 60, "the coordinator's port", proc=coord)
+    roles = [start(ding_cmd("-m", "dist", "--module", role, "--module-name", name, "-c", cfg, "--coordinator-host",
+                            "127.0.0.1", "--coordinator-port", str(port)), workdir, env=env, log_name=f"{name}.log")
+             for role, name in (("learner", "learner0"), ("collector", "collector0"))]
+    try:
+        wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=coord)
+        coord.kill()
+        coord.wait(timeout=10)
+        t0 = time.monotonic()
+        for p in roles:
+            p.wait(timeout=lost_after + 30)  # bound: master_lost_timeout, plus a learner's final checkpoint
+        print(f"roles exited {time.monotonic() - t0:.1f} s after the coordinator's kill -9 "
+              f"(master_lost_timeout {lost_after:g} s)")
+        assert "master unreachable" in read_log(workdir, "learner0.log") or \
+            "no accepted heartbeat" in read_log(workdir, "learner0.log")
+    finally:
+        for p in roles:
+            if p.poll() is None:
+                p.kill()
