@@ -8,7 +8,8 @@
 Each transition is a dict: obs and next_obs float32 (4,), action int64 (1,), reward float32 (1,), done bool.
 Figures, for every implementation, with runs interleaved so machine noise hits all alike:
 
-* push      items/s, pushed in chunks of 64 into a full buffer (the steady state: every push overwrites)
+* push      items/s, pushed in chunks of 64 into a full buffer (the steady state: every push overwrites; DI-engine is
+            handed shallow copies, as it writes into the pushed dicts)
 * sample    sample(64) calls/s
 * cycle     sample(64) + priority update of those 64 items, calls/s (what a prioritized DQN learner does per step)
 
@@ -201,7 +202,8 @@ def _worker_di_engine(capacity: int, min_ops: int, budget: float) -> None:
 
     cfg = EasyDict(deep_merge_dicts(AdvancedReplayBuffer.default_config(), dict(replay_buffer_size=capacity)))
     workload = Workload(capacity, min_ops, budget)
-    impl = AdvancedAdapter(DI_ENGINE_NAME, AdvancedReplayBuffer(cfg, exp_name="bench_buffer", instance_name="buffer"))
+    impl = _FreshItemsAdapter(DI_ENGINE_NAME,
+                              AdvancedReplayBuffer(cfg, exp_name="bench_buffer", instance_name="buffer"))
     fill_s = workload.fill(impl)
     _send(protocol, {"ready": True, "version": getattr(ding, "__version__", "?"), "fill_s": fill_s})
     for line in sys.stdin:
@@ -210,6 +212,14 @@ def _worker_di_engine(capacity: int, min_ops: int, budget: float) -> None:
             break
         _send(protocol, {"op": op, "per_s": workload.measure(impl, op)})
     impl.buffer.close()
+
+
+class _FreshItemsAdapter(AdvancedAdapter):
+    """DI-engine's buffer writes ``replay_buffer_idx`` into the pushed dicts themselves, so a dict pushed twice (the
+    push measurement cycles through the same transitions) would break its own checks: push shallow copies."""
+
+    def push(self, chunk: list[dict]) -> None:
+        self.buffer.push(list(map(dict.copy, chunk)), cur_collector_envstep=0)
 
 
 def _send(stream: IO[str], record: dict) -> None:
@@ -243,7 +253,11 @@ class DiEngineProcess:
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()
         if not line:
-            self._proc.wait(timeout=30)
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # closed its output but hangs on exit
+                self._proc.kill()
+                self._proc.wait()
             self._stderr.seek(0)
             tail = self._stderr.read()[-3000:]
             raise RuntimeError(f"the DI-engine worker ({self._proc.args[0]}) exited with {self._proc.returncode} "
