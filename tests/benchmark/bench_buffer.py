@@ -143,14 +143,18 @@ def ding_buffer(kind: str, capacity: int) -> AdvancedAdapter:
     return AdvancedAdapter(f"ding {kind}", cls(dict(replay_buffer_size=capacity, seed=0)))
 
 
-def _rate(op: Callable[[int], Any], min_ops: int, budget_s: float) -> float:
-    """Calls per second of ``op(k)`` over at least ``min_ops`` calls and about ``budget_s`` seconds."""
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _rate(op: Callable[[int], Any], min_ops: int, budget_s: float, clock: str = "wall") -> float:
+    """Calls per second of ``op(k)`` over at least ``min_ops`` calls and about ``budget_s`` seconds of ``clock``."""
+    now = CLOCKS[clock]
     done = 0
-    start = time.perf_counter()
+    start = now()
     while True:
         op(done)
         done += 1
-        elapsed = time.perf_counter() - start
+        elapsed = now() - start
         if done >= min_ops and elapsed >= budget_s:
             return done / elapsed
 
@@ -158,8 +162,8 @@ def _rate(op: Callable[[int], Any], min_ops: int, budget_s: float) -> float:
 class Workload:
     """The filled-to-capacity state and the three measurements, the same in this process and in the worker."""
 
-    def __init__(self, capacity: int, min_ops: int, budget: float) -> None:
-        self.capacity, self.min_ops, self.budget = capacity, min_ops, budget
+    def __init__(self, capacity: int, min_ops: int, budget: float, clock: str = "wall") -> None:
+        self.capacity, self.min_ops, self.budget, self.clock = capacity, min_ops, budget, clock
         self.transitions = make_transitions(capacity)
         self.chunks = [self.transitions[i:i + BATCH] for i in range(0, capacity - BATCH + 1, BATCH)]
         self.priorities = new_priorities()
@@ -176,12 +180,12 @@ class Workload:
         chunks, n_chunks, priorities = self.chunks, len(self.chunks), self.priorities
         if op == "push":
             push = impl.push
-            return BATCH * _rate(lambda k: push(chunks[k % n_chunks]), self.min_ops, self.budget)
+            return BATCH * _rate(lambda k: push(chunks[k % n_chunks]), self.min_ops, self.budget, self.clock)
         if op == "sample":
             sample = impl.sample
-            return _rate(lambda k: sample(), self.min_ops, self.budget)
+            return _rate(lambda k: sample(), self.min_ops, self.budget, self.clock)
         cycle = impl.cycle
-        return _rate(lambda k: cycle(priorities[k % 1024]), self.min_ops, self.budget)
+        return _rate(lambda k: cycle(priorities[k % 1024]), self.min_ops, self.budget, self.clock)
 
 
 # ---------------------------------------------------------------------------------------------- DI-engine worker
@@ -189,7 +193,7 @@ class Workload:
 # script's folder, tests/benchmark, is first on sys.path, not the repository root). It fills its buffer, says
 # "ready", then answers one measurement per line read ("push", "sample", "cycle") until "quit".
 
-def _worker_di_engine(capacity: int, min_ops: int, budget: float) -> None:
+def _worker_di_engine(capacity: int, min_ops: int, budget: float, clock: str) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # whatever DI-engine prints goes to stderr, never into the protocol
     random.seed(0)
@@ -201,7 +205,7 @@ def _worker_di_engine(capacity: int, min_ops: int, budget: float) -> None:
     from ding.worker.replay_buffer import AdvancedReplayBuffer
 
     cfg = EasyDict(deep_merge_dicts(AdvancedReplayBuffer.default_config(), dict(replay_buffer_size=capacity)))
-    workload = Workload(capacity, min_ops, budget)
+    workload = Workload(capacity, min_ops, budget, clock)
     impl = _FreshItemsAdapter(DI_ENGINE_NAME,
                               AdvancedReplayBuffer(cfg, exp_name="bench_buffer", instance_name="buffer"))
     fill_s = workload.fill(impl)
@@ -231,7 +235,7 @@ class DiEngineProcess:
 
     name = DI_ENGINE_NAME
 
-    def __init__(self, python: str, capacity: int, min_ops: int, budget: float) -> None:
+    def __init__(self, python: str, capacity: int, min_ops: int, budget: float, clock: str) -> None:
         exe = shutil.which(python)
         if exe is None:
             raise ValueError(f"--di-engine-python {python!r} is not an executable interpreter; pass the python of a "
@@ -239,7 +243,7 @@ class DiEngineProcess:
         self._dir = tempfile.mkdtemp(prefix="bench_buffer_di_engine_")  # DI-engine writes ./bench_buffer/log here
         self._stderr = open(os.path.join(self._dir, "stderr.log"), "w+")
         cmd = [os.path.abspath(exe), os.path.abspath(__file__), "--worker", "di-engine", "--capacity", str(capacity),
-               "--min-ops", str(min_ops), "--budget", str(budget)]
+               "--min-ops", str(min_ops), "--budget", str(budget), "--clock", clock]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         self._proc = subprocess.Popen(cmd, cwd=self._dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self._stderr, text=True, bufsize=1, env=env)
@@ -298,18 +302,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="interpreter of a virtualenv with di-engine==0.5.3: measure its AdvancedReplayBuffer too")
     parser.add_argument("--baselines", action=argparse.BooleanOptionalAction, default=True,
                         help="also measure the deque, numpy O(N) and naive-buffer references (default: yes)")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall: elapsed time; cpu: the process's CPU time, which a loaded machine disturbs less "
+                             "(time spent waiting for a core does not count)")
     parser.add_argument("--worker", choices=["di-engine"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     capacity, repeats, budget, min_ops = args.capacity, args.repeats, args.budget, args.min_ops
     if args.worker:
-        _worker_di_engine(capacity, min_ops, budget)
+        _worker_di_engine(capacity, min_ops, budget, args.clock)
         return []
     if args.smoke:
         capacity, repeats, budget, min_ops = 2_000, 1, 0.0, 20
 
     random.seed(0)
     np.random.seed(0)
-    workload = Workload(capacity, min_ops, budget)
+    workload = Workload(capacity, min_ops, budget, args.clock)
     impls: list[Any] = [DequeBaseline(capacity), NumpyPrioritizedBaseline(capacity), ding_buffer("naive", capacity)]
     impls = (impls if args.baselines else []) + [ding_buffer("advanced", capacity)]
     fill_s = {impl.name: workload.fill(impl) for impl in impls}  # every measurement runs on a full buffer
@@ -317,7 +324,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     runs: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     try:
         if args.di_engine_python:
-            peer = DiEngineProcess(args.di_engine_python, capacity, min_ops, budget)
+            peer = DiEngineProcess(args.di_engine_python, capacity, min_ops, budget, args.clock)
             fill_s[peer.name] = peer.ready["fill_s"]
             print(f"DI-engine worker ready: ding {peer.ready['version']} from {args.di_engine_python}, filled in "
                   f"{peer.ready['fill_s']:.1f} s", flush=True)
@@ -331,19 +338,20 @@ def main(argv: list[str] | None = None) -> list[dict]:
     finally:
         if peer is not None:
             peer.close()
-    return report(runs, capacity, repeats, fill_s, [impl.name for impl in impls] + ([peer.name] if peer else []))
+    return report(runs, capacity, repeats, fill_s, [impl.name for impl in impls] + ([peer.name] if peer else []),
+                  args.clock)
 
 
 def report(runs: dict[tuple[str, str], list[float]], capacity: int, repeats: int, fill_s: dict[str, float],
-           names: list[str]) -> list[dict]:
+           names: list[str], clock: str) -> list[dict]:
     units = {"push": "items/s", "sample": "calls/s", "cycle": "calls/s"}
     results = [{"bench": "buffer", "impl": name, "op": op, "per_s": round(statistics.median(values), 1),
                 "unit": units[op], "capacity": capacity, "batch": BATCH, "repeats": repeats,
-                "runs": [round(v, 1) for v in values], "fill_s": round(fill_s[name], 2)}
+                "runs": [round(v, 1) for v in values], "fill_s": round(fill_s[name], 2), "clock": clock}
                for (name, op), values in runs.items()]
     median = {(r["impl"], r["op"]): r["per_s"] for r in results}
     ours, numpy_per, deque_ = "ding advanced", NumpyPrioritizedBaseline.name, DequeBaseline.name
-    ratios: dict[str, Any] = {"bench": "buffer_ratios", "capacity": capacity, "repeats": repeats}
+    ratios: dict[str, Any] = {"bench": "buffer_ratios", "capacity": capacity, "repeats": repeats, "clock": clock}
     for op in OPS:
         if (numpy_per, op) in median:
             ratios[f"advanced_vs_numpy_per_{op}"] = round(median[ours, op] / median[numpy_per, op], 2)
@@ -358,7 +366,7 @@ def report(runs: dict[tuple[str, str], list[float]], capacity: int, repeats: int
         ratios[f"advanced_cycle_target_{TARGET_RATIO:g}x_met"] = ratios["advanced_vs_di_engine_cycle"] >= TARGET_RATIO
     results.append(ratios)
 
-    print(f"capacity {capacity:,}, batch {BATCH}, medians of {repeats} run(s)")
+    print(f"capacity {capacity:,}, batch {BATCH}, medians of {repeats} run(s), {clock} clock")
     print(f"{'implementation':<26} {'push items/s':>14} {'sample(64)/s':>14} {'sample+update/s':>16} {'fill s':>8}")
     for name in names:
         print(f"{name:<26} {median[name, 'push']:>14,.0f} {median[name, 'sample']:>14,.0f} "

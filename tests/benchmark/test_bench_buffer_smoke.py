@@ -29,13 +29,14 @@ def test_bench_buffer_smoke(capsys):
 def test_bench_buffer_peer_worker_protocol(capsys):
     """The DI-engine column's plumbing (subprocess, fill, interleaved measurements, ratios), exercised with this
     project's own interpreter standing in for DI-engine's: ding's buffer has DI-engine's API, so the worker runs."""
-    results = load_bench_module("bench_buffer").main(["--smoke", "--no-baselines", "--di-engine-python",
-                                                      sys.executable])
+    results = load_bench_module("bench_buffer").main(["--smoke", "--no-baselines", "--clock", "cpu",
+                                                      "--di-engine-python", sys.executable])
     rows = [r for r in results if r["bench"] == "buffer"]
     assert {r["impl"] for r in rows} == {"ding advanced", "DI-engine 0.5.3 advanced"}
     assert all(r["per_s"] > 0 for r in rows)
     ratios = next(r for r in results if r["bench"] == "buffer_ratios")
     assert ratios["advanced_vs_di_engine_cycle"] > 0 and len(ratios["advanced_vs_di_engine_cycle_runs"]) == 1
+    assert ratios["clock"] == "cpu" and all(r["clock"] == "cpu" for r in rows)
     assert "DI-engine worker ready" in capsys.readouterr().out
 
 
