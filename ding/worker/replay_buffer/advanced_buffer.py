@@ -107,7 +107,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._uid, self._use, self._collect_iter, self._priority = (self._info[f] for f in _SLOT_INFO.names)
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
-        self._positions = np.arange(64)  # 0, 1, 2, ...: strata of a sample, entry positions of an update (grown on demand)
+        self._positions = np.arange(64)  # 0, 1, 2, ...: strata of a sample, entries of an update (grown on demand)
         self._use_priority = bool(conf.priority)
         self._use_is_weight = self._use_priority and bool(conf.priority_IS_weight)
         self._min_limit_ratio = float(conf.thruput_controller.sample_min_limit_ratio)
