@@ -222,12 +222,11 @@ def test_no_learner_within_startup_timeout_is_a_clear_error(in_tmp_dir):
 
 def test_an_error_in_a_coordinator_thread_ends_the_run_instead_of_hanging_it(in_tmp_dir):
     cfg = _cfg(exp="boom")
-    coordinator = Coordinator(cfg, token=TOKEN)
 
     def broken_observer(record):
         raise RuntimeError("observer bug")
 
-    coordinator.on_eval = broken_observer
+    coordinator = Coordinator(cfg, token=TOKEN, on_eval=broken_observer)
     _run(coordinator, [FakeLearner(), FakeCollector("collector0", [10.0])], timeout=30)
     assert "internal error" in coordinator.fatal_error and "observer bug" in coordinator.fatal_error
 
