@@ -113,7 +113,12 @@ def _convert(value: Any, tp: Any, where: str, record: str, peer: str) -> Any:
     if isinstance(tp, type) and issubclass(tp, Record):
         if not isinstance(value, Mapping):
             raise bad(f"must be a JSON object ({tp.__name__}), got {type(value).__name__}")
-        return tp._build(value, peer, f"{record}.{where}")
+        nested = tp._build(value, peer, record, f"{where}.")
+        try:
+            nested._validate(peer, None)
+        except ProtocolError as e:
+            raise ProtocolError(record, f"{where}.{e.field}", e.problem, peer) from None
+        return nested
     if origin is list:
         if not isinstance(value, list):
             raise bad(f"must be a list, got {type(value).__name__}")
@@ -141,16 +146,16 @@ class Record:
         return rec
 
     @classmethod
-    def _build(cls: type[R], data: Mapping[str, Any], peer: str, record: str) -> R:
+    def _build(cls: type[R], data: Mapping[str, Any], peer: str, record: str, prefix: str = "") -> R:
         values = {}
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             if not f.init:
                 continue
             if f.name not in data:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    raise ProtocolError(record, f.name, "is missing", peer)
+                    raise ProtocolError(record, prefix + f.name, "is missing", peer)
                 continue
-            values[f.name] = _convert(data[f.name], _hints(cls)[f.name], f.name, record, peer)
+            values[f.name] = _convert(data[f.name], _hints(cls)[f.name], prefix + f.name, record, peer)
         return cls(**values)
 
     def _validate(self, peer: str, context: Any) -> None:
@@ -241,10 +246,6 @@ class DemandAnswer(Record):
 
     demand: LearnerDemand | None = None
 
-    def _validate(self, peer: str, context: Any) -> None:
-        if self.demand is not None:
-            self.demand._validate(peer, context)
-
 
 @dataclass
 class GetDataTask(Record):
@@ -283,8 +284,6 @@ class LearnInfo(Record):
 
     def _validate(self, peer: str, context: Any) -> None:
         _nonnegative(self, peer, "learner_step")
-        if self.priority_info is not None:
-            self.priority_info._validate(peer, context)
 
     @classmethod
     def from_learner(cls, learn_info: Mapping[str, Any], policy_iter: int, stats: Mapping[str, float],
@@ -309,8 +308,6 @@ class LearnResult(Record):
 
     def _validate(self, peer: str, context: Any) -> None:
         _nonnegative(self, peer, "trained", "skipped_files")
-        for info in self.infos:
-            info._validate(peer, context)
 
 
 @dataclass
@@ -425,12 +422,10 @@ class CollectResult(Record):
         if self.eval_flag:
             raise self._bad("eval_flag", "must be false in the answer to a collect task", peer)
         prefix = f"{context.task_id}_" if isinstance(context, CollectTask) else None
-        for i, meta in enumerate(self.metadata):
-            problem = check_data_id(meta.data_id)
-            if problem is None and prefix is not None and not meta.data_id.startswith(prefix):
-                problem = f"{meta.data_id!r:.80} is not a data file of task {context.task_id} ('{prefix}*')"
-            if problem:
-                raise self._bad(f"metadata[{i}].data_id", problem, peer)
+        for i, meta in enumerate(self.metadata):  # (each is a plain file name: SampleMeta checked it)
+            if prefix is not None and not meta.data_id.startswith(prefix):
+                raise self._bad(f"metadata[{i}].data_id", f"{meta.data_id!r:.80} is not a data file of task "
+                                                          f"{context.task_id} ('{prefix}*')", peer)
         self.sample_count = len(self.metadata)
 
 
@@ -591,3 +586,25 @@ class CommanderState(CommanderStatus):
     eval_history: list[EvalRecord] = field(default_factory=list)
     end_reason: str | None = None
     reached_stop_value: bool = False
+
+
+# ------------------------------------------------------------------------------------------------ documentation
+def _fields_doc(cls: type[Record]) -> str:
+    out = []
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(f"`{f.name}`" if required else f"`{f.name}`?")
+    return ", ".join(out) or "(empty)"
+
+
+def protocol_table() -> str:
+    """The protocol as the Markdown tables of docs/parallel.md (a test keeps the two equal)."""
+    rows = ["| task (wire name) | payload record: fields | answer record: fields |", "|---|---|---|"]
+    for cls in TASK_RECORDS:
+        result: type[Record] = cls.RESULT  # type: ignore[attr-defined]
+        rows.append(f"| `{cls.TASK.value}` | {cls.__name__}: {_fields_doc(cls)} | "  # type: ignore[attr-defined]
+                    f"{result.__name__}: {_fields_doc(result)} |")
+    rows += ["", "| nested record | fields |", "|---|---|"]
+    for cls in (LearnerDemand, LearnInfo, PriorityInfo, SampleMeta):
+        rows.append(f"| {cls.__name__} | {_fields_doc(cls)} |")
+    return "\n".join(rows) + "\n"
