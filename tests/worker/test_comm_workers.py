@@ -165,3 +165,35 @@ def test_metadata_batches_travel_as_columns():
     assert from_columns(cols) == batch and from_columns(batch) == batch
     with pytest.raises(DataFileError, match="same length"):
         from_columns({"data_id": ["a"], "IS": [1.0, 2.0]})
+
+
+def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch):
+    """Fault class 8: the training thread fails (here: samples whose obs do not fit the model); the learn task
+    fails with that error and its traceback, and nothing in the error path raises a second error over it."""
+    unhandled = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: unhandled.append(args))
+    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    try:
+        conn = _join(master, learner)
+        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
+        os.makedirs(paths["path_data"])
+        master.new_task(conn, "learner_start_task", dict(
+            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
+            load_path=None), deadline_s=60).result(60)
+        for i in range(8):
+            write_data(paths["path_data"], f"d{i}", dict(_transition(i), obs=np.zeros(3, np.float32),
+                                                         next_obs=np.zeros(3, np.float32)))
+        meta = [[{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0} for i in range(j, j + 4)]
+                for j in (0, 4)]
+        handle = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 1,
+                                                              "wait_s": 30}, deadline_s=40)
+        with pytest.raises(TaskFailed) as info:
+            handle.result(40)
+        message, tb = str(info.value), info.value.remote_traceback
+        assert "the learner stopped with RuntimeError" in message and "mat1 and mat2" in message
+        assert "mat1 and mat2" in tb and "AttributeError" not in tb
+        assert not unhandled, f"the training thread raised in its error path: {unhandled[0].exc_value!r}"
+        with pytest.raises(TaskFailed, match="the learner stopped with RuntimeError"):  # every later task says so
+            master.new_task(conn, "learner_get_data_task", {"wait_s": 1}, deadline_s=10).result(10)
+    finally:
+        learner.close()

@@ -15,6 +15,8 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 
+from ding.utils import DingError
+
 from ..parallel_files import data_path
 from ..parallel_protocol import COLLECT_TASK_PREFIX
 
@@ -42,7 +44,7 @@ class DataLedger:
                 mode = os.lstat(data_path(self.path_data, data_id)).st_mode
             except FileNotFoundError:
                 return f"{data_id!r}: no such data file"
-            except OSError as e:
+            except (OSError, DingError) as e:
                 return f"{data_id!r}: {e}"
             if not stat.S_ISREG(mode):
                 return f"{data_id!r}: not a regular file"
