@@ -136,7 +136,8 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
             main_config=main_json, path_data="./w/data", path_policy="./w/policy", policy_id="policy", seed=5),
             deadline_s=60).result(60)
         out = master.new_task(conn, "collector_data_task", dict(
-            task_id="collector_task_1", buffer_id="b0", policy_id="policy", eval_flag=False, n_sample=16, collect_setting={"eps": 0.5},
+            task_id="collector_task_1", buffer_id="b0", policy_id="policy", eval_flag=False, n_sample=16,
+            collect_setting={"eps": 0.5},
             train_iter=7, envstep=0), deadline_s=30).result(30)
         assert out["sample_count"] == 16 == len(out["metadata"]) and out["policy_iter"] == 7
         assert out["envstep"] >= 16
@@ -145,7 +146,8 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
         sample = load_file(os.path.join("w", "data", first["data_id"]))
         assert sample["obs"].shape == (4,) and "reward" in sample
         ev = master.new_task(conn, "collector_data_task", dict(
-            task_id="collector_task_2", buffer_id="b0", policy_id="policy", eval_flag=True, best_return=None, train_iter=7, envstep=16),
+            task_id="collector_task_2", buffer_id="b0", policy_id="policy", eval_flag=True, best_return=None,
+            train_iter=7, envstep=16),
             deadline_s=30).result(30)
         assert ev["eval_flag"] and len(ev["episode_returns"]) == 2 and ev["eval_return_mean"] > 0
         assert os.path.exists(os.path.join("w", "ckpt", "ckpt_best.pth.tar"))
@@ -183,8 +185,8 @@ def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, 
         for i in range(8):
             write_data(paths["path_data"], f"d{i}", dict(_transition(i), obs=np.zeros(3, np.float32),
                                                          next_obs=np.zeros(3, np.float32)))
-        meta = [[{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0} for i in range(j, j + 4)]
-                for j in (0, 4)]
+        meta = [[{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i in range(j, j + 4)] for j in (0, 4)]
         handle = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 1,
                                                               "wait_s": 30}, deadline_s=40)
         with pytest.raises(TaskFailed) as info:

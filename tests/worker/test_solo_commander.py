@@ -31,6 +31,10 @@ def commander(in_tmp_dir):
     return c
 
 
+def _eval(mean):
+    return EvalResult.from_json({"eval_flag": True, "eval_return_mean": mean, "policy_iter": 0})
+
+
 def _finish_collect(c, task, samples=10):
     c.finish_collector_task(task["task_id"], CollectResult(metadata=[], envstep=samples, sample_count=samples))
 
@@ -49,7 +53,7 @@ def test_pacing_keeps_the_serial_ratio(commander):
     c = commander
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0}))
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
     tasks = []
     while (t := c.get_collector_task("collector1")) is not None:
         tasks.append(t)
@@ -89,7 +93,7 @@ def test_evaluations_follow_eval_freq_and_only_new_policies(commander):
     c = commander
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0}))
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
     c.update_learner_info("t", LearnInfo.from_json({"learner_step": 19, "policy_iter": 19}))
     assert not c.get_collector_task("collector0")["eval_flag"]
     c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
@@ -101,7 +105,7 @@ def test_limits_end_the_run(commander):
     c.max_env_step = 15
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0}))
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
     for _ in range(2):
         _finish_collect(c, c.get_collector_task("collector0"))
     assert "max_env_step" in c.end_reason
@@ -121,7 +125,7 @@ def test_state_round_trip_continues_counters_but_not_pacing(commander, in_tmp_di
     c = commander
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 42.0, "policy_iter": 0}))
+    c.finish_collector_task(ev["task_id"], _eval(42.0))
     _finish_collect(c, c.get_collector_task("collector0"), samples=10)
     state = json.loads(json.dumps(c.state_dict()))  # what parallel_state.json holds
     assert state["envstep"] == 10 and state["best_return"] == 42.0 and state["reached_stop_value"] is False
