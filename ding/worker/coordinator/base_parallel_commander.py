@@ -1,6 +1,7 @@
 """Parallel commanders: decide which task each learner and collector gets next (the coordinator sends them)."""
 from __future__ import annotations
 
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -70,6 +71,8 @@ class BaseCommander(ABC):
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
         self.eval_history: list[EvalRecord] = []  # one record per finished evaluation
+        self.max_env_step: float = math.inf  # limits that end the run (the Coordinator sets them from its own)
+        self.max_train_iter: float = math.inf
 
     @abstractmethod
     def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:

@@ -89,7 +89,7 @@ class _LearnerLink:
 class Coordinator:
     """See the module docstring. ``cfg`` is the compiled parallel config: ``EasyDict(main=..., system=..., seed=...)``
     (``compile_config_parallel``). ``on_eval(record)`` (an :class:`EvalRecord`) / ``on_end(reason)`` are optional
-    observers."""
+    observers; ``max_env_step`` / ``max_train_iter`` end the run (None or >= 1e10: no limit)."""
 
     config = COORDINATOR_CONFIG  # documented key by key in ding/config/parallel.py
 
@@ -98,7 +98,8 @@ class Coordinator:
         return config_of(cls)
 
     def __init__(self, cfg: Any, token: str | None = None, on_eval: Callable[[EvalRecord], None] | None = None,
-                 on_end: Callable[[str], None] | None = None) -> None:
+                 on_end: Callable[[str], None] | None = None, max_env_step: int | None = None,
+                 max_train_iter: int | None = None) -> None:
         self._cfg = cfg
         main, system = cfg.main, cfg.system
         self._main = main
@@ -116,6 +117,10 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         self._commander = create_parallel_commander(main)
+        if max_env_step is not None and max_env_step < int(1e10):
+            self._commander.max_env_step = max_env_step
+        if max_train_iter is not None and max_train_iter < int(1e10):
+            self._commander.max_train_iter = max_train_iter
         self._comm = CommCoordinator(self._coor_cfg, self._logger, token, on_new_slave=self._new_slave,
                                      on_lost_slave=self._lost_slave)
         self._buffers: dict[str, Any] = {}

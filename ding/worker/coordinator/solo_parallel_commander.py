@@ -86,8 +86,6 @@ class SoloCommander(BaseCommander):
         self._learner_space = LimitedSpaceContainer(0, int(self._commander_cfg.get("learner_task_space", 1)))
         self._command = create_policy(copy.deepcopy(cfg.policy), enable_field=["command"]).command_mode
         self._lock = threading.RLock()
-        self.max_env_step = math.inf
-        self.max_train_iter = math.inf
         self._collectors = 0
         self._learner_step = 0
         self._policy_iter = -1  # newest published policy; -1: none yet (collectors wait for it)
