@@ -324,3 +324,15 @@ def test_malformed_answers_fail_their_task_and_the_run_goes_on(in_tmp_dir):
                   "'infos[0].priority_info.priority[0]' must be a finite number"):
         assert field in log, field
     assert log.count("collector 'collector0' at 127.0.0.1:") >= len(bad.sent)
+
+
+def test_a_malformed_start_answer_dismisses_that_collector_only(in_tmp_dir):
+    cfg = _cfg(exp="badstart")
+    coordinator = Coordinator(cfg, token=TOKEN)
+    bad = FakeCollector("collector0", [])
+    bad.slave.handlers["collector_start_task"] = lambda p: {"started": "yes"}
+    good = FakeCollector("collector1", [10.0, 200.0])
+    _run(coordinator, [FakeLearner(), bad, good])
+    assert coordinator.fatal_error is None and "stop value" in coordinator.end_reason
+    assert coordinator.stats["malformed_answers"] == 1 and bad.tasks == [] and good.tasks
+    assert bad.slave.wait(5)  # dismissed: shut down

@@ -558,9 +558,14 @@ class Coordinator:
             self._ask(conn, start, max(60.0, float(cfg.collector_task_timeout)))
         except SlaveLost:
             return
-        except (TaskFailed, ProtocolError) as e:
+        except TaskFailed as e:
             if conn.alive:
                 self._fatal(f"collector '{conn.name}' could not start: {e}")
+            return
+        except ProtocolError as e:
+            self._malformed(conn, e, "the collector's start failed")
+            self._dismiss(conn, "answered its start task with a malformed record")
+            self._check_role_left("collector")
             return
         self.info(f"collector '{conn.name}' started")
         with self._lock:
