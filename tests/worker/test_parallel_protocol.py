@@ -29,6 +29,8 @@ PARALLEL_MODULES = (
 ALLOWED = {
     ("ding/worker/coordinator/coordinator.py", "seed"): "the compiled config's seed (cfg.seed), read to build tasks",
     ("ding/worker/coordinator/solo_parallel_commander.py", "n_sample"): "the config key policy.collect.n_sample",
+    ("ding/worker/coordinator/coordinator.py", "path_data"): "the system_config key, checked before anything starts",
+    ("ding/worker/coordinator/coordinator.py", "path_policy"): "the system_config key, checked before anything starts",
     ("ding/worker/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter of that name (result file)",
     ("ding/worker/collector/zergling_parallel_collector.py", "priority"): "a collected sample's own key (policy data)",
     ("ding/worker/learner/comm/flask_fs_learner.py", "batch_size"): "the policy attribute get_attribute('batch_size')",

@@ -116,7 +116,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
-        self._demands: queue.Queue = queue.Queue()
+        self._demand: LearnerDemand | None = None  # the learner's data demand: kept, so a re-admitted role answers it
+        self._demand_set = threading.Event()
         self._data: queue.Queue = queue.Queue()
         self._local: collections.deque = collections.deque()  # batches received but not yet handed to the learner
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
@@ -187,9 +188,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 learner.load_checkpoint(path)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
-        self._demands.put(LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
-                                        n_batches=int(self._cfg.prefetch_batches),
-                                        cur_learner_iter=learner.train_iter))
+        self._demand = LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
+                                     n_batches=int(self._cfg.prefetch_batches))
+        self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
         learner.info(f"learner task {task.task_id} started at train_iter {learner.train_iter}")
@@ -220,14 +221,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
 
     def deal_with_get_data(self, task: GetDataTask) -> DemandAnswer:
-        """Wait up to ``wait_s`` for the learner's next data demand."""
+        """The learner's data demand (batch size, batches to keep queued here), waiting up to ``wait_s`` for it.
+
+        The demand is state, not a one-shot message: a coordinator that lost this learner (a frozen process, a network
+        partition) and admits it again asks again and must get the same answer, or it would wait forever."""
         self._check_alive()
-        try:
-            demand = self._demands.get(timeout=task.wait_s)
-        except queue.Empty:
+        if not self._demand_set.wait(task.wait_s):
             self._check_alive()
             return DemandAnswer(demand=None)
-        return DemandAnswer(demand=demand)
+        return DemandAnswer(demand=self._demand)
 
     def deal_with_learner_learn(self, task: LearnTask) -> LearnResult:
         """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""
