@@ -16,6 +16,7 @@ from typing import Any
 from ding.interaction import TaskCancelled
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked
+from ding.worker.parallel_files import policy_path, run_dir
 from ding.worker.parallel_protocol import (
     CollectorCloseTask,
     CollectorFinishInfo,
@@ -39,6 +40,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
+        max_policy_file_mb=1024,  # refuse a policy file (and what it holds) larger than this; see docs/parallel.md
     )
 
     def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
@@ -84,11 +86,11 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         with self._task_lock:
             self._close_collector()
             cfg = EasyDict(task.main_config)
-            self._path_data = task.path_data
+            self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "CollectorStartTask.path_data")
+            path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "CollectorStartTask.path_policy")
             os.makedirs(self._path_data, exist_ok=True)
             collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
-                                                  seed=task.seed,
-                                                  policy_path=os.path.join(task.path_policy, task.policy_id),
+                                                  seed=task.seed, policy_path=policy_path(path_policy, task.policy_id),
                                                   send_stepdata=self.send_stepdata,
                                                   get_policy_update_info=self.get_policy_update_info)
             collector.start()
@@ -125,4 +127,4 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy
 
-        return read_policy(path)
+        return read_policy(path, max_bytes=int(float(self._cfg.max_policy_file_mb) * (1 << 20)))
