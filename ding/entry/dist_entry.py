@@ -166,15 +166,11 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
 
     setup_torch_threads()
     set_process_name("ding-coordinator")
-    coordinator = Coordinator(cfg)
-    if max_env_step is not None and max_env_step < int(1e10):
-        coordinator.commander.max_env_step = max_env_step
-    if max_train_iter is not None and max_train_iter < int(1e10):
-        coordinator.commander.max_train_iter = max_train_iter
     exp = cfg.main.exp_name
     eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
-    coordinator.on_eval = lambda r: eval_csv.append(r["train_iter"], r["env_step"], r["eval_return_mean"],
-                                                    r["eval_return_std"], r["wall_time"])
+    coordinator = Coordinator(cfg, on_eval=lambda r: eval_csv.append(r.train_iter, r.env_step, r.eval_return_mean,
+                                                                     r.eval_return_std, r.wall_time),
+                              max_env_step=max_env_step, max_train_iter=max_train_iter)
     with GracefulStop() as stop:
         coordinator.start()
         print(f"ding: coordinator listening on {coordinator.host}:{coordinator.port}; start learners and collectors "

@@ -212,7 +212,18 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
 
     exp = cfg.main.exp_name
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
-    coordinator = Coordinator(cfg, token=token)
+    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
+    view = ProgressView(max_env_step=max_env_step or int(1e10), max_train_iter=max_train_iter or int(1e10),
+                        stop_value=cfg.main.env.get("stop_value"))
+
+    def on_eval(record: Any) -> None:
+        eval_csv.append(record.train_iter, record.env_step, record.eval_return_mean, record.eval_return_std,
+                        record.wall_time)
+        view.eval(record.eval_return_mean)
+        save_state(None)
+
+    coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
+                              max_train_iter=max_train_iter)
     commander = coordinator.commander
     if resume_state is not None:
         commander.load_state_dict(resume_state["commander"])
@@ -223,21 +234,6 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
         atomic_write_text(os.path.join(exp, STATE_FILE),
                           json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
-    if max_env_step is not None and max_env_step < int(1e10):
-        commander.max_env_step = max_env_step
-    if max_train_iter is not None and max_train_iter < int(1e10):
-        commander.max_train_iter = max_train_iter
-    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
-    view = ProgressView(max_env_step=max_env_step or int(1e10), max_train_iter=max_train_iter or int(1e10),
-                        stop_value=cfg.main.env.get("stop_value"))
-
-    def on_eval(record: dict) -> None:
-        eval_csv.append(record["train_iter"], record["env_step"], record["eval_return_mean"],
-                        record["eval_return_std"], record["wall_time"])
-        view.eval(record["eval_return_mean"])
-        save_state(None)
-
-    coordinator.on_eval = on_eval
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
     t0 = time.monotonic()

@@ -17,6 +17,7 @@ from .errors import (
     DingError,
     EnvError,
     LockError,
+    ProtocolError,
     RegistryError,
     ReplayBufferError,
     ResumeError,
@@ -24,6 +25,7 @@ from .errors import (
     TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, read_regular_file, torch_save_atomic
+from .json_record import JsonRecord
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins

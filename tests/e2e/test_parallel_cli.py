@@ -269,7 +269,9 @@ def test_role_process_rejects_bad_requests_and_keeps_serving(workdir):
         for bad in (pickle.dumps({"task_id": "t2", "name": "resource"}), b'{"task_id": "t3", '):
             r = requests.post(url, data=bad, headers={TOKEN_HEADER: token}, timeout=5)
             assert r.status_code == 400 and "JSON" in r.json()["message"]
-        assert master.new_task(conn, "resource", {}, deadline_s=10).result(timeout=10)["cpu"] >= 1
+        assert conn.resource["cpu"] >= 1  # (from the connect answer)
+        closed = master.new_task(conn, "learner_close_task", {"wait_s": 1}, deadline_s=10).result(timeout=10)
+        assert closed["learner_step"] == 0  # a real task, served after the bad requests
     finally:
         master.close()
     assert proc.wait(timeout=30) == 0, read_log(workdir)
