@@ -207,7 +207,7 @@ def _parallel_arguments(p: Any) -> None:
     limit_arguments(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run in ./<exp-name>/: the learner from its latest checkpoint, the "
-                        "coordinator's counters from parallel_state.json (the replay buffer refills)")
+                        "coordinator's counters and replay buffer from parallel_state.json and parallel_buffer.dat")
 
 
 @mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",

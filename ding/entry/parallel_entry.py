@@ -152,8 +152,8 @@ def parallel_pipeline(
 
     ``resume=True`` continues the stopped run in ``./<exp_name>/`` (``ding -m parallel --resume``): the learner from
     its latest checkpoint (weights, optimizer, train_iter), the coordinator from its saved counters (env steps, and so
-    the exploration schedule; best return; evaluations). The replay buffer starts empty and refills: a warm resume,
-    not a bit-exact one (parallel collection is asynchronous, so no two parallel runs are identical anyway).
+    the exploration schedule; best return; evaluations) and its replay buffer (``parallel_buffer.dat`` and the data
+    files it names, kept for this). Not bit-exact: parallel collection is asynchronous.
     """
     setup_torch_threads()
     main, create, system, path = _load(input_cfg)
@@ -223,13 +223,13 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
         save_state(None)
 
     coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
-                              max_train_iter=max_train_iter)
+                              max_train_iter=max_train_iter, resume=resume_state is not None)
     commander = coordinator.commander
     if resume_state is not None:
         commander.load_state_dict(resume_state["commander"])
         done = resume_state["commander"]
         print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
-              "latest checkpoint; the replay buffer refills)", flush=True)
+              "latest checkpoint, the coordinator with its saved replay buffer)", flush=True)
 
     def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
         atomic_write_text(os.path.join(exp, STATE_FILE),

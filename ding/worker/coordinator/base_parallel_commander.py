@@ -126,6 +126,11 @@ class BaseCommander(ABC):
     def end_reason(self) -> str | None:
         """Why the run should end (None: it goes on)."""
 
+    @property
+    def reached_stop_value(self) -> bool:
+        """True once an evaluation reached the stop value: the run is finished (nothing to resume)."""
+        return False
+
     @abstractmethod
     def request_end(self, reason: str) -> None:
         """End the run for ``reason`` (the first reason given wins)."""

@@ -20,6 +20,7 @@ import collections
 import copy
 import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -57,6 +58,7 @@ from ..parallel_protocol import (
 )
 from ..replay_buffer import create_buffer
 from .base_parallel_commander import create_parallel_commander
+from .buffer_state import buffer_state_path, load_buffer_state, referenced_data_ids, save_buffer_state
 from .comm_coordinator import CommCoordinator
 from .data_ledger import DataLedger
 
@@ -99,7 +101,7 @@ class Coordinator:
 
     def __init__(self, cfg: Any, token: str | None = None, on_eval: Callable[[EvalRecord], None] | None = None,
                  on_end: Callable[[str], None] | None = None, max_env_step: int | None = None,
-                 max_train_iter: int | None = None) -> None:
+                 max_train_iter: int | None = None, resume: bool = False) -> None:
         self._cfg = cfg
         main, system = cfg.main, cfg.system
         self._main = main
@@ -147,6 +149,9 @@ class Coordinator:
         self._on_end = on_end
         self.stats: collections.Counter[str] = collections.Counter()
         self._ledger = DataLedger(self._path_data, self._logger, self.stats)
+        self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
+        self._buffer_file = buffer_state_path(self._exp_name)
+        self._buffers_saved_at = -math.inf
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -165,6 +170,8 @@ class Coordinator:
         """Start the HTTP server, connect configured slaves, accept joining ones."""
         os.makedirs(self._path_data, exist_ok=True)
         os.makedirs(self._path_policy, exist_ok=True)
+        if self._resume:
+            self._restore_buffers()
         self._comm.start()
         self._started = True
         self._spawn(self._watch_startup, "ding-startup-watch")
@@ -254,9 +261,7 @@ class Coordinator:
                 if t is not threading.current_thread():
                     t.join(timeout=max(0.1, deadline - time.monotonic()))
             self._comm.close(self._end_reason or "run finished")
-            for buf in self._buffers.values():
-                buf.close()  # evicts everything: the data files go with it
-            self._ledger.sweep()
+            self._close_buffers()
             if self._on_end is not None:
                 self._on_end(self._end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
@@ -275,11 +280,43 @@ class Coordinator:
         self._commander.request_end(reason)
         self._notify()
         self._comm.master.close(disconnect=False, reason=reason)
-        for buf in self._buffers.values():
-            buf.close()
-        self._ledger.sweep()
+        self._close_buffers()
         self._logs.close()
         self._done.set()
+
+    # ---------------------------------------------------------------- the buffers across a resume
+    def _restore_buffers(self) -> None:
+        states = load_buffer_state(self._buffer_file)
+        for buffer_id, state in states.items():
+            self._buffer(buffer_id).load_state_dict(state)
+        ids = referenced_data_ids(states)
+        self._ledger.keep(ids)
+        swept = self._ledger.sweep()  # files no saved item refers to (tasks that ended after the save)
+        self._ledger = DataLedger(self._path_data, self._logger, self.stats)  # a fresh ledger: kept ids may go again
+        missing = sum(not os.path.exists(os.path.join(self._path_data, i)) for i in ids)
+        self.notice(f"resumed the replay buffer: {len(ids):,} items ({missing:,} of their files are gone and will be "
+                    f"skipped); {swept:,} stray data files removed")
+
+    def _save_buffers(self, min_interval: float = 0.0) -> set[str]:
+        """Write the buffers' state (at most every ``min_interval`` seconds); returns the data ids it refers to."""
+        now = time.monotonic()
+        if now - self._buffers_saved_at < min_interval:
+            return set()
+        with self._lock:
+            ids = save_buffer_state(self._buffer_file, dict(self._buffers))
+        self._buffers_saved_at = now
+        return ids
+
+    def _close_buffers(self) -> None:
+        """At the end: a run that can be continued keeps its buffers (saved) and their files; a finished one (its
+        stop value reached) deletes both."""
+        if self._buffers and not self._commander.reached_stop_value:
+            self._ledger.keep(self._save_buffers())
+        elif os.path.exists(self._buffer_file):
+            os.unlink(self._buffer_file)
+        for buf in self._buffers.values():
+            buf.close()  # evicts everything: the data files not kept go with it
+        self._ledger.sweep()
 
     def close(self) -> None:
         """End the run (if still running) and wait until everything is shut down. Idempotent."""
@@ -386,6 +423,7 @@ class Coordinator:
         self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record.eval_return_mean, it)
         self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record.eval_return_mean:.4g} ± "
                           f"{record.eval_return_std:.3g} | {record.wall_time:.1f} s", extra=CONSOLE)
+        self._save_buffers(min_interval=float(self._coor_cfg.buffer_save_interval))
         if self._on_eval is not None:
             self._on_eval(record)
 

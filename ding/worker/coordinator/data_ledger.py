@@ -33,6 +33,7 @@ class DataLedger:
         self._pins: collections.Counter[str] = collections.Counter()
         self._doomed: set[str] = set()  # data ids the buffer let go of whose files are not deleted yet
         self._sampling = 0
+        self._kept: set[str] = set()  # files a saved buffer state refers to: never deleted (the run may resume)
         self.deleted = 0
 
     # ---------------------------------------------------------------- life of a file
@@ -87,13 +88,18 @@ class DataLedger:
     def flush(self) -> None:
         """Delete the doomed files no learn task pins."""
         with self._lock:
-            now = [i for i in self._doomed if self._pins[i] <= 0]
+            now = [i for i in self._doomed if self._pins[i] <= 0 and i not in self._kept]
             self._doomed.difference_update(now)
         removed = self._delete(now)
         with self._lock:
             self.deleted += removed
             if self._stats is not None:
                 self._stats["deleted_files"] += removed
+
+    def keep(self, data_ids: Iterable[str]) -> None:
+        """Never delete these files (a saved buffer state refers to them: ``--resume`` continues with them)."""
+        with self._lock:
+            self._kept.update(data_ids)
 
     @property
     def pinned(self) -> int:
@@ -112,8 +118,11 @@ class DataLedger:
         return self._delete([n for n in self._listdir() if n.startswith(prefix)])
 
     def sweep(self) -> int:
-        """Delete every collector data file left (the run ended: no buffer refers to any)."""
-        return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX)])
+        """Delete every collector data file left that is not kept (the run ended, or resumes: no live buffer refers
+        to any of them)."""
+        with self._lock:
+            kept = set(self._kept)
+        return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
 
     def _listdir(self) -> list[str]:
         try:
