@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Lower floors first (docs/architecture.md). A module may import its own layer and the ones before it.
 LAYERS = ("utils", "torch_utils", "config", "envs", "model", "rl_utils", "policy", "interaction", "league", "worker",
-          "data", "entry")
+          "data", "engine", "entry")
 # Top-level packages of this repository that ding must never import.
 FORBIDDEN = ("dizoo", "config", "entry")
 # The two modules of the ``ding`` package itself: ``__init__`` holds the version (the bottom) and two lazy doors to

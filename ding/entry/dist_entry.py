@@ -159,10 +159,9 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     """Run a coordinator alone: learners and collectors join it (or it connects the configured ones)."""
     import json
 
+    from ding.engine.training_view import EvalCSV, GracefulStop
     from ding.utils import atomic_write_text, setup_torch_threads
     from ding.worker import Coordinator
-
-    from .training_view import EvalCSV, GracefulStop
 
     setup_torch_threads()
     set_process_name("ding-coordinator")

@@ -20,12 +20,12 @@ from collections import deque
 from typing import Any
 
 from ding.config import compile_config_parallel, read_config_with_system
+from ding.engine.resume import lock_run_dir, resume_dir
+from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
 from ding.interaction import TOKEN_ENV, new_token
 from ding.utils import DingError, DirLock, ResumeError, atomic_write_text, setup_torch_threads
 
 from .dist_entry import PARENT_PID_ENV
-from .resume import lock_run_dir, resume_dir
-from .training_view import EvalCSV, GracefulStop, ProgressView
 
 
 class ParallelRunError(DingError, RuntimeError):

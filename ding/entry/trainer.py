@@ -26,20 +26,19 @@ from typing import Any
 import torch
 
 from ding.config import CompiledConfig, compile_run_config, read_config
-from ding.utils import CheckpointError, ResumeError, get_rng_state, set_rng_state, setup_torch_threads
-from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
-
-from .resume import AppendUndo, Limits, ResumePoint, RunState, check_resume, lock_run_dir
-from .serial_checks import (
+from ding.engine.resume import AppendUndo, Limits, ResumePoint, RunState, check_resume, lock_run_dir
+from ding.engine.serial_checks import (
     check_batch_fits_buffer,
     check_limits,
     check_pipeline_fits_policy,
     load_input,
     share_priority_settings,
 )
-from .serial_loops import OffPolicyLoop, OnPolicyLoop, RoundOutcome, TrainLoop
-from .serial_run import SerialRun
-from .training_view import GracefulStop, TrainingInterrupted
+from ding.engine.serial_loops import OffPolicyLoop, OnPolicyLoop, RoundOutcome, TrainLoop
+from ding.engine.serial_run import SerialRun
+from ding.engine.training_view import GracefulStop, TrainingInterrupted
+from ding.utils import CheckpointError, ResumeError, get_rng_state, set_rng_state, setup_torch_threads
+from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
 
 _NO_LIMIT = int(1e10)
 

@@ -7,9 +7,9 @@ import os
 import pytest
 import torch
 
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
 from ding.entry.cli import main
-from ding.entry.training_view import read_eval_csv
 from ding.utils import ResumeError
 
 from .conftest import read_result
