@@ -145,24 +145,22 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             return self._start_learning(EasyDict(task))
 
     def _start_learning(self, task: EasyDict) -> dict:
-        from ding.policy import create_policy
-        from ding.utils import set_pkg_seed
+        from ...builder import build_learning  # the one builder (serial runs use it too); lazy: it imports workers
 
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
-        set_pkg_seed(int(task.get("seed", cfg.get("seed", 0))), use_cuda=bool(cfg.policy.get("cuda", False)))
         self._path_data = task.path_data
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(task.path_policy, exist_ok=True)
         self._policy_path = os.path.join(task.path_policy, task.policy_id)
-        policy = create_policy(cfg.policy, enable_field=["learn"])
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
         learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
             1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
-        learner = BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name, instance_name=self.name,
-                              data_source=self.get_data, ckpt_dir=os.path.join(exp_name, "ckpt"),
-                              log_dir=os.path.join(exp_name, "log", self.name))
+        learner = build_learning(cfg, seed=int(task.get("seed", cfg.get("seed", 0))), learner_cfg=learner_cfg,
+                                 exp_name=exp_name, instance_name=self.name, data_source=self.get_data,
+                                 ckpt_dir=os.path.join(exp_name, "ckpt"),
+                                 log_dir=os.path.join(exp_name, "log", self.name)).learner
         for hook in self.hooks4call_for(int(learner_cfg.get("send_policy_freq", 1))):
             learner.register_hook(hook)
         load_path = task.get("load_path")
