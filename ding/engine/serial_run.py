@@ -59,9 +59,12 @@ class SerialRun:
         self.state: RunState | None = None
 
     # ---------------------------------------------------------------- start and end (shared by the loops)
-    def begin(self, state: RunState, resume: ResumePoint | None) -> None:
-        """``before_run`` hooks, then the resume's restore (``state`` holds the loop's position)."""
-        self.state = state
+    def begin(self, loop: Any, resume: ResumePoint | None) -> None:
+        """Register the run's checkpoint state (the components, the RNGs and ``loop``'s position), run the
+        ``before_run`` hooks, then the resume's restore."""
+        parts = {"collector": self.collector, "replay_buffer": self.buffer, "evaluator": self.evaluator,
+                 "commander": self.commander}  # in the order a checkpoint restores them
+        self.state = state = RunState(self.learner, parts, loop, self.elapsed)
         self._start_time = time.time()
         self.learner.call_hook("before_run")
         if resume is not None:
