@@ -103,7 +103,7 @@ def check_resume(cfg: Any, model: Any, limits: Limits, extend: bool = False) -> 
     log = logging.getLogger("ding.resume")
     if not log.handlers:
         log.addHandler(logging.StreamHandler())
-    found = load_latest_checkpoint(ckpt_dir, log)
+    found = load_latest_checkpoint(ckpt_dir, log, allow_pickle=True)  # this run's own files (serial mode)
     if found is None:
         raise CheckpointError(f"resume: every checkpoint in '{ckpt_dir}' is damaged; nothing to resume from")
     path, checkpoint = found

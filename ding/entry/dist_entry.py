@@ -29,10 +29,10 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     comm = system.get(f"comm_{role}") or {}
     cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
                    host="127.0.0.1", port=0)
-    for key in ("heartbeat_interval", "master_lost_timeout", "auth_token"):
+    for key in ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy"):
         if system.get(key) is not None:
             cfg[key] = system[key]
-    cfg.update({k: v for k, v in entry.items() if k not in ("path_data", "path_policy")})  # they come with tasks
+    cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
     coordinator = system.get("coordinator") or {}
     cfg.coordinator_host = coordinator_host or coordinator.get("advertise_host") or coordinator.get("host")
     cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")

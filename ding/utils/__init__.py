@@ -24,7 +24,7 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
-from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
+from .file_helper import atomic_write, atomic_write_text, read_regular_file, torch_save_atomic
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins

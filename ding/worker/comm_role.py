@@ -18,6 +18,8 @@ COMM_ROLE_CONFIG = dict(
     auth_token=None,  # shared secret; None: the DING_AUTH_TOKEN environment variable
     heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
     master_lost_timeout=60.0,  # seconds without the coordinator before the role gives up and its process exits
+    path_data=None,  # the run's shared directories; when set, a task naming other ones is refused (None: any)
+    path_policy=None,
 )
 
 

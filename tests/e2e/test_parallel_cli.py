@@ -56,8 +56,9 @@ def test_cartpole_reaches_the_stop_value_and_leaves_nothing_behind(workdir):
     assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
     data = os.listdir(os.path.join(str(workdir), exp, "data"))
     assert len(data) <= 500, f"{len(data)} data files left, more than the buffer holds"
-    ckpts = os.listdir(os.path.join(str(workdir), exp, "ckpt"))
-    assert "ckpt_best.pth.tar" in ckpts and any(c.startswith("iteration_") for c in ckpts)
+    ckpts = os.listdir(os.path.join(str(workdir), exp, "ckpt"))  # the learner's alone: no collector writes here
+    assert ckpts and all(c.startswith("iteration_") for c in ckpts), ckpts
+    assert os.listdir(os.path.join(str(workdir), exp, "collector_ckpt")) == ["ckpt_best.pth.tar"]
     for role in ("learner0", "collector0", "collector1", "coordinator"):
         assert os.path.isdir(os.path.join(str(workdir), exp, "log", role)), role
     print(f"parallel CartPole DQN: {time.monotonic() - t0:.1f} s, {r['env_step']} env steps")

@@ -147,7 +147,11 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
             task_id="collector_task_2", buffer_id="b0", eval_flag=True, best_return=None, train_iter=7, envstep=16),
             deadline_s=30).result(30)
         assert ev["eval_flag"] and len(ev["eval_episode_return"]) == 2 and ev["eval_return_mean"] > 0
-        assert os.path.exists(os.path.join("w", "ckpt", "ckpt_best.pth.tar"))
+        # the best policy goes to the collector's own directory, tensors only; <exp>/ckpt is the learner's alone
+        from ding.worker import load_checkpoint_file
+
+        best = load_checkpoint_file(os.path.join("w", "collector_ckpt", "ckpt_best.pth.tar"))
+        assert best["last_iter"] == 7 and "model" in best and not os.path.exists(os.path.join("w", "ckpt"))
         info = master.new_task(conn, "collector_close_task", {}, deadline_s=30).result(30)
         assert info["sample_count"] == 16 and info["eval_tasks"] == 1
     finally:

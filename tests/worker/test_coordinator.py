@@ -43,6 +43,7 @@ def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_t
     system.path_policy = f"./{exp}/policy"
     system.coordinator = dict(collector_task_timeout=collector_task_timeout, heartbeat_timeout=heartbeat_timeout,
                               data_wait=0.1, startup_timeout=20.0)
+    system.heartbeat_interval = 0.1  # (the fake slaves beat every 0.1 s; the config must agree with the timeout)
     return compile_config_parallel(main, create, system, seed=0)
 
 
@@ -152,6 +153,7 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir):
 
 def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir):
     cfg = _cfg(exp="deadline", collector_task_timeout=0.5)
+    cfg.system.coordinator.eval_task_timeout = 0.5  # the stuck collector's first task is an evaluation
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
     stuck = FakeCollector("collector0", [], block=block)

@@ -103,6 +103,9 @@ class ZerglingParallelCollector(BaseParallelCollector):
         state = self.get_policy_update_info(self._policy_path)
         if state is None:
             return
+        from ding.worker.parallel_files import check_policy_fits
+
+        check_policy_fits(state, self._policy.collect_mode.state_dict()["model"], self._policy_path)
         self._policy.collect_mode.load_state_dict({"model": state["model"]})
         self._policy.eval_mode.load_state_dict({"model": state["model"]})
         self._policy_stat = stamp
@@ -158,12 +161,14 @@ class ZerglingParallelCollector(BaseParallelCollector):
                 "envstep_count": info["envstep_count"], "duration": info["duration"]}
 
     def _save_best(self, ckpt_name: str) -> None:
-        """A new best evaluation: keep this policy as ``<exp>/ckpt/ckpt_best.pth.tar`` (model only, atomic)."""
+        """A new best evaluation: keep this policy as ``<exp>/collector_ckpt/ckpt_best.pth.tar`` (tensors only,
+        atomic). Not in ``<exp>/ckpt/``: that directory is the learner's alone (docs/parallel.md, Security)."""
         from ding.utils import torch_save_atomic
+        from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
 
         state = dict(self._policy.eval_mode.state_dict())
         state["last_iter"] = max(self._policy_iter, 0)
-        torch_save_atomic(state, os.path.join(self._exp_name, "ckpt", ckpt_name))
+        torch_save_atomic(state, os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, ckpt_name))
 
     def get_finish_info(self) -> dict[str, Any]:
         return dict(self._totals, policy_iter=self._policy_iter)

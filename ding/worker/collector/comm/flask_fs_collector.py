@@ -15,8 +15,10 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding.interaction import TaskCancelled
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
+from ding.worker.parallel_files import policy_path, run_dir
 
 from .base_comm_collector import BaseCommCollector
 
@@ -29,6 +31,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
+        max_policy_file_mb=1024,  # refuse a policy file (and what it holds) larger than this; see docs/parallel.md
     )
 
     def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
@@ -70,11 +73,14 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             info = EasyDict(task)
             self._close_collector()
             cfg = EasyDict(info.main_config)
-            self._path_data = info.path_data
+            self._path_data = run_dir(info.get("path_data"), self._cfg.get("path_data"),
+                                      "collector_start_task.path_data")
+            path_policy = run_dir(info.get("path_policy"), self._cfg.get("path_policy"),
+                                  "collector_start_task.path_policy")
             os.makedirs(self._path_data, exist_ok=True)
             collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
                                                   seed=int(info.get("seed", 0)),
-                                                  policy_path=os.path.join(info.path_policy, info.policy_id))
+                                                  policy_path=policy_path(path_policy, info.get("policy_id")))
             collector.send_stepdata = self.send_stepdata
             collector.get_policy_update_info = self.get_policy_update_info
             collector.start()
@@ -87,7 +93,13 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
                 raise RuntimeError(f"collector '{self.name}' has no collector_start_task yet")
             if self._slave.stopping:
                 raise RuntimeError(f"collector '{self.name}' is shutting down")
+            self._check_cancelled()  # (cancelled while it waited for the task before it)
             return self._collector.run_task(task)
+
+    def _check_cancelled(self) -> None:
+        if self._slave.task_cancelled():
+            raise TaskCancelled(f"collector '{self.name}': the task was cancelled (its deadline passed); "
+                                "nothing more of it is written")
 
     def deal_with_collector_close(self, task: dict) -> dict:
         with self._task_lock:
@@ -99,6 +111,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> int:
         from ding.worker.parallel_files import write_data
 
+        self._check_cancelled()  # a cancelled task writes no more files: the coordinator deleted its data
         return write_data(self._path_data, data_id, stepdata, compress=compress)
 
     def send_metadata(self, metadata: Any) -> None:
@@ -107,4 +120,4 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy
 
-        return read_policy(path)
+        return read_policy(path, max_bytes=int(float(self._cfg.max_policy_file_mb) * (1 << 20)))

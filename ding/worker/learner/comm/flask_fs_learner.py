@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
+from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
 
 from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
@@ -84,6 +86,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         **COMM_ROLE_CONFIG,
         prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
+        max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
+        max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
     )
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
@@ -102,7 +106,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
-        self._demands: queue.Queue = queue.Queue()
+        self._demand: dict[str, int] | None = None  # the learner's data demand: kept, so a re-admitted role answers it
+        self._demand_set = threading.Event()
         self._data: queue.Queue = queue.Queue()
         self._local: collections.deque = collections.deque()  # batches received but not yet handed to the learner
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
@@ -111,8 +116,11 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._policy_iter = -1
         self._skipped_files = 0
         self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
         self._cache_size = 0
         self._start_lock = threading.Lock()
+        self._limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
+                                    max_decoded_bytes=int(float(cfg.max_sample_mb) * (1 << 20)))
 
     # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
@@ -149,29 +157,31 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
-        self._path_data = task.path_data
+        self._path_data = run_dir(task.get("path_data"), self._cfg.get("path_data"), "learner_start_task.path_data")
+        path_policy = run_dir(task.get("path_policy"), self._cfg.get("path_policy"), "learner_start_task.path_policy")
+        self._policy_path = policy_path(path_policy, task.get("policy_id"))
+        ckpt_dir = os.path.join(exp_name, "ckpt")
+        load_path = learner_load_path(task.get("load_path"), ckpt_dir)
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
-        os.makedirs(task.path_policy, exist_ok=True)
-        self._policy_path = os.path.join(task.path_policy, task.policy_id)
+        os.makedirs(path_policy, exist_ok=True)
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
         learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
             1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
         learner = build_learning(cfg, seed=int(task.get("seed", cfg.get("seed", 0))), learner_cfg=learner_cfg,
                                  exp_name=exp_name, instance_name=self.name, data_source=self.get_data,
-                                 ckpt_dir=os.path.join(exp_name, "ckpt"),
-                                 log_dir=os.path.join(exp_name, "log", self.name)).learner
+                                 ckpt_dir=ckpt_dir, log_dir=os.path.join(exp_name, "log", self.name)).learner
         for hook in self.hooks4call_for(int(learner_cfg.get("send_policy_freq", 1))):
             learner.register_hook(hook)
-        load_path = task.get("load_path")
-        if load_path:
+        if load_path:  # the learner's own directory, tensors only (nothing there is unpickled)
             path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
             if path:
-                learner.load_checkpoint(path)
+                learner.load_checkpoint(path, allow_pickle=False)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
-        self._demands.put({"batch_size": int(learner.policy.get_attribute("batch_size")),
-                           "n_batches": int(self._cfg.prefetch_batches), "cur_learner_iter": learner.train_iter})
+        self._demand = {"batch_size": int(learner.policy.get_attribute("batch_size")),
+                        "n_batches": int(self._cfg.prefetch_batches)}
+        self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
         learner.info(f"learner task {task.get('task_id')} started at train_iter {learner.train_iter}")
@@ -197,14 +207,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             raise RuntimeError(f"learner '{self.name}' has no learner task yet (learner_start_task first)")
 
     def deal_with_get_data(self, task: dict) -> dict:
-        """Wait up to ``wait_s`` for the learner's next data demand."""
+        """The learner's data demand (batch size, batches to keep queued here), waiting up to ``wait_s`` for it.
+
+        The demand is state, not a one-shot message: a coordinator that lost this learner (a frozen process, a network
+        partition) and admits it again asks again and must get the same answer, or it would wait forever."""
         self._check_alive()
-        try:
-            demand = self._demands.get(timeout=float(task.get("wait_s", 0.5)))
-        except queue.Empty:
+        if not self._demand_set.wait(float(task.get("wait_s", 0.5))):
             self._check_alive()
             return {"demand": None}
-        return {"demand": demand}
+        return {"demand": dict(self._demand or {})}
 
     def deal_with_learner_learn(self, task: dict) -> dict:
         """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""
@@ -296,16 +307,21 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             stored = cache.get(data_id)
             if stored is not None:
                 cache.move_to_end(data_id)
+            elif data_id in self._bad:  # data files never change: a bad one is not read (nor logged) again
+                self._skipped_files += 1
+                continue
             else:
                 try:
-                    stored = read_data(self._path_data, data_id)
-                except (DataFileError, TypeError) as e:
+                    stored = read_data(self._path_data, data_id, self._limits)
+                    if not isinstance(stored, dict):
+                        raise DataFileError(f"data file {data_id}: holds a {type(stored).__name__}, not a sample dict")
+                except DataFileError as e:
                     self._skipped_files += 1
+                    if not isinstance(e.__cause__, FileNotFoundError):
+                        self._bad[data_id] = True
+                        if len(self._bad) > max(self._cache_size, 10_000):
+                            self._bad.popitem(last=False)
                     self._logger.warning(f"skipped a training sample: {e}")
-                    continue
-                if not isinstance(stored, dict):
-                    self._skipped_files += 1
-                    self._logger.warning(f"skipped data file {data_id}: not a sample dict")
                     continue
                 if self._cache_size > 0:
                     cache[data_id] = stored
