@@ -136,7 +136,7 @@ def run_serial_onpolicy(args: argparse.Namespace) -> int:
 
 def _run_serial_seeds(args: argparse.Namespace, pipeline: Callable[..., Any]) -> int:
     """Run ``pipeline`` for each ``-s`` seed; on Ctrl-C print the command that resumes the run and the seeds left."""
-    from .training_view import TrainingInterrupted
+    from ding.engine.training_view import TrainingInterrupted
 
     _need_config(args)
     seeds = args.seed or [0]

@@ -13,7 +13,6 @@ import math
 import os
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -82,40 +81,14 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._totals = CollectorFinishInfo()
 
     def start(self) -> None:
-        from ding.envs import create_env_manager, get_vec_env_setting
-        from ding.policy import create_policy
-        from ding.utils import set_pkg_seed
+        from ..builder import build_acting  # the one builder (serial runs use it too); lazy: it imports this package
 
-        from .base_serial_collector import create_serial_collector
-        from .base_serial_evaluator import create_serial_evaluator
-
-        cfg = self._cfg
-        try:
-            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
-            collector_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in collector_env_cfg or []]))
-            evaluator_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in evaluator_env_cfg or []]))
-            collector_env.seed(self._seed, dynamic_seed=True)
-            evaluator_env.seed(int(cfg.seed), dynamic_seed=False)  # every evaluation plays the same episodes
-            set_pkg_seed(self._seed, use_cuda=bool(cfg.policy.get("cuda", False)))
-            self._policy = create_policy(cfg.policy, enable_field=["collect", "eval"])
-            serial_cfg = dict(self._own_cfg.serial_collector)
-            serial_cfg.setdefault("type", getattr(type(self._policy), "default_collector_type", None) or "sample")
-            self._collector = self._own(create_serial_collector(
-                serial_cfg, env=collector_env, policy=self._policy.collect_mode, exp_name=self._exp_name,
-                instance_name=self._instance_name))
-            self._collector.register_callback(self._recorder)
-            self._evaluator = self._own(create_serial_evaluator(
-                cfg.policy.eval.evaluator, env=evaluator_env, policy=self._policy.eval_mode, exp_name=self._exp_name,
-                instance_name=f"{self._instance_name}_evaluator"))
-        except BaseException:
-            self.close()
-            raise
-
-    def _own(self, obj: Any) -> Any:
-        self._closables.append(obj)
-        return obj
+        acting = build_acting(self._cfg, seed=self._seed, dynamic_seed=True,
+                              collector_cfg=dict(self._own_cfg.serial_collector), exp_name=self._exp_name,
+                              instance_name=self._instance_name)
+        self._closables += acting.closables
+        self._policy, self._collector, self._evaluator = acting.policy, acting.collector, acting.evaluator
+        self._collector.register_callback(self._recorder)
 
     # ---------------------------------------------------------------- policy
     def _update_policy(self, force: bool = False) -> None:

@@ -167,12 +167,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             return self._start_learning(task)
 
     def _start_learning(self, task: LearnerStartTask) -> LearnerStarted:
-        from ding.policy import create_policy
-        from ding.utils import set_pkg_seed
+        from ...builder import build_learning  # the one builder (serial runs use it too); lazy: it imports workers
 
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
-        set_pkg_seed(task.seed, use_cuda=bool(cfg.policy.get("cuda", False)))
         self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
         path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "LearnerStartTask.path_policy")
         self._policy_path = policy_path(path_policy, task.policy_id)
@@ -181,13 +179,12 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(path_policy, exist_ok=True)
-        policy = create_policy(cfg.policy, enable_field=["learn"])
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
         learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
             1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
-        learner = BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name, instance_name=self.name,
-                              data_source=self.get_data, ckpt_dir=ckpt_dir,
-                              log_dir=os.path.join(exp_name, "log", self.name))
+        learner = build_learning(cfg, seed=task.seed, learner_cfg=learner_cfg, exp_name=exp_name,
+                                 instance_name=self.name, data_source=self.get_data, ckpt_dir=ckpt_dir,
+                                 log_dir=os.path.join(exp_name, "log", self.name)).learner
         self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
         for hook in self.hooks4call:
             learner.register_hook(hook)
