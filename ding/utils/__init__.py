@@ -24,6 +24,7 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
+from .data_split import split_data_generator
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
@@ -31,4 +32,5 @@ from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
+from .running_mean_std import RunningMeanStd
 from .worker_logs import WorkerLogs
