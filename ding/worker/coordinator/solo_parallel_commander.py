@@ -172,7 +172,8 @@ class SoloCommander(BaseCommander):
             if not self._collector_space.acquire_space():
                 return None
             task_id = f"collector_task_{next(_uid)}"
-            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep}
+            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
+                    "envstep": self._envstep}  # 'envstep': DI-engine's key, read by its command modes
             task: dict[str, Any] = {
                 "task_id": task_id, "buffer_id": self._buffer_id, "policy_id": self._policy_id,
                 "eval_flag": eval_flag, "train_iter": self._learner_step, "envstep": self._envstep,
