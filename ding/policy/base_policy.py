@@ -16,6 +16,7 @@ from ding.config.ranges import at_least
 from ding.model import create_model
 from ding.utils import POLICY_REGISTRY, CheckpointError, ConfigError, deep_merge_dicts, import_module
 
+from .extra_state import EXTRA_KEY, extra_state, load_extra_state
 from .tensor_io import holds_tensors, outputs_to_numpy, transitions_to_tensor
 
 MODES = ("learn", "collect", "eval", "command")
@@ -75,6 +76,8 @@ class Policy(ABC):
             # Episodes per collect call, for episode collectors. Set n_sample (sample collector) or n_episode, not
             # both.
             n_episode=None,
+            # Samples per collect call, for sample collectors (DI-engine's policy files leave it to the config).
+            n_sample=None,
             # Consecutive samples grouped into one train sample (1 = single transitions).
             unroll_len=1,
             # Collector config (filled with the collector's defaults by compile_config).
@@ -193,6 +196,10 @@ class Policy(ABC):
         return view
 
     def _build_learn_view(self) -> PolicyLearnMode:
+        if self._tensor_io is not False:
+            return PolicyLearnMode(self._forward_learn, self._reset_learn, self._info, self._monitor_vars_learn,
+                                   self._get_attribute, self._set_attribute, self._worker_state_dict_learn,
+                                   self._worker_load_state_dict_learn)
         return PolicyLearnMode(self._forward_learn, self._reset_learn, self._info, self._monitor_vars_learn,
                                self._get_attribute, self._set_attribute, self._state_dict_learn,
                                self._load_state_dict_learn)
@@ -215,6 +222,22 @@ class Policy(ABC):
 
     def _build_command_view(self) -> PolicyCommandMode:
         return PolicyCommandMode(self._get_setting_learn, self._get_setting_collect, self._get_setting_eval)
+
+    def _worker_state_dict_learn(self) -> dict[str, Any]:
+        state = self._state_dict_learn()
+        if self._tensor_io:
+            extra = extra_state(self)
+            if extra:
+                state = dict(state, **{EXTRA_KEY: extra})
+        return state
+
+    def _worker_load_state_dict_learn(self, state_dict: Mapping[str, Any]) -> None:
+        extra = state_dict.get(EXTRA_KEY) if isinstance(state_dict, Mapping) else None
+        if extra is not None:
+            state_dict = {k: v for k, v in state_dict.items() if k != EXTRA_KEY}
+        self._load_state_dict_learn(state_dict)
+        if extra:
+            load_extra_state(self, extra)
 
     def _worker_forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
         return self._to_worker(self._forward_collect(data, **kwargs))
@@ -449,3 +472,6 @@ class CommandModePolicy(Policy):
     :mod:`ding.policy.command_mode_policy_instance`."""
 
     command_function = PolicyCommandMode
+    # DI-engine's policies exchange tensors with the workers; known from the start, so that transitions collected
+    # before the policy's first forward (random warm-up actions) are converted too.
+    tensor_io = True
