@@ -1,7 +1,7 @@
 """Conversions between numpy, torch and python containers, and batching of lists of samples."""
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import numpy as np

@@ -54,52 +54,61 @@ class _GradControl:
         self.steps = 0
 
     def apply(self, params: list[torch.Tensor]) -> bool:
-        """Clip the gradients in place; False when the step must be skipped."""
-        grads = [p for p in params if p.grad is not None]
-        if not grads:
+        """Clip the gradients in place; False when the step must be skipped (its gradients are then zero)."""
+        pairs = [(p, p.grad) for p in params if p.grad is not None]
+        if not pairs:
             return True
         if self.needs_moment:
             self.steps += 1
-            for p in grads:
+            for p, g in pairs:
                 m = self.moment.get(p)
-                g2 = p.grad.detach() ** 2
+                g2 = g.detach() ** 2
                 self.moment[p] = g2.clone() if m is None else m.mul_(_BETA).add_(g2, alpha=1 - _BETA)
-        self._clip(grads)
-        return self._keep(grads)
+        grads = [g for _, g in pairs]
+        bounds = [self.moment[p].sqrt() for p, _ in pairs] if self.needs_moment else []
+        self._clip(grads, bounds)
+        if self._keep(grads, bounds):
+            return True
+        for g in grads:
+            g.zero_()
+        return False
 
-    def _clip(self, grads: list[torch.Tensor]) -> None:
+    def _clip(self, grads: list[torch.Tensor], roots: list[torch.Tensor]) -> None:
         t = self.clip_type
         if t == "clip_value":
-            torch.nn.utils.clip_grad_value_(grads, float(self.clip_value))  # type: ignore[arg-type]
+            torch.nn.utils.clip_grad_value_(grads, float(self.clip_value or 0.0))
         elif t == "clip_norm":
-            torch.nn.utils.clip_grad_norm_(grads, float(self.clip_value), self.clip_norm_type)  # type: ignore[arg-type]
+            _scale_to_norm(grads, float(self.clip_value or 0.0), self.clip_norm_type)
         elif t == "clip_momentum" and self.steps >= self.clip_warmup:
-            for p in grads:
-                bound = self.clip_coef * self.moment[p].sqrt()
-                p.grad.copy_(torch.maximum(torch.minimum(p.grad, bound), -bound))
+            for g, root in zip(grads, roots):
+                bound = self.clip_coef * root
+                g.copy_(torch.maximum(torch.minimum(g, bound), -bound))
         elif t == "clip_momentum_norm" and self.steps >= self.clip_warmup:
-            limit = self.clip_coef * _total_norm([self.moment[p].sqrt() for p in grads], self.clip_norm_type)
-            torch.nn.utils.clip_grad_norm_(grads, float(limit), self.clip_norm_type)
+            _scale_to_norm(grads, self.clip_coef * _total_norm(roots, self.clip_norm_type), self.clip_norm_type)
 
-    def _keep(self, grads: list[torch.Tensor]) -> bool:
+    def _keep(self, grads: list[torch.Tensor], roots: list[torch.Tensor]) -> bool:
         t = self.ignore_type
         if t is None:
             return True
         if t == "ignore_value":
-            bad = any(bool((p.grad.abs() > self.ignore_value).any()) for p in grads)
-        elif t == "ignore_norm":
-            bad = _total_norm([p.grad for p in grads], self.ignore_norm_type) > float(self.ignore_value)  # type: ignore[arg-type]
-        elif self.steps < self.ignore_warmup:
-            bad = False
-        elif t == "ignore_momentum":
-            bad = any(bool((p.grad.abs() > self.ignore_coef * self.moment[p].sqrt()).any()) for p in grads)
-        else:
-            limit = self.ignore_coef * _total_norm([self.moment[p].sqrt() for p in grads], self.ignore_norm_type)
-            bad = _total_norm([p.grad for p in grads], self.ignore_norm_type) > limit
-        if bad:
-            for p in grads:
-                p.grad.zero_()
-        return not bad
+            return not any(bool((g.abs() > float(self.ignore_value or 0.0)).any()) for g in grads)
+        if t == "ignore_norm":
+            return _total_norm(grads, self.ignore_norm_type) <= float(self.ignore_value or 0.0)
+        if self.steps < self.ignore_warmup:
+            return True
+        if t == "ignore_momentum":
+            return not any(bool((g.abs() > self.ignore_coef * root).any()) for g, root in zip(grads, roots))
+        limit = self.ignore_coef * _total_norm(roots, self.ignore_norm_type)
+        return _total_norm(grads, self.ignore_norm_type) <= limit
+
+
+def _scale_to_norm(grads: list[torch.Tensor], max_norm: float, norm_type: float) -> None:
+    """Scale the gradients down so that their total ``norm_type``-norm is at most ``max_norm``."""
+    total = _total_norm(grads, norm_type)
+    if total > max_norm:
+        factor = max_norm / (total + 1e-6)
+        for g in grads:
+            g.mul_(factor)
 
 
 def _total_norm(tensors: list[torch.Tensor], norm_type: float) -> float:
@@ -131,7 +140,7 @@ class Adam(torch.optim.Adam):
                                           ignore_coef, ignore_norm_type, ignore_momentum_timestep)
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -163,7 +172,7 @@ class RMSprop(torch.optim.RMSprop):
                                           ignore_coef, ignore_norm_type, ignore_momentum_timestep)
 
     @torch.no_grad()
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = None
         if closure is not None:
             with torch.enable_grad():

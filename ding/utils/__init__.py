@@ -1,3 +1,4 @@
+from .data_split import split_data_generator
 from .default_helper import (
     EasyTimer,
     close_all,
@@ -24,7 +25,6 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
-from .data_split import split_data_generator
 from .file_helper import atomic_write, atomic_write_text, torch_save_atomic
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line

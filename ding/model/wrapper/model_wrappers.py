@@ -60,8 +60,8 @@ class BaseModelWrapper(IModelWrapper):
 def _logits_of(output: dict[str, Any]) -> tuple[list[torch.Tensor], bool]:
     """The model output's ``logit`` as a list (a model with several action heads gives a list) and whether it was."""
     if not isinstance(output, dict) or "logit" not in output:
-        raise TypeError(f"sample wrapper: the model must return a dict with 'logit', got "
-                        f"{type(output).__name__}{' with keys ' + str(list(output)) if isinstance(output, dict) else ''}")
+        keys = f" with keys {list(output)}" if isinstance(output, dict) else ""
+        raise TypeError(f"sample wrapper: the model must return a dict with 'logit', got {type(output).__name__}{keys}")
     logit = output["logit"]
     return (list(logit), True) if isinstance(logit, (list, tuple)) else ([logit], False)
 
@@ -168,7 +168,7 @@ class ReparamSampleWrapper(IModelWrapper):
         return output
 
 
-def _mu_sigma(output: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def _mu_sigma(output: Any) -> tuple[torch.Tensor, Any]:
     logit = output.get("logit") if isinstance(output, dict) else None
     if isinstance(logit, dict) and "mu" in logit:
         return logit["mu"], logit.get("sigma")
