@@ -76,7 +76,9 @@ class _GradControl:
     def _clip(self, grads: list[torch.Tensor], roots: list[torch.Tensor]) -> None:
         t = self.clip_type
         if t == "clip_value":
-            torch.nn.utils.clip_grad_value_(grads, float(self.clip_value or 0.0))
+            limit = float(self.clip_value or 0.0)
+            for g in grads:
+                g.clamp_(-limit, limit)
         elif t == "clip_norm":
             _scale_to_norm(grads, float(self.clip_value or 0.0), self.clip_norm_type)
         elif t == "clip_momentum" and self.steps >= self.clip_warmup:

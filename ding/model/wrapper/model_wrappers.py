@@ -8,6 +8,7 @@ seeds and saves in checkpoints, so a run that uses wrappers resumes exactly.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -362,7 +363,9 @@ def model_wrap(model: nn.Module | IModelWrapper, wrapper_name: str | None = None
     """Wrap ``model`` (a module gets a ``base`` wrapper first) in the wrapper registered as ``wrapper_name``."""
     cls = WRAPPERS.get(wrapper_name) if isinstance(wrapper_name, str) else None
     if cls is None:
-        raise RegistryError(f"model_wrap: no model wrapper named {wrapper_name!r} in ding (known: "
+        caller = sys._getframe(1)
+        raise RegistryError(f"model_wrap: no model wrapper named {wrapper_name!r} in ding, asked for by "
+                            f"{caller.f_code.co_filename}, line {caller.f_lineno} (known: "
                             f"{', '.join(sorted(WRAPPERS))}); register one with "
                             f"ding.model.register_wrapper(name, cls)")
     if not isinstance(model, IModelWrapper):
