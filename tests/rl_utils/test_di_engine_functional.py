@@ -62,7 +62,7 @@ def test_ppo_policy_and_value_error():
     logit = torch.zeros(4, 3, requires_grad=True)
     terms, info = ppo_policy_error(ppo_policy_data(logit, logit.detach(), torch.tensor([0, 1, 2, 0]),
                                                    torch.ones(4), None))
-    assert abs(float(terms.policy_loss) + 1.0) < 1e-6 and info.clipfrac == 0.0
+    assert abs(terms.policy_loss.item() + 1.0) < 1e-6 and info.clipfrac == 0.0
     assert terms._fields == ("policy_loss", "entropy_loss")
     value_loss = ppo_value_error(ppo_value_data(torch.zeros(2), torch.zeros(2), torch.ones(2), None))
     assert abs(float(value_loss) - 0.5) < 1e-6
