@@ -23,13 +23,23 @@ CARTPOLE = "dizoo/classic_control/cartpole/config/cartpole_{}_config.py"
 PENDULUM = "dizoo/classic_control/pendulum/config/pendulum_{}_config.py"
 
 
+def _forget_user_policies():
+    """Each test imports its own copy of the user package: drop the modules and what they registered."""
+    from ding.utils import POLICY_REGISTRY
+
+    for name in [m for m in sys.modules if m == "user_policies" or m.startswith("user_policies.")]:
+        del sys.modules[name]
+    for key in [k for k, v in POLICY_REGISTRY.items() if getattr(v, "__module__", "").startswith("user_policies")]:
+        del POLICY_REGISTRY[key]
+
+
 @pytest.fixture
 def user_dir(in_tmp_dir, monkeypatch):
     write_user_package(str(in_tmp_dir), ["dqn", "c51", "ppo", "a2c", "sac", "ddpg", "td3"])
     monkeypatch.syspath_prepend(str(in_tmp_dir))
+    _forget_user_policies()
     yield in_tmp_dir
-    for name in [m for m in sys.modules if m == "user_policies" or m.startswith("user_policies.")]:
-        del sys.modules[name]
+    _forget_user_policies()
 
 
 @pytest.mark.parametrize("name,mode,budget", [
@@ -111,3 +121,24 @@ def test_user_dqn_resumes_exactly_after_ctrl_c(user_dir):
     b = torch.load(f"part/ckpt/iteration_{n}.pth.tar", weights_only=False)
     for key in ("model", "target_model"):
         assert a[key].keys() == b[key].keys() and all(torch.equal(a[key][k], b[key][k]) for k in a[key])
+
+
+def test_a_typo_in_a_key_the_user_policy_declares_is_still_an_error(user_dir, capsys):
+    config = write_user_config(str(user_dir), CARTPOLE.format("dqn"), "dqn", "user_dqn")
+    with open(config) as f:
+        text = f.read()
+    with open(config, "w") as f:
+        f.write(text.replace("update_per_collect=5", "update_per_colect=5"))
+    assert main(["-m", "serial", "-c", config, "-s", "0", "--train-iter", "2"]) != 0
+    err = capsys.readouterr().err
+    assert "policy.learn.update_per_colect: unknown key" in err and "did you mean 'update_per_collect'?" in err
+
+
+def test_multi_gpu_is_refused_in_one_line(user_dir, capsys):
+    config = write_user_config(str(user_dir), CARTPOLE.format("dqn"), "dqn", "user_dqn")
+    with open(config) as f:
+        text = f.read()
+    with open(config, "w") as f:
+        f.write(text.replace("cuda=False,", "cuda=False, multi_gpu=True,", 1))
+    assert main(["-m", "serial", "-c", config, "-s", "0", "--train-iter", "2"]) != 0
+    assert "policy.multi_gpu: True is not supported" in capsys.readouterr().err
