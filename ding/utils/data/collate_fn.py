@@ -58,9 +58,13 @@ def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
 def default_decollate(
     batch: Any, ignore: Sequence[str] = ("prev_state", "prev_actor_state", "prev_critic_state")
 ) -> list:
-    """Inverse of :func:`default_collate`: split a batched structure into a list of per-sample structures."""
+    """Inverse of :func:`default_collate`: split a batched structure into a list of per-sample structures.
+
+    As in DI-engine, a (B,) tensor splits into B tensors of shape (1,) (so a policy's per-env action or value keeps a
+    dimension, like the shape-(1,) actions random warm-up draws from a 1-D Box); a (B, ...) tensor splits into
+    tensors of shape (...)."""
     if isinstance(batch, torch.Tensor):
-        return list(torch.unbind(batch, 0))
+        return list(torch.split(batch, 1, 0)) if batch.dim() == 1 else list(torch.unbind(batch, 0))
     if isinstance(batch, np.ndarray):
         return list(batch)
     if isinstance(batch, Mapping):
