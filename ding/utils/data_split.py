@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
 
 import numpy as np
-import torch
 
 
 def split_data_generator(data: Mapping[str, Any], split_size: int, shuffle: bool = True) -> Iterator[dict]:
@@ -21,6 +23,8 @@ def split_data_generator(data: Mapping[str, Any], split_size: int, shuffle: bool
     if n < split_size:
         raise ValueError(f"split_data_generator: {n} rows cannot fill a minibatch of {split_size} "
                          f"(collect at least batch_size samples per train call)")
+    import torch  # lazily: `import ding.utils` stays free of torch (fast CLI start)
+
     order = np.random.permutation(n) if shuffle else np.arange(n)
     for start in range(0, n, split_size):
         idx = order[start:start + split_size]
@@ -30,6 +34,8 @@ def split_data_generator(data: Mapping[str, Any], split_size: int, shuffle: bool
 
 
 def _batch_size(data: Any) -> int | None:
+    import torch
+
     if isinstance(data, (torch.Tensor, np.ndarray)):
         return int(data.shape[0])
     if isinstance(data, Mapping):
@@ -46,6 +52,8 @@ def _batch_size(data: Any) -> int | None:
 
 
 def _take(data: Any, idx: torch.Tensor) -> Any:
+    import torch
+
     if isinstance(data, torch.Tensor):
         return data[idx.to(data.device)]
     if isinstance(data, np.ndarray):
