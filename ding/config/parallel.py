@@ -26,6 +26,7 @@ from ding.utils import (
 
 from .compiler import compile_config
 from .components import PARTS, Part, check_import_names, default_config_of, lookup_type
+from .ranges import Constraint, at_least, between, find_range_problems, greater_than
 from .validation import find_config_problems, format_problems
 
 # Parallel mode swaps the serial collector and commander for the parallel ones.
@@ -61,10 +62,12 @@ COORDINATOR_CONFIG = dict(
     host="127.0.0.1",  # address the coordinator's HTTP server binds
     port=0,  # 0: a free port
     advertise_host=None,  # address slaves use to reach the coordinator (default: host)
-    collector_task_timeout=30.0,  # seconds: deadline of one collector task
+    collector_task_timeout=30.0,  # seconds: deadline of one collect task (a timed-out task is cancelled)
+    eval_task_timeout=120.0,  # seconds: deadline of one evaluation (n_evaluator_episode whole episodes)
     learner_task_timeout=600.0,  # seconds: deadline of one learner task
     heartbeat_timeout=10.0,  # seconds without a heartbeat after which a slave is lost and its tasks fail
     startup_timeout=120.0,  # seconds to wait for a learner and a collector before giving up
+    learner_stall_timeout=300.0,  # seconds without a train iteration while data is ready: the learner is restarted
     data_wait=0.5,  # seconds a learner data request waits for the learner's next demand (long poll)
     operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
     learner=dict(),  # slaves to connect at start, {name: [name, host, port]}; others join by themselves
@@ -85,6 +88,18 @@ SYSTEM_CONFIG = dict(
     comm_collector=dict(type="flask_fs", import_names=[]),
 )
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
+_PORT = between(0, 65535, integer=True, hint="0 picks a free port")
+# Allowed values of the system config (checked on the laid-out config, so flags such as --coordinator-port count).
+SYSTEM_RANGES: dict[str, Constraint] = {
+    "coordinator.port": _PORT,
+    **{f"coordinator.{k}": greater_than(0) for k in (
+        "collector_task_timeout", "eval_task_timeout", "learner_task_timeout", "heartbeat_timeout", "startup_timeout",
+        "learner_stall_timeout", "data_wait")},
+    "heartbeat_interval": greater_than(0),
+    "master_lost_timeout": greater_than(0),
+    "max_restarts": at_least(0, integer=True),
+}
+_ROLE_RANGES: dict[str, Constraint] = {"port": _PORT}
 
 
 def compile_config_parallel(
@@ -126,6 +141,8 @@ def compile_config_parallel(
     if problems:
         raise ConfigError(format_problems(problems))
     system = deep_merge_dicts(SYSTEM_CONFIG, user_system)
+    _check_system_values(system, roles, dict(coordinator=coordinator_port, learner=learner_port,
+                                             collector=collector_port), src)
     if system.communication_mode != "auto":
         raise ConfigError(f"system_config.communication_mode: only 'auto' exists, got {system.communication_mode!r}")
     original_exp = str(cfg.get("exp_name") or "default_experiment")
@@ -219,6 +236,27 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
         if name not in out:
             out[name] = EasyDict(entry)
     return out
+
+
+def _check_system_values(system: EasyDict, roles: Mapping[str, Any], ports: Mapping[str, int | None],
+                         src: str) -> None:
+    """Every out-of-range value at once, before anything is written or started: a bad port or a zero timeout would
+    otherwise show up as a crash deep in a server, or as slaves declared lost the moment they connect."""
+    problems = find_range_problems(system, SYSTEM_RANGES, "system_config", src)
+    for name, entry in roles.items():
+        if isinstance(entry, Mapping):
+            problems += find_range_problems(entry, _ROLE_RANGES, f"system_config.{name}", src)
+    for role, port in ports.items():
+        if port is not None:
+            wrong = _PORT.problem(port)
+            problems += [f"--{role}-port: {wrong}"] if wrong else []
+    interval, timeout = system.get("heartbeat_interval"), system.coordinator.get("heartbeat_timeout")
+    if not problems and isinstance(interval, (int, float)) and isinstance(timeout, (int, float)) \
+            and interval >= timeout:
+        problems.append(f"system_config.heartbeat_interval: {interval:g} s is not below coordinator.heartbeat_timeout "
+                        f"({timeout:g} s) (in {src}); every slave would be declared lost between two heartbeats")
+    if problems:
+        raise ConfigError(format_problems(problems))
 
 
 def rename_experiment(main: Mapping, system: Mapping, exp_name: str) -> None:

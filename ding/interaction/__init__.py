@@ -12,6 +12,7 @@ from .base import (
     PeerUnreachable,
     RequestRejected,
     SlaveLost,
+    TaskCancelled,
     TaskFailed,
     TaskTimeout,
     find_free_port,
@@ -24,6 +25,7 @@ from .slave import Slave
 
 __all__ = [
     "API_PREFIX", "TOKEN_ENV", "TOKEN_HEADER", "ApiError", "InteractionError", "JsonServer", "PeerUnreachable",
-    "RequestRejected", "SlaveLost", "TaskFailed", "TaskTimeout", "find_free_port", "new_token", "resolve_token",
+    "RequestRejected", "SlaveLost", "TaskCancelled", "TaskFailed", "TaskTimeout", "find_free_port", "new_token",
+    "resolve_token",
     "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
 ]

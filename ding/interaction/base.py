@@ -53,6 +53,10 @@ class TaskTimeout(TaskFailed):
     """A task passed its deadline without an answer."""
 
 
+class TaskCancelled(InteractionError):
+    """Raised inside a slave's task handler whose task the master cancelled (``Slave.task_cancelled``)."""
+
+
 class SlaveLost(TaskFailed):
     """The slave running a task stopped sending heartbeats or could not be reached."""
 

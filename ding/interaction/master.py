@@ -224,6 +224,31 @@ class Master:
             handle._finish(error=TaskFailed(f"slave '{conn.name}' refused task {name} ({task_id}): {e}"))
         return handle
 
+    def cancel(self, conn: SlaveConnection, handle: TaskHandle) -> bool:
+        """Tell the slave to stop ``handle``'s task (best effort); True if it was still running there."""
+        if not conn.alive:
+            return False
+        try:
+            reply = conn.client.post("task/cancel", {"task_id": handle.task_id}, timeout=5.0, retries=0)
+        except (PeerUnreachable, RequestRejected) as e:
+            self._logger.info(f"cancel of task {handle.task_id} on '{conn.name}' not acknowledged: {e}")
+            return False
+        return bool(reply.get("cancelled"))
+
+    def wait_idle(self, conn: SlaveConnection, timeout: float) -> bool:
+        """Wait until the slave runs no task (a cancelled one has stopped); False at ``timeout`` or if it is lost."""
+        deadline = time.monotonic() + timeout
+        while conn.alive and not self._stop.is_set():
+            try:
+                if int(conn.client.post("ping", {}, timeout=5.0, retries=0).get("running", 1)) == 0:
+                    return True
+            except (PeerUnreachable, RequestRejected):
+                pass
+            if time.monotonic() > deadline:
+                return False
+            self._stop.wait(0.1)
+        return False
+
     def _forget(self, handle: TaskHandle) -> None:
         with self._lock:
             self._pending.pop(handle.task_id, None)

@@ -50,7 +50,7 @@ class Slave:
         self.on_disconnect = on_disconnect
         self._server = JsonServer(name, host, port, token, self._logger)
         for endpoint, fn in (("connect", self._on_connect), ("disconnect", self._on_disconnect),
-                             ("task/new", self._on_task), ("ping", self._on_ping)):
+                             ("task/new", self._on_task), ("task/cancel", self._on_cancel), ("ping", self._on_ping)):
             self._server.route(endpoint, fn)
         self._max_workers = int(max_workers)
         self._close_timeout = float(close_timeout)
@@ -63,6 +63,8 @@ class Slave:
         self._seen_tasks: set[str] = set()  # recent task ids (a retried task/new must not run twice)
         self._seen_order: collections.deque[str] = collections.deque()
         self._running: set[str] = set()
+        self._cancelled: set[str] = set()  # running tasks the master gave up on (their deadline passed)
+        self._current = threading.local()  # the task id a worker thread runs
         self._closed = threading.Event()
         self._stopping = threading.Event()
         self._heartbeat: threading.Thread | None = None
@@ -122,20 +124,23 @@ class Slave:
         threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
 
     # ---------------------------------------------------------------- joining
-    def join(self, master_host: str, master_port: int) -> None:
-        """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase)."""
+    def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
+        """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase). ``contact=False``
+        (a re-join): an accepted request does not count as contact with the master -- only its connect does."""
         client = HttpClient("master", master_host, master_port, self._token, timeout=self.request_timeout,
                             retries=self.retries)
         try:
             client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
         finally:
             client.close()
-        self._last_master_ok = time.monotonic()
-        self._contact = True
+        if contact:
+            self._last_master_ok = time.monotonic()
+            self._contact = True
 
     # ---------------------------------------------------------------- endpoints
     def _on_ping(self, payload: dict) -> dict:
-        return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running)}
+        return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
+                "cancelled": len(self._cancelled)}
 
     def _on_connect(self, payload: dict) -> dict:
         host, port = payload.get("master_host"), payload.get("master_port")
@@ -168,6 +173,23 @@ class Slave:
         if payload.get("shutdown"):
             self._close_soon(f"shut down by master: {reason}")
         return {}
+
+    def _on_cancel(self, payload: dict) -> dict:
+        task_id = payload.get("task_id")
+        if not isinstance(task_id, str):
+            raise ApiError(400, "task/cancel needs 'task_id' (str)")
+        with self._lock:
+            running = task_id in self._running
+            if running:
+                self._cancelled.add(task_id)
+        if running:
+            self._logger.warning(f"task {task_id} cancelled by the master (its deadline passed)")
+        return {"cancelled": running}
+
+    def task_cancelled(self) -> bool:
+        """True inside a task handler whose task the master cancelled: stop, write nothing more, return soon."""
+        task_id = getattr(self._current, "task_id", None)
+        return task_id is not None and (task_id in self._cancelled or self._stopping.is_set())
 
     def _on_task(self, payload: dict) -> dict:
         task_id, name = payload.get("task_id"), payload.get("name")
@@ -216,16 +238,25 @@ class Slave:
             self._run(*job)
 
     def _run(self, task_id: str, name: str, body: dict) -> None:
+        self._current.task_id = task_id
         try:
             result = self.handlers[name](body)
-            self._report("task/complete", {"task_id": task_id, "data": dict(result or {})})
+            if task_id in self._cancelled:
+                self._logger.info(f"cancelled task {name} ({task_id}) ended; its result is dropped")
+            else:
+                self._report("task/complete", {"task_id": task_id, "data": dict(result or {})})
         except Exception as e:  # noqa: BLE001 -- every failure goes back to the master with its traceback
-            self._logger.exception(f"task {name} ({task_id}) failed")
-            self._report("task/fail", {"task_id": task_id, "message": f"{type(e).__name__}: {e}",
-                                       "traceback": traceback.format_exc()})
+            if task_id in self._cancelled:
+                self._logger.info(f"cancelled task {name} ({task_id}) stopped: {type(e).__name__}: {e}")
+            else:
+                self._logger.exception(f"task {name} ({task_id}) failed")
+                self._report("task/fail", {"task_id": task_id, "message": f"{type(e).__name__}: {e}",
+                                           "traceback": traceback.format_exc()})
         finally:
+            self._current.task_id = None
             with self._lock:
                 self._running.discard(task_id)
+                self._cancelled.discard(task_id)
 
     def _report(self, endpoint: str, body: dict) -> None:
         master = self._master
@@ -255,25 +286,32 @@ class Slave:
                 reply = master.post("heartbeat", {"name": self.name, "role": self.role,
                                                   "running": len(self._running)},
                                     timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
-            except PeerUnreachable:
-                silent = time.monotonic() - self._last_master_ok
-                if silent > self.master_lost_timeout:
-                    self._logger.error(f"master unreachable for {silent:.0f} s (master_lost_timeout "
-                                       f"{self.master_lost_timeout:g} s): closing")
-                    self._close_soon("master lost")
-                    return
-                continue
-            except RequestRejected as e:
+            except PeerUnreachable as e:
+                problem = f"unreachable ({e})"
+            except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
+                problem = f"answers with errors ({e})"
                 self._logger.warning(f"heartbeat rejected: {e}")
-                continue
-            self._last_master_ok = time.monotonic()
-            unknown = 0 if reply.get("known", True) else unknown + 1
-            if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
-                unknown = 0
-                try:
-                    self.join(master.host, master.port)
-                except InteractionError as e:
-                    self._logger.warning(f"re-join failed: {e}")
+            else:
+                if reply.get("known", True):
+                    self._last_master_ok = time.monotonic()
+                    unknown = 0
+                    continue
+                problem = "does not know this slave (and did not connect it again)"
+                unknown += 1
+                if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
+                    unknown = 0
+                    try:
+                        self.join(master.host, master.port, contact=False)
+                    except InteractionError as e:
+                        self._logger.warning(f"re-join failed: {e}")
+            # only a heartbeat the master answers as ours counts: a master that is unreachable, rejects us or has
+            # forgotten us for master_lost_timeout is gone for this slave -- it closes instead of living on forever
+            silent = time.monotonic() - self._last_master_ok
+            if silent > self.master_lost_timeout:
+                self._logger.error(f"coordinator at {master.host}:{master.port} {problem}; no accepted heartbeat for "
+                                   f"{silent:.0f} s (master_lost_timeout {self.master_lost_timeout:g} s): closing")
+                self._close_soon("master lost")
+                return
 
     def __enter__(self) -> Slave:
         return self

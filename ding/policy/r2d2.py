@@ -33,6 +33,16 @@ class R2D2Policy(DQNPolicy):
     ``naive``) stores the sequences ``get_train_sample`` cuts from each trajectory chunk (padded at an episode's end,
     with a mask); the ``sequence`` buffer stores transitions and returns windows of its ``sequence_len``, cut short
     where the window leaves its trajectory chunk or episode.
+
+    How an item buffer's sequences are cut depends on ``replay_period``. ``None`` (the default, DI-engine's split):
+    back to back from each chunk's start, so the first ``burnin_step`` steps of every sequence, episode starts among
+    them, are never trained. An integer ``P`` (``1 <= P <= learn_unroll_len``, what ding's own configs use):
+    sequences overlap like the R2D2 paper's. In episode step coordinates sequence ``k`` trains steps ``[kP, kP + L)``
+    (``L = learn_unroll_len``) after burning in on ``[kP - burnin_step, kP)``; where that burn-in reaches before the
+    episode's start it is padded at the front (masked: the LSTM state stays at the episode's zero start state), so
+    the first sequence trains from step 0, and every step is trained in at least one sequence (in ``L / P`` of them
+    away from the episode's ends). The collector keeps the last ``burnin_step + L - 1`` transitions of a chunk that
+    did not end its episode for the next chunk (the ``nstep`` attribute it reads), so sequences span chunk borders.
     """
 
     _model: DRQN  # or a recurrent model with its interface (hidden_size, forward(obs, prev_state))
@@ -50,6 +60,11 @@ class R2D2Policy(DQNPolicy):
         burnin_step=2,
         # Trained steps per sequence; a sequence holds burnin_step + learn_unroll_len transitions.
         learn_unroll_len=40,
+        # None: DI-engine's split (sequences back to back; the first burnin_step steps of each, episode starts
+        # included, are never trained). An int P in [1, learn_unroll_len]: a new sequence every P steps of an
+        # episode, overlapping (the R2D2 paper: P = learn_unroll_len / 2); the episode's first sequence trains from
+        # step 0 (its burn-in is padded at the front), so every step is trained.
+        replay_period=None,
         model=dict(),
         learn=dict(
             update_per_collect=1,
@@ -88,6 +103,7 @@ class R2D2Policy(DQNPolicy):
         "priority_eta": between(0, 1),
         "burnin_step": at_least(0, integer=True),
         "learn_unroll_len": at_least(1, integer=True),
+        "replay_period": at_least(1, integer=True),
         "learn.target_update_theta": between(0, 1),
     }
 
@@ -105,6 +121,13 @@ class R2D2Policy(DQNPolicy):
                               f"{cfg.burnin_step} + {cfg.learn_unroll_len} = {self._unroll_len}; set it to "
                               f"{self._unroll_len} or leave it out")
         cfg.collect.unroll_len = self._unroll_len  # the collector sizes its trajectory chunks by it
+        period = cfg.get("replay_period")
+        self._period: int | None = None if period is None else int(period)
+        if self._period is not None and self._period > int(cfg.learn_unroll_len):
+            raise ConfigError(f"policy.replay_period: {period} is longer than policy.learn_unroll_len "
+                              f"{cfg.learn_unroll_len}, so the steps between two sequences' trained parts would never "
+                              f"be trained; set replay_period <= {cfg.learn_unroll_len} (e.g. "
+                              f"{max(1, int(cfg.learn_unroll_len) // 2)}, the R2D2 paper's half) or None")
         buffer_cfg = cfg.other.get("replay_buffer") or {}
         self._from_windows = buffer_cfg.get("type") == "sequence"
         if self._from_windows:
@@ -117,10 +140,12 @@ class R2D2Policy(DQNPolicy):
                     f"shorten burnin_step / learn_unroll_len")
 
     def _get_attribute(self, name: str) -> Any:
-        # Collectors keep `nstep - 1` transitions between chunks for n-step windows; R2D2's windows live inside its
-        # sequences (computed by the learner), so its samples never need transitions from the next chunk.
+        # Collectors keep `nstep - 1` transitions of a chunk that did not end its episode for the next chunk. R2D2's
+        # n-step windows live inside its sequences (computed by the learner); DI-engine's split (and the sequence
+        # buffer's windows) needs nothing from the previous chunk, overlapping sequences need up to unroll_len - 1.
         if name == "nstep":
-            return 1
+            overlap = getattr(self, "_period", None) is not None and not getattr(self, "_from_windows", False)
+            return self._unroll_len if overlap else 1
         return super()._get_attribute(name)
 
     # ------------------------------------------------------------------ learn
@@ -138,11 +163,11 @@ class R2D2Policy(DQNPolicy):
         batch = self._collate(data)
         self._set_train(True)
         b = self._burnin
-        with torch.no_grad():
-            state = batch["prev_state"]
-            if b:  # burn-in: unroll the stored state over the first b steps, no gradient
-                state = self._model(batch["obs"][:, :b], state)["next_state"]
-            target_q = self._target_model(batch["obs"], batch["prev_state"])["logit"][:, b:]
+        with torch.no_grad():  # burn-in: unroll the stored state over the first b steps, no gradient
+            state = _burn_in(self._model, batch["obs"][:, :b], batch["prev_state"], batch["mask"][:, :b])
+            target_state = _burn_in(self._target_model, batch["obs"][:, :b], batch["prev_state"],
+                                    batch["mask"][:, :b])
+            target_q = self._target_model(batch["obs"][:, b:], target_state)["logit"]
         q = self._model(batch["obs"][:, b:], state)["logit"]  # (B, T + 1 - b, A): steps b..T-1 and the last next_obs
         boot_action = q.detach().argmax(dim=-1)  # double Q: the online network picks, the target network values
         boot_value = target_q.gather(-1, boot_action.unsqueeze(-1)).squeeze(-1)
@@ -242,31 +267,51 @@ class R2D2Policy(DQNPolicy):
         return transition
 
     def _get_train_sample(self, transitions: list[dict[str, Any]]) -> list[Any]:
-        """One env's chunk of transitions (never crossing an episode's end) -> sequences of ``unroll_len`` (the last
-        one padded), or, for the ``sequence`` buffer, the transitions themselves with the chunk's first marked."""
+        """One env's chunk of transitions (never crossing an episode's end) -> sequences of ``unroll_len`` (see the
+        class doc for how ``replay_period`` cuts them), or, for the ``sequence`` buffer, the transitions themselves
+        with the chunk's first marked."""
         if self._from_windows:
             for i, t in enumerate(transitions):
                 t["chunk_start"] = i == 0
             return list(transitions)
         T = self._unroll_len
-        return [self._pack(transitions[i:i + T], T) for i in range(0, len(transitions), T)]
+        if self._period is None:
+            return [self._pack(transitions[i:i + T], T) for i in range(0, len(transitions), T)]
+        if not transitions:
+            return []
+        first_step, seen = _number_steps(transitions)
+        last = transitions[-1]
+        ends_episode = bool(last["done"]) or bool(last.get("truncated", False))
+        samples = []
+        for start, stop, front in overlapping_sequences(first_step, seen, len(transitions), ends_episode,
+                                                        self._period, self._burnin, T - self._burnin):
+            if start < first_step:
+                raise ValueError(
+                    f"{type(self).__name__} collect_mode.get_train_sample: the sequence of episode steps "
+                    f"[{start}, {stop}) begins before this chunk (steps [{first_step}, {first_step + len(transitions)}"
+                    f")); with policy.replay_period a chunk must start at its episode's start or repeat the last "
+                    f"{T - 1} transitions of the previous chunk (SampleSerialCollector does this, reading the "
+                    f"policy's 'nstep' attribute)")
+            samples.append(self._pack(transitions[start - first_step:stop - first_step], T, front))
+        return samples
 
-    def _pack(self, transitions: list[dict[str, Any]], length: int) -> dict[str, Any]:
-        """Consecutive transitions of one episode -> a sequence of ``length`` steps: ``obs`` (length + 1, ...) with the
-        last transition's ``next_obs`` after them, ``action``, ``reward``, ``done``, ``mask`` (length,), zero-padded,
-        and ``prev_state`` (2, H), the LSTM state before the first step."""
+    def _pack(self, transitions: list[dict[str, Any]], length: int, front: int = 0) -> dict[str, Any]:
+        """Consecutive transitions of one episode -> a sequence of ``length`` steps: ``front`` padding steps, the
+        transitions, then padding: ``obs`` (length + 1, ...) with the last transition's ``next_obs`` after them,
+        ``action``, ``reward``, ``done``, ``mask`` (length,; False on padding), zeros on padding, and ``prev_state``
+        (2, H), the LSTM state before the first transition."""
         n = len(transitions)
         first = np.asarray(transitions[0]["obs"], dtype=np.float32)
         obs = np.zeros((length + 1, *first.shape), np.float32)
-        obs[:n] = [t["obs"] for t in transitions]
-        obs[n] = transitions[-1]["next_obs"]
-        pad = length - n
+        obs[front:front + n] = [t["obs"] for t in transitions]
+        obs[front + n] = transitions[-1]["next_obs"]
+        pad = (front, length - front - n)
         return {
             "obs": obs,
-            "action": np.pad(np.asarray([t["action"] for t in transitions], np.int64).reshape(n), (0, pad)),
-            "reward": np.pad(np.asarray([t["reward"] for t in transitions], np.float32).reshape(n), (0, pad)),
-            "done": np.pad(np.asarray([t["done"] for t in transitions], bool), (0, pad)),
-            "mask": np.arange(length) < n,
+            "action": np.pad(np.asarray([t["action"] for t in transitions], np.int64).reshape(n), pad),
+            "reward": np.pad(np.asarray([t["reward"] for t in transitions], np.float32).reshape(n), pad),
+            "done": np.pad(np.asarray([t["done"] for t in transitions], bool), pad),
+            "mask": (np.arange(length) >= front) & (np.arange(length) < front + n),
             "prev_state": np.asarray(transitions[0]["prev_state"], np.float32),
             "collect_iter": transitions[0].get("collect_iter", 0),
         }
@@ -306,3 +351,58 @@ def _continuous_length(window: list[dict[str, Any]]) -> int:
         if t["done"] or t.get("truncated", False):
             return i + 1
     return len(window)
+
+
+def _burn_in(model: Any, obs: torch.Tensor, state: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """The LSTM state after unrolling ``model`` from ``state`` (B, 2, H) over the burn-in observations ``obs``
+    (B, b, ...). A sequence's leading steps that are not ``valid`` (B, b) are front padding (its burn-in reaches before
+    its episode's start): the state stays as it is over them. One batched call when no sequence is padded."""
+    b = obs.shape[1]
+    if b == 0:
+        return state
+    padded = (~valid.bool()).long().cumprod(1).sum(1)  # leading padding steps of each sequence
+    m = int(padded.max())
+    for j in range(m):  # step by step only over the columns where some sequence is still padding
+        stepped = model(obs[:, j:j + 1], state)["next_state"]
+        state = torch.where((padded > j).view(-1, 1, 1), state, stepped)
+    if m < b:
+        state = model(obs[:, m:], state)["next_state"]
+    return state
+
+
+def _number_steps(transitions: list[dict[str, Any]]) -> tuple[int, int]:
+    """Give each transition of a chunk its ``episode_step`` (its index in the episode) -> (the chunk's first episode
+    step, how many leading transitions already had one: the ones the collector kept from the previous chunk). A chunk
+    whose first transition has none starts its episode; one whose transitions all have one is cut again from scratch
+    (the same transitions given twice, e.g. a whole episode)."""
+    seen = 0
+    while seen < len(transitions) and "episode_step" in transitions[seen]:
+        seen += 1
+    first = int(transitions[0]["episode_step"]) if seen else 0
+    if seen == len(transitions):
+        return first, 0
+    for i in range(seen, len(transitions)):
+        transitions[i]["episode_step"] = first + i
+    return first, seen
+
+
+def overlapping_sequences(first_step: int, seen: int, n: int, ends_episode: bool, period: int, burnin: int,
+                          learn_len: int) -> list[tuple[int, int, int]]:
+    """Which overlapping sequences a chunk completes: ``(start, stop, front)`` each, in episode steps.
+
+    The chunk holds episode steps ``[first_step, first_step + n)``; its first ``seen`` were in the previous chunk
+    (which did not end the episode and emitted every sequence whose trained part ``[kP, kP + learn_len)`` ended
+    inside it). Sequence ``k`` (``P = period``) holds steps ``[start, stop)`` = ``[max(kP - burnin, 0),
+    min(kP + learn_len, episode end))`` after ``front = max(burnin - kP, 0)`` padding steps; it is emitted by the
+    chunk where its trained part is complete, or by the episode's last chunk (then padded at the end).
+    """
+    prev_end, end = first_step + seen, first_step + n
+    k = 0 if prev_end < learn_len else (prev_end - learn_len) // period + 1
+    out = []
+    while k * period < end:
+        begin = k * period
+        if begin + learn_len > end and not ends_episode:
+            break
+        out.append((max(begin - burnin, 0), min(begin + learn_len, end), max(burnin - begin, 0)))
+        k += 1
+    return out

@@ -136,3 +136,48 @@ def test_on_policy_algorithms_are_refused_in_parallel_mode(in_tmp_dir):
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     with pytest.raises(ConfigError, match="on-policy; parallel mode trains off-policy.*serial_onpolicy"):
         SoloCommander(cfg.main)
+
+
+# Parallel set-up mistakes are held to the serial half's standard: one ConfigError naming every bad value, its key
+# path and the file, before any process or server starts.
+@pytest.mark.parametrize("system_update, expected", [
+    ({"coordinator": {"port": -1}}, "system_config.coordinator.port: must be in [0, 65535], got -1"),
+    ({"coordinator": {"port": 70000}}, "system_config.coordinator.port"),
+    ({"coordinator": {"heartbeat_timeout": 0}}, "system_config.coordinator.heartbeat_timeout: must be > 0"),
+    ({"coordinator": {"collector_task_timeout": -5}}, "system_config.coordinator.collector_task_timeout"),
+    ({"coordinator": {"eval_task_timeout": 0}}, "system_config.coordinator.eval_task_timeout"),
+    ({"heartbeat_interval": 0}, "system_config.heartbeat_interval: must be > 0"),
+    ({"master_lost_timeout": 0}, "system_config.master_lost_timeout"),
+    ({"max_restarts": -1}, "system_config.max_restarts"),
+    ({"heartbeat_interval": 12.0}, "is not below coordinator.heartbeat_timeout (10 s)"),
+    ({"collector0": {"port": -2}}, "system_config.collector0.port"),
+])
+def test_out_of_range_system_values_are_one_clear_error(in_tmp_dir, system_update, expected):
+    main, create, system = _configs("bad_values")
+    for key, value in system_update.items():
+        if isinstance(value, dict) and isinstance(system.get(key), dict):
+            system[key].update(value)
+        else:
+            system[key] = value
+    with pytest.raises(ConfigError) as e:
+        compile_config_parallel(main, create, system, seed=0, source="cfg.py")
+    assert expected in str(e.value) and "cfg.py" in str(e.value)
+    assert not os.path.exists("bad_values"), "a refused config left a run directory behind"
+
+
+def test_coordinator_port_flag_is_checked_too(in_tmp_dir):
+    main, create, system = _configs("bad_flag")
+    with pytest.raises(ConfigError, match=r"--coordinator-port: must be in \[0, 65535\], got -1"):
+        compile_config_parallel(main, create, system, seed=0, coordinator_port=-1)
+
+
+def test_shared_directory_that_cannot_be_created_is_one_clear_error(in_tmp_dir):
+    from ding.worker import Coordinator
+
+    main, create, system = _configs("nodir")
+    with open("a_file", "w") as f:
+        f.write("not a directory")
+    system.path_data = "./a_file/data"
+    cfg = compile_config_parallel(main, create, system, seed=0)
+    with pytest.raises(ConfigError, match=r"system_config.path_data: cannot create the shared directory './a_file/data'"):
+        Coordinator(cfg, token="t" * 32)

@@ -78,6 +78,12 @@ class Coordinator:
         self._path_data = system.path_data
         self._path_policy = system.path_policy
         token = resolve_token(token if token else system.get("auth_token"))  # before anything is written
+        for key in ("path_data", "path_policy"):  # the shared directories: a clear error before anything starts
+            try:
+                os.makedirs(system[key], exist_ok=True)
+            except OSError as e:
+                raise ConfigError(f"system_config.{key}: cannot create the shared directory {system[key]!r} "
+                                  f"({e.strerror or e}); give a directory every role can write") from None
         self._logs = WorkerLogs(self._exp_name, "coordinator")
         self._logger, self._tb = self._logs.logger, self._logs.tb_logger
         try:
@@ -130,6 +136,7 @@ class Coordinator:
         self._comm.start()
         self._started = True
         self._spawn(self._watch_startup, "ding-startup-watch")
+        self._spawn(self._watch_learner_progress, "ding-learner-watchdog")
         self.info(f"coordinator listening on {self.host}:{self.port}")
 
     def _spawn(self, target: Callable, name: str, *args: Any) -> None:
@@ -157,6 +164,30 @@ class Coordinator:
                             f"({self._coor_cfg.startup_timeout:g} s); see the role logs under ./{self._exp_name}/log/")
                 return
             self._ending.wait(0.2)
+
+    def _watch_learner_progress(self) -> None:
+        """The watchdog: a learner that is connected and has data to train on, but makes no train iteration for
+        ``learner_stall_timeout`` seconds, is stuck (alive to its heartbeats, dead to its work). It is dismissed: a
+        launcher restarts it from its checkpoint, and if none comes back the run ends after ``startup_timeout``
+        with a message naming it -- a run never looks alive while doing nothing."""
+        limit = float(self._coor_cfg.learner_stall_timeout)
+        last_step, since = None, time.monotonic()
+        while not self._ending.wait(min(1.0, limit / 4)):
+            status = self._commander.status()
+            learners = self._comm.master.slaves(role="learner", alive_only=True)
+            ready = bool(learners) and status["policy_iter"] >= 0 and self._commander.learner_may_train(
+                sum(b.count() for b in list(self._buffers.values())))
+            if not ready or status["learner_step"] != last_step:
+                last_step, since = status["learner_step"], time.monotonic()
+                continue
+            if time.monotonic() - since > limit:
+                for conn in learners:
+                    self.stats["stalled_learner"] += 1
+                    self.notice(f"learner '{conn.name}' at {conn.host}:{conn.port} made no train iteration for "
+                                f"{limit:g} s (learner_stall_timeout) while data was ready: dismissing it")
+                    self._comm.master.disconnect(conn, "no training progress (learner_stall_timeout)", shutdown=True)
+                    self._lost_slave(conn, "no training progress")
+                since = time.monotonic()
 
     @property
     def system_shutdown_flag(self) -> bool:
@@ -539,21 +570,24 @@ class Coordinator:
                 if task is None:
                     self._wait_progress(0.05)
                     continue
+                limit = float(cfg.eval_task_timeout if task["eval_flag"] else cfg.collector_task_timeout)
+                handle = master.new_task(conn, "collector_data_task", task, deadline_s=limit)
                 try:
-                    result = master.new_task(conn, "collector_data_task", task,
-                                             deadline_s=float(cfg.collector_task_timeout)).result()
+                    result = handle.result()
                 except TaskFailed as e:
                     self._commander.notify_fail_collector_task(task)
-                    delete_data(self._path_data, [n for n in self._listdir() if n.startswith(task["task_id"] + "_")])
                     self.stats["failed_collector_tasks"] += 1
+                    if isinstance(e, TaskTimeout) and not self._quiesce(conn, handle, limit):
+                        break
+                    delete_data(self._path_data, [n for n in self._listdir() if n.startswith(task["task_id"] + "_")])
                     self.info(f"collector task {task['task_id']} on '{conn.name}' failed ({e}); its work goes to "
                               "the next free collector")
                     if isinstance(e, SlaveLost):
                         break
                     failures += 1
                     if failures >= _MAX_TASK_FAILURES:
-                        hint = (f" (tasks must finish within collector_task_timeout = {cfg.collector_task_timeout:g} s)"
-                                if isinstance(e, TaskTimeout) else "")
+                        hint = (f" (a task must finish within {'eval' if task['eval_flag'] else 'collector'}"
+                                f"_task_timeout = {limit:g} s)" if isinstance(e, TaskTimeout) else "")
                         self.error(f"collector '{conn.name}' failed {failures} tasks in a row{hint}; dismissed. Last "
                                    f"error: {e}\n{e.remote_traceback}")
                         master.disconnect(conn, "too many failed tasks", shutdown=True)
@@ -575,6 +609,20 @@ class Coordinator:
             except TaskFailed as e:
                 self.info(f"collector '{conn.name}' did not close cleanly: {e}")
         self._check_role_left("collector")
+
+    def _quiesce(self, conn: SlaveConnection, handle: TaskHandle, limit: float) -> bool:
+        """A task passed its deadline: cancel it in the collector and wait until the collector runs nothing, so no
+        file of it is written after its data is deleted and the next task does not queue behind it. A collector that
+        does not stop within another ``limit`` seconds is dismissed (False)."""
+        master = self._comm.master
+        master.cancel(conn, handle)
+        if master.wait_idle(conn, limit):
+            return True
+        if conn.alive:
+            self.error(f"collector '{conn.name}' at {conn.host}:{conn.port} did not stop task {handle.task_id} within "
+                       f"{limit:g} s of its cancellation; dismissed")
+            master.disconnect(conn, "a cancelled task did not stop", shutdown=True)
+        return False
 
     def _check_role_left(self, role: str) -> None:
         """The last learner or collector is gone: wait ``startup_timeout`` for one to (re)join, then give up."""

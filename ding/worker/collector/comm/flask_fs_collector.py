@@ -15,6 +15,7 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding.interaction import TaskCancelled
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
 from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
 
@@ -87,7 +88,13 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
                 raise RuntimeError(f"collector '{self.name}' has no collector_start_task yet")
             if self._slave.stopping:
                 raise RuntimeError(f"collector '{self.name}' is shutting down")
+            self._check_cancelled()  # (cancelled while it waited for the task before it)
             return self._collector.run_task(task)
+
+    def _check_cancelled(self) -> None:
+        if self._slave.task_cancelled():
+            raise TaskCancelled(f"collector '{self.name}': the task was cancelled (its deadline passed); "
+                                "nothing more of it is written")
 
     def deal_with_collector_close(self, task: dict) -> dict:
         with self._task_lock:
@@ -99,6 +106,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
     def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> int:
         from ding.worker.parallel_files import write_data
 
+        self._check_cancelled()  # a cancelled task writes no more files: the coordinator deleted its data
         return write_data(self._path_data, data_id, stepdata, compress=compress)
 
     def send_metadata(self, metadata: Any) -> None:

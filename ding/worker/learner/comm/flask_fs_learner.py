@@ -102,7 +102,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
-        self._demands: queue.Queue = queue.Queue()
+        self._demand: dict[str, int] | None = None  # the learner's data demand: kept, so a re-admitted role answers it
+        self._demand_set = threading.Event()
         self._data: queue.Queue = queue.Queue()
         self._local: collections.deque = collections.deque()  # batches received but not yet handed to the learner
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
@@ -172,8 +173,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 learner.load_checkpoint(path)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
-        self._demands.put({"batch_size": int(learner.policy.get_attribute("batch_size")),
-                           "n_batches": int(self._cfg.prefetch_batches), "cur_learner_iter": learner.train_iter})
+        self._demand = {"batch_size": int(learner.policy.get_attribute("batch_size")),
+                        "n_batches": int(self._cfg.prefetch_batches)}
+        self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
         learner.info(f"learner task {task.get('task_id')} started at train_iter {learner.train_iter}")
@@ -199,14 +201,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             raise RuntimeError(f"learner '{self.name}' has no learner task yet (learner_start_task first)")
 
     def deal_with_get_data(self, task: dict) -> dict:
-        """Wait up to ``wait_s`` for the learner's next data demand."""
+        """The learner's data demand (batch size, batches to keep queued here), waiting up to ``wait_s`` for it.
+
+        The demand is state, not a one-shot message: a coordinator that lost this learner (a frozen process, a network
+        partition) and admits it again asks again and must get the same answer, or it would wait forever."""
         self._check_alive()
-        try:
-            demand = self._demands.get(timeout=float(task.get("wait_s", 0.5)))
-        except queue.Empty:
+        if not self._demand_set.wait(float(task.get("wait_s", 0.5))):
             self._check_alive()
             return {"demand": None}
-        return {"demand": demand}
+        return {"demand": dict(self._demand or {})}
 
     def deal_with_learner_learn(self, task: dict) -> dict:
         """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""

@@ -1,5 +1,5 @@
-"""CartPole R2D2: an LSTM Q-network on stored sequences (burn-in, 3-step double Q, value rescaling, prioritized
-sequences).
+"""CartPole R2D2: an LSTM Q-network on stored sequences that overlap (burn-in, 3-step double Q, value rescaling,
+prioritized sequences).
 
 Run: ``ding -m serial -c config/serial/cartpole_r2d2.py -s 0``
 or ``python -m dizoo.classic_control.cartpole.config.cartpole_r2d2_config``.
@@ -27,6 +27,9 @@ cartpole_r2d2_config = dict(
         nstep=3,
         burnin_step=4,  # steps that only warm the stored LSTM state up
         learn_unroll_len=16,  # trained steps per sequence (sequences hold 4 + 16 transitions)
+        # a new sequence every 8 steps of an episode: sequences overlap and every step is trained in two of them
+        # (the episode's first sequence trains from step 0 after a padded burn-in); None: DI-engine's split
+        replay_period=8,
         learn=dict(
             update_per_collect=4,
             batch_size=32,

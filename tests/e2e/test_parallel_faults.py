@@ -1,0 +1,126 @@
+"""Peer faults of parallel mode with real processes: a role frozen past its heartbeat deadline (SIGSTOP) and
+resumed (SIGCONT), a killed coordinator. Each run must end by itself, within a stated bound, with nothing left
+running -- never a stall."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from ._parallel import (
+    FAST_FAULTS,
+    ding_cmd,
+    kill_all,
+    processes_mentioning,
+    read_log,
+    result,
+    role_pid,
+    start,
+    wait_for,
+    write_config,
+)
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    yield tmp_path
+    left = processes_mentioning(str(tmp_path))
+    kill_all(tmp_path)
+    assert not left, f"processes left behind: {left}"
+
+
+def _coordinator_log(workdir, exp) -> str:
+    with open(os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt"), errors="replace") as f:
+        return f.read()
+
+
+def _eval_rows(workdir, exp) -> int:
+    path = os.path.join(str(workdir), exp, "log", "eval.csv")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return max(0, len(f.read().strip().splitlines()) - 1)
+
+
+def _freeze(pid: int, seconds: float) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("role", ["learner0", "collector0"])
+def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the_run(workdir, role):
+    exp = f"freeze_{role}"
+    # no stop value: the run ends at its train-iteration limit, which it reaches only if training goes on
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=dict(FAST_FAULTS, max_restarts=0))
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "1500"), workdir)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 2, 120, "two evaluations", proc=proc)
+    pid = wait_for(lambda: role_pid(workdir, role), 10, f"{role}'s pid")
+    _freeze(pid, 3 * FAST_FAULTS["coordinator"]["heartbeat_timeout"])  # declared lost, then it comes back
+    t0 = time.monotonic()
+    code = proc.wait(timeout=150)  # bound: a run that stalls would not end by itself
+    log = read_log(workdir)
+    assert code == 0, log
+    r = result(workdir, exp)
+    assert r["train_iter"] >= 1500, r
+    clog = _coordinator_log(workdir, exp)
+    assert f"'{role}' lost" in clog, clog[-3000:]
+    print(f"{role} frozen: run ended {time.monotonic() - t0:.1f} s after the resume")
+    assert not processes_mentioning(str(workdir))
+
+
+def test_killed_launcher_leaves_no_role_running(workdir):
+    """kill -9 of `ding -m parallel` (the coordinator's process): no goodbye reaches the roles, yet every one exits
+    within a bounded time (the parent-death signal on Linux; master_lost_timeout elsewhere)."""
+    exp = "killlaunch"
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=FAST_FAULTS)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
+    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
+    roles = [wait_for(lambda n=n: role_pid(workdir, n), 10, f"{n}'s pid") for n in ("learner0", "collector0",
+                                                                                  "collector1")]
+    proc.kill()
+    proc.wait(timeout=10)
+    t0 = time.monotonic()
+    wait_for(lambda: not [p for p in roles if p in processes_mentioning(str(workdir))], 40,
+             "every role process to exit after the launcher was killed")
+    print(f"roles exited {time.monotonic() - t0:.1f} s after the launcher's kill -9")
+
+
+def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeout(workdir):
+    """Roles started by hand (`ding -m dist`) have no parent to die with: they exit after master_lost_timeout."""
+    import re
+
+    exp = "killcoord"
+    token = "k" * 32
+    lost_after = 4.0
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}},
+                       system=dict(FAST_FAULTS, master_lost_timeout=lost_after))
+    env = {"DING_AUTH_TOKEN": token}
+    coord = start(ding_cmd("-m", "dist", "--module", "coordinator", "-c", cfg), workdir, env=env,
+                  log_name="coordinator.log")
+    port = wait_for(lambda: (m := re.search(r"listening on 127\.0\.0\.1:(\d+)", read_log(workdir, "coordinator.log")))
+                    and int(m.group(1)), 60, "the coordinator's port", proc=coord)
+    roles = [start(ding_cmd("-m", "dist", "--module", role, "--module-name", name, "-c", cfg, "--coordinator-host",
+                            "127.0.0.1", "--coordinator-port", str(port)), workdir, env=env, log_name=f"{name}.log")
+             for role, name in (("learner", "learner0"), ("collector", "collector0"))]
+    try:
+        wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=coord)
+        coord.kill()
+        coord.wait(timeout=10)
+        t0 = time.monotonic()
+        for p in roles:
+            p.wait(timeout=lost_after + 30)  # bound: master_lost_timeout, plus a learner's final checkpoint
+        print(f"roles exited {time.monotonic() - t0:.1f} s after the coordinator's kill -9 "
+              f"(master_lost_timeout {lost_after:g} s)")
+        assert "master unreachable" in read_log(workdir, "learner0.log") or \
+            "no accepted heartbeat" in read_log(workdir, "learner0.log")
+    finally:
+        for p in roles:
+            if p.poll() is None:
+                p.kill()
