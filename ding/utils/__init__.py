@@ -1,3 +1,4 @@
+from .data_split import split_data_generator
 from .default_helper import (
     EasyTimer,
     close_all,
@@ -32,5 +33,6 @@ from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
+from .running_mean_std import RunningMeanStd
 from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs

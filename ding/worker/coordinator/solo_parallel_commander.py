@@ -184,7 +184,8 @@ class SoloCommander(BaseCommander):
             if not self._collector_space.acquire_space():
                 return None
             task_id = f"{COLLECT_TASK_PREFIX}{next(_uid)}"
-            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep}  # DI-engine's keys
+            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
+                    "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
                 self._eval_running = True
                 self._last_eval_iter = self._learner_step
