@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from ding.config import read_config
+from ding.engine.training_view import read_eval_csv
 from ding.entry.cli import main
-from ding.entry.training_view import read_eval_csv
 from tests.di_engine_user_policies import write_user_config, write_user_package
 
 from .conftest import read_result
