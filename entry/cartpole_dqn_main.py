@@ -15,13 +15,12 @@ from ding.envs import BaseEnvManager, DingEnvWrapper
 from ding.model import DQN
 from ding.policy import DQNPolicy, check_policy_fits_env
 from ding.rl_utils import get_epsilon_greedy_fn
-from ding.utils import set_pkg_seed, setup_torch_threads
+from ding.utils import set_pkg_seed
 from ding.worker import AdvancedReplayBuffer, BaseLearner, InteractionSerialEvaluator, SampleSerialCollector
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import main_config
 
 
 def main(cfg: dict = main_config, seed: int = 0, max_iterations: int = 3000) -> float:
-    setup_torch_threads()  # one CPU thread: small networks are fastest that way
     cfg = compile_config(
         cfg, BaseEnvManager, DQNPolicy, BaseLearner, SampleSerialCollector, InteractionSerialEvaluator,
         AdvancedReplayBuffer, save_cfg=False, seed=seed,

@@ -14,3 +14,15 @@ def test_license_is_an_spdx_string():
     assert re.search(r'^license = "Apache-2.0"$', text, re.MULTILINE)
     assert re.search(r'^requires = \["setuptools>=77"\]', text, re.MULTILINE)  # the first to read that form
     assert importlib.metadata.metadata("ding")["License-Expression"] == "Apache-2.0"
+
+
+def test_torch_floor_is_where_tensors_only_loading_is_safe():
+    """Every checkpoint and policy file is read with torch.load(weights_only=True), which is itself unsafe before
+    torch 2.6 (CVE-2025-32434): the declared floor must not go below it."""
+    import torch
+
+    with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+        floor = re.search(r'"torch>=(\d+)\.(\d+)', f.read())
+    assert floor and (int(floor.group(1)), int(floor.group(2))) >= (2, 6)
+    installed = tuple(int(x) for x in re.findall(r"\d+", torch.__version__)[:2])
+    assert installed >= (2, 6)

@@ -8,13 +8,18 @@ from functools import partial
 import torch
 
 from ding.config import compile_config
+from ding.engine.serial_checks import load_input
+from ding.engine.serial_run import _eval_returns
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, join_run_dir, set_pkg_seed, setup_torch_threads
-from ding.worker import CKPT_BEST_NAME, create_serial_evaluator, list_iteration_checkpoints, load_checkpoint_file
-
-from .serial_checks import load_input
-from .serial_run import _eval_returns
+from ding.worker import (
+    CKPT_BEST_NAME,
+    best_checkpoint,
+    create_serial_evaluator,
+    list_iteration_checkpoints,
+    load_checkpoint_file,
+)
 
 
 def eval(  # noqa: A001  (DI-engine's name)
@@ -80,6 +85,8 @@ def _example_checkpoint(directory: str) -> str:
     for d in (directory, os.path.join(directory, "ckpt")):
         if os.path.isfile(os.path.join(d, CKPT_BEST_NAME)):
             return os.path.join(d, CKPT_BEST_NAME)
+        if d != directory and best_checkpoint(directory):
+            return str(best_checkpoint(directory))
         found = list_iteration_checkpoints(d)
         if found:
             return found[-1][1]

@@ -11,7 +11,7 @@ import torch
 from ding.config import compile_config, read_config
 from ding.policy import create_policy
 from ding.utils import CheckpointError
-from ding.worker import CKPT_BEST_NAME, list_iteration_checkpoints, load_checkpoint_file
+from ding.worker import CKPT_BEST_NAME, best_checkpoint, list_iteration_checkpoints, load_checkpoint_file
 
 
 class LoadedPolicy:
@@ -103,13 +103,13 @@ def load_policy(path: str | os.PathLike, config: str | os.PathLike | tuple[dict,
 
 def _pick_checkpoint(run_dir: str, which: str) -> str:
     ckpt_dir = os.path.join(run_dir, "ckpt")
-    best = os.path.join(ckpt_dir, CKPT_BEST_NAME)
-    if which == "best" and os.path.isfile(best):
+    best = best_checkpoint(run_dir)  # serial: ckpt/, parallel: collector_ckpt/ (read tensors-only either way)
+    if which == "best" and best:
         return best
     found = list_iteration_checkpoints(ckpt_dir)
     if found:
         return found[-1][1]
-    if os.path.isfile(best):
+    if best:
         return best
     raise CheckpointError(f"load_policy: no checkpoint in '{ckpt_dir}' (neither {CKPT_BEST_NAME} nor "
                           "iteration_N.pth.tar); give a checkpoint file or the directory of a run that saved one")

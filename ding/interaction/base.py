@@ -19,6 +19,8 @@ from typing import Any
 
 from ding.utils import ConfigError, DingError
 
+from .http_server import BoundedWSGIServer, RateLimitedLog, ServerLimits
+
 API_PREFIX = "/api/v1"
 TOKEN_HEADER = "X-Ding-Token"
 TOKEN_ENV = "DING_AUTH_TOKEN"
@@ -105,20 +107,25 @@ Handler = Callable[[dict], Mapping[str, Any] | None]
 
 
 class JsonServer:
-    """A Flask app served by werkzeug in a background thread; ``close()`` shuts it down and joins the thread.
+    """A Flask app served in a background thread; ``close()`` shuts it down and joins the thread.
 
     Routes are ``POST /api/v1/<name>`` handled by ``fn(payload) -> data``. Port 0 binds a free port (read it from
-    ``port`` after ``start``). A port in use is a clear error naming it.
+    ``port`` after ``start``). A port in use is a clear error naming it. The server is bounded (``limits``: a fixed
+    pool of request threads, idle connections closed, reads timed out, refusals logged rate-limited; see
+    :mod:`ding.interaction.http_server`), so connections that never send a request cannot starve real ones.
     """
 
-    def __init__(self, name: str, host: str, port: int, token: str, logger: logging.Logger | None = None) -> None:
+    def __init__(self, name: str, host: str, port: int, token: str, logger: logging.Logger | None = None,
+                 limits: ServerLimits | None = None) -> None:
         from flask import Flask
 
         self.name = name
+        self.limits = limits or ServerLimits()
         self.host = host
         self._requested_port = int(port)
         self._token = token.encode("utf-8")
         self._logger = logger or logging.getLogger(f"ding.interaction.{name}")
+        self.refusals = RateLimitedLog(self._logger, name, self.limits.log_interval)
         self._handlers: dict[str, Handler] = {}
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -145,8 +152,7 @@ class JsonServer:
 
         given = request.headers.get(TOKEN_HEADER, "").encode("utf-8")
         if not hmac.compare_digest(given, self._token):
-            self._logger.warning(f"{self.name}: rejected /{endpoint} from {request.remote_addr}: "
-                                 "missing or wrong token")
+            self.refusals.note("rejected request", f"/{endpoint}: missing or wrong token", str(request.remote_addr))
             return self._reply(False, 401, f"missing or wrong {TOKEN_HEADER} header")
         handler = self._handlers.get(endpoint)
         if handler is None:
@@ -179,12 +185,6 @@ class JsonServer:
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
-        from werkzeug.serving import WSGIRequestHandler, make_server
-
-        class _QuietHandler(WSGIRequestHandler):
-            def log_request(self, *args: Any, **kwargs: Any) -> None:  # one line per request is noise
-                pass
-
         # bind the socket here: werkzeug reports a busy port by printing and calling sys.exit
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -198,13 +198,11 @@ class JsonServer:
                 "choose another port (or 0 for a free one) or stop the process that holds it"
             ) from e
         try:
-            self._server = make_server(self.host, sock.getsockname()[1], self.app, threaded=True,
-                                       request_handler=_QuietHandler, fd=sock.fileno())
+            self._server = BoundedWSGIServer(self.host, sock.getsockname()[1], self.app, fd=sock.fileno(),
+                                             limits=self.limits, refusals=self.refusals, name=self.name)
         finally:
             sock.close()  # werkzeug holds its own duplicate of the descriptor
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name=f"ding-http-{self.name}", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve, name=f"ding-http-{self.name}", daemon=True)
         self._thread.start()
 
     @property
@@ -219,7 +217,9 @@ class JsonServer:
             return
         self._closed = True
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop(timeout=5.0)
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        if self._server is not None:
+            self._server.server_close()
+        self.refusals.flush()

@@ -34,6 +34,8 @@ class ActorCriticPolicy(Policy):
     """Base of the on-policy actor-critic policies (PPO, A2C) over a ``VAC``-like model: ``model(obs, mode)`` with
     modes ``compute_actor`` -> ``{'logit'}``, ``compute_critic`` -> ``{'value'}``, ``compute_actor_critic``."""
 
+    # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
+    tensor_io = False
     config = dict(
         # Trains on fresh data only: run it with serial_pipeline_onpolicy (ding -m serial_onpolicy).
         on_policy=True,
@@ -240,12 +242,10 @@ def _to_device(x: Any, device: torch.device) -> Any:
 
 
 def minibatch_indices(n: int, batch_size: int) -> list[torch.Tensor]:
-    """A random permutation of ``range(n)`` cut into minibatches of ``batch_size`` (torch's global RNG); a short
-    last one is filled up with the permutation's end, so every minibatch has the full size (all of ``n`` if smaller)."""
-    perm = torch.randperm(n)
-    if n <= batch_size:
-        return [perm]
-    return [perm[i:i + batch_size] if i + batch_size <= n else perm[n - batch_size:] for i in range(0, n, batch_size)]
+    """A random permutation of ``range(n)`` (torch's global RNG) cut into minibatches of ``batch_size``; the last
+    one is short when ``batch_size`` does not divide ``n``, so every sample is in exactly one minibatch per epoch
+    (DI-engine fills the last one up with samples already used, which gives those two updates per epoch)."""
+    return list(torch.randperm(n).split(batch_size))
 
 
 def index_batch(batch: dict[str, Any], idx: torch.Tensor) -> dict[str, Any]:

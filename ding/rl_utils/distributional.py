@@ -35,12 +35,17 @@ def categorical_projection(
     ``next_probs``: (B, n_atom) probabilities of Z on the support; ``ret`` and ``discount``: (B,) (``discount`` is 0
     where nothing is bootstrapped). Each shifted atom is clipped to [v_min, v_max] and its mass split between the two
     neighbouring atoms in proportion to closeness (all of it to one atom when it lands exactly on it).
+
+    The clipping is done on the fractional atom index, clamped to ``[0, n_atom - 1]``: clipping the value to
+    ``v_max`` first gave, in float32, an index a hair above ``n_atom - 1`` on supports such as ``v_min=0.1,
+    v_max=0.3`` (a ceiling past the last atom), or a hair below it (some mass of a clipped target on the atom
+    before the edge) on narrow ones.
     """
     n_atom = next_probs.shape[-1]
     delta = (v_max - v_min) / (n_atom - 1)
     support = torch.linspace(v_min, v_max, n_atom, dtype=next_probs.dtype, device=next_probs.device)
-    tz = (ret.unsqueeze(-1) + discount.unsqueeze(-1) * support).clamp(v_min, v_max)
-    b = (tz - v_min) / delta  # fractional atom index in [0, n_atom - 1]
+    tz = ret.unsqueeze(-1) + discount.unsqueeze(-1) * support
+    b = ((tz - v_min) / delta).clamp(0, n_atom - 1)  # fractional atom index, clipped to the support
     lower, upper = b.floor(), b.ceil()
     exact = (lower == upper).to(next_probs.dtype)
     proj = torch.zeros_like(next_probs)

@@ -4,13 +4,18 @@
 bools, ints, floats and strings. The file is ``MAGIC | flags | crc32 | body``; the body is a JSON header (the
 structure, with array leaves pointing into a blob table) followed by the raw array bytes, zlib-compressed when asked.
 ``decode`` checks the magic and the checksum first, so a truncated or damaged file is a :class:`DataFileError`, never
-garbage data, and it can only ever build the types above.
+garbage data, and it can only ever build the types above. The files come from other processes, so ``decode`` also
+treats a file with a valid checksum as hostile: it accepts only the structure ``encode`` writes, decompresses no more
+than :class:`DecodeLimits` allows, sizes every array before allocating it and bounds the nesting depth; ``load_file``
+reads regular files only. Every one of these refusals is the same :class:`DataFileError`.
 """
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,24 +42,100 @@ def encode(obj: Any, compress: bool = True, level: int = 1) -> bytes:
     return _HEAD.pack(MAGIC, flags, zlib.crc32(body)) + body
 
 
-def decode(data: bytes, where: str = "data") -> Any:
-    """The object ``encode`` stored; ``where`` (e.g. the file path) names the data in errors."""
+@dataclass(frozen=True)
+class DecodeLimits:
+    """What one data file may cost its reader; anything over a limit is a :class:`DataFileError`, never an attempt.
+
+    ``max_file_bytes`` caps the stored file, ``max_decoded_bytes`` what it decompresses to and the sum of its arrays'
+    sizes (so a small file cannot decode into a huge array), ``max_depth`` the nesting of dicts/lists/tuples, and
+    ``max_arrays`` the number of arrays. The defaults fit samples of up to a few tens of MiB (an Atari frame stack
+    is ~0.1 MiB); a run with larger samples sets the learner's ``max_data_file_mb`` / ``max_sample_mb``.
+    """
+
+    max_file_bytes: int = 64 * 1024 * 1024
+    max_decoded_bytes: int = 64 * 1024 * 1024
+    max_depth: int = 32
+    max_arrays: int = 100_000
+
+
+DEFAULT_LIMITS = DecodeLimits()
+_DTYPE_KINDS = "biufc?SU"  # plain numeric, bool, bytes and str arrays; never object or structured
+_NODE_TAGS = ("$d", "$dk", "$tu", "$a", "$s", "$t")
+
+
+def decode(data: bytes, where: str = "data", limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+    """The object ``encode`` stored; ``where`` (e.g. the file path) names the data in errors.
+
+    Any problem with the bytes (damage, a foreign format, a structure ``encode`` never writes, a size or depth over
+    ``limits``) is one :class:`DataFileError` naming ``where``.
+    """
+    if len(data) > limits.max_file_bytes:
+        raise DataFileError(f"{where}: {len(data)} bytes, over the limit of {limits.max_file_bytes} bytes per data "
+                            "file")
     if len(data) < _HEAD.size or data[:len(MAGIC)] != MAGIC:
         raise DataFileError(f"{where}: not a ding data file (bad magic; {len(data)} bytes)")
     _, flags, crc = _HEAD.unpack_from(data)
     body = memoryview(data)[_HEAD.size:]
     if zlib.crc32(body) != crc:
         raise DataFileError(f"{where}: checksum mismatch (the file is truncated or damaged)")
+    if flags & ~_FLAG_ZLIB:
+        raise DataFileError(f"{where}: unknown format flags {flags:#x}")
     try:
-        raw = zlib.decompress(body) if flags & _FLAG_ZLIB else bytes(body)
+        raw = _inflate(body, limits.max_decoded_bytes, where) if flags & _FLAG_ZLIB else bytes(body)
         (n,) = _LEN.unpack_from(raw)
+        if n > len(raw) - _LEN.size:
+            raise DataFileError(f"{where}: the header length {n} runs past the end of the data")
         header = json.loads(raw[_LEN.size:_LEN.size + n].decode("utf-8"))
-        blobs = raw[_LEN.size + n:]
-        arrays = [np.frombuffer(blobs, dtype=np.dtype(dt), count=int(np.prod(shape, dtype=np.int64)),
-                                offset=off).reshape(shape).copy() for dt, shape, off in header["blobs"]]
-        return _unpack(header["tree"], arrays)
-    except (zlib.error, struct.error, ValueError, KeyError, TypeError, IndexError) as e:
+        if not isinstance(header, dict) or set(header) != {"tree", "blobs"} or not isinstance(header["blobs"], list):
+            raise DataFileError(f"{where}: the header must be an object with exactly 'tree' and a 'blobs' list")
+        arrays = _arrays(header["blobs"], memoryview(raw)[_LEN.size + n:], limits, where)
+        return _unpack(header["tree"], arrays, 0, limits.max_depth, where)
+    except DataFileError:
+        raise
+    except RecursionError as e:
+        raise DataFileError(f"{where}: nested too deeply to read") from e
+    except (zlib.error, struct.error, ValueError, KeyError, TypeError, IndexError, AttributeError,
+            OverflowError) as e:
         raise DataFileError(f"{where}: unreadable content ({type(e).__name__}: {e})") from e
+
+
+def _inflate(body: memoryview, max_bytes: int, where: str) -> bytes:
+    """zlib-decompress ``body`` without ever producing more than ``max_bytes`` bytes."""
+    d = zlib.decompressobj()
+    raw = d.decompress(body, max_bytes + 1)
+    if len(raw) > max_bytes or d.unconsumed_tail:
+        raise DataFileError(f"{where}: decompresses to more than the limit of {max_bytes} bytes")
+    if not d.eof:
+        raise DataFileError(f"{where}: the compressed data is incomplete")
+    return raw
+
+
+def _arrays(table: list, blobs: memoryview, limits: DecodeLimits, where: str) -> list[np.ndarray]:
+    """The arrays of the blob table, each checked (dtype, shape, bounds) before any memory is given to it."""
+    if len(table) > limits.max_arrays:
+        raise DataFileError(f"{where}: {len(table)} arrays, over the limit of {limits.max_arrays}")
+    total = 0
+    arrays = []
+    for i, entry in enumerate(table):
+        if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                and isinstance(entry[1], list) and all(type(d) is int and d >= 0 for d in entry[1])
+                and type(entry[2]) is int and entry[2] >= 0 and len(entry[1]) <= 32):
+            raise DataFileError(f"{where}: array {i} has a malformed entry (expected [dtype, shape, offset])")
+        dtype = np.dtype(entry[0])
+        if dtype.kind not in _DTYPE_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+            raise DataFileError(f"{where}: array {i} has dtype {entry[0]!r}; only numeric, bool and string arrays "
+                                "are stored")
+        count = math.prod(entry[1])
+        nbytes = count * dtype.itemsize
+        total += max(nbytes, count)
+        if total > limits.max_decoded_bytes:
+            raise DataFileError(f"{where}: its arrays add up to more than the limit of {limits.max_decoded_bytes} "
+                                "bytes")
+        if entry[2] + nbytes > len(blobs):
+            raise DataFileError(f"{where}: array {i} runs past the end of the data")
+        arr = np.frombuffer(blobs, dtype=dtype, count=count, offset=entry[2]) if count else np.empty(0, dtype)
+        arrays.append(arr.reshape(entry[1]).copy())
+    return arrays
 
 
 def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str) -> Any:
@@ -86,26 +167,58 @@ def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str) -> An
     return {kind: len(table) - 1}
 
 
-def _unpack(node: Any, arrays: list[np.ndarray]) -> Any:
-    if isinstance(node, list):
-        return [_unpack(v, arrays) for v in node]
-    if not isinstance(node, dict):
+def _unpack(node: Any, arrays: list[np.ndarray], depth: int, max_depth: int, where: str) -> Any:
+    """Rebuild the tree, accepting only the node shapes ``_pack`` writes (anything else is a DataFileError)."""
+    if node is None or isinstance(node, (bool, int, float, str)):
         return node
-    if "$d" in node:
-        return {k: _unpack(v, arrays) for k, v in node["$d"].items()}
-    if "$dk" in node:
-        return {_unpack(k, arrays): _unpack(v, arrays) for k, v in node["$dk"]}
-    if "$tu" in node:
-        return tuple(_unpack(v, arrays) for v in node["$tu"])
-    if "$a" in node:
-        return arrays[node["$a"]]
-    if "$s" in node:
-        return arrays[node["$s"]][()]
-    if "$t" in node:
-        import torch
+    if depth >= max_depth:
+        raise DataFileError(f"{where}: nested deeper than the limit of {max_depth} levels")
+    if isinstance(node, list):
+        return [_unpack(v, arrays, depth + 1, max_depth, where) for v in node]
+    if not isinstance(node, dict) or len(node) != 1 or next(iter(node)) not in _NODE_TAGS:
+        raise DataFileError(f"{where}: unknown node {_short(node)} (a ding data file holds only the nodes "
+                            f"{', '.join(_NODE_TAGS)})")
+    tag, value = next(iter(node.items()))
+    if tag == "$d":
+        if not isinstance(value, dict):
+            raise DataFileError(f"{where}: a '$d' node must hold an object, got {type(value).__name__}")
+        return {k: _unpack(v, arrays, depth + 1, max_depth, where) for k, v in value.items()}
+    if tag in ("$dk", "$tu"):
+        if not isinstance(value, list):
+            raise DataFileError(f"{where}: a '{tag}' node must hold a list, got {type(value).__name__}")
+        if tag == "$tu":
+            return tuple(_unpack(v, arrays, depth + 1, max_depth, where) for v in value)
+        out = {}
+        for pair in value:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise DataFileError(f"{where}: a '$dk' node must hold [key, value] pairs")
+            key = _unpack(pair[0], arrays, depth + 1, max_depth, where)
+            try:
+                out[key] = _unpack(pair[1], arrays, depth + 1, max_depth, where)
+            except TypeError as e:
+                raise DataFileError(f"{where}: a dict key of type {type(key).__name__} cannot be used") from e
+        return out
+    if type(value) is not int or not 0 <= value < len(arrays):
+        raise DataFileError(f"{where}: a '{tag}' node names array {_short(value)}, but the file has {len(arrays)}")
+    arr = arrays[value]
+    if tag == "$a":
+        return arr
+    if tag == "$s":
+        if arr.ndim:
+            raise DataFileError(f"{where}: a '$s' (scalar) node names an array of shape {arr.shape}")
+        return arr[()]
+    import torch
 
-        return torch.from_numpy(arrays[node["$t"]])
-    raise ValueError(f"unknown node {sorted(node)}")
+    try:
+        return torch.from_numpy(arr)
+    except TypeError as e:
+        raise DataFileError(f"{where}: a '$t' (tensor) node names an array of dtype {arr.dtype}, which torch cannot "
+                            "hold") from e
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def save_file(obj: Any, path: str, compress: bool = True, fsync: bool = False) -> int:
@@ -117,13 +230,16 @@ def save_file(obj: Any, path: str, compress: bool = True, fsync: bool = False) -
     return len(data)
 
 
-def load_file(path: str) -> Any:
-    """Read a file written by :func:`save_file`; a missing or damaged file is a :class:`DataFileError`."""
+def load_file(path: str, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+    """Read a file written by :func:`save_file`; a missing, damaged or crafted file is a :class:`DataFileError`.
+
+    Only a regular file is read (a symbolic link, FIFO or device is refused without reading from it), and only up to
+    ``limits.max_file_bytes``; see :class:`DecodeLimits` for the rest.
+    """
+    from ding.utils import read_regular_file
+
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular_file(path, limits.max_file_bytes, what="data file")
     except FileNotFoundError as e:
         raise DataFileError(f"{path}: data file not found (deleted, or never fully written)") from e
-    except IsADirectoryError as e:
-        raise DataFileError(f"{path}: is a directory, not a data file") from e
-    return decode(data, where=path)
+    return decode(data, where=path, limits=limits)

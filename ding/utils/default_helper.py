@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import copy
-import os
 import random
 import time
 from typing import Any, Iterable, Mapping
@@ -64,27 +63,6 @@ def set_rng_state(state: Mapping[str, Any]) -> None:
     random.setstate(state["python"])
     np.random.set_state(state["numpy"])
     torch.set_rng_state(state["torch"])
-
-
-_THREADS_SET = False
-
-
-def setup_torch_threads(num_threads: int | None = None) -> int:
-    """Choose torch's CPU thread count.
-
-    The default is 1 thread unless the user asked otherwise (``num_threads`` or ``DING_TORCH_THREADS``). Small RL
-    networks gain nothing from intra-op parallelism, and on 2-core machines libgomp's spin-wait makes training with
-    the default thread count stall 10-50x intermittently. Returns the count in use.
-    """
-    import torch
-
-    global _THREADS_SET
-    env = os.environ.get("DING_TORCH_THREADS")
-    n = num_threads if num_threads else (int(env) if env else 1)
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
-    _THREADS_SET = True
-    return n
 
 
 class EasyTimer:

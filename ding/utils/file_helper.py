@@ -45,3 +45,50 @@ def torch_save_atomic(obj: Any, path: str) -> None:
     import torch
 
     atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def read_regular_file(path: str, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``max_bytes`` bytes.
+
+    For files another process may have planted (parallel mode's shared directory): a symbolic link is refused
+    (``O_NOFOLLOW``: a link to ``/dev/zero`` would be an endless read), so is anything that is not a regular file
+    (a FIFO is opened with ``O_NONBLOCK`` and refused before any read, so it never blocks), and so is a file larger
+    than ``max_bytes`` (checked before reading, and again while reading in case it grows). Every refusal is a
+    :class:`~ding.utils.DataFileError` naming ``path``; a missing file is a ``FileNotFoundError``.
+    """
+    import stat
+
+    from .errors import DataFileError
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError as e:
+        raise DataFileError(f"{what} '{path}' is a directory, not a regular file") from e
+    except OSError as e:
+        if os.path.islink(path):
+            raise DataFileError(f"{what} '{path}' is a symbolic link; only regular files are read (remove it)") from e
+        raise DataFileError(f"{what} '{path}' cannot be opened ({e.strerror or e})") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+            raise DataFileError(f"{what} '{path}' is {kind}, not a regular file; only regular files are read")
+        if st.st_size > max_bytes:
+            raise DataFileError(f"{what} '{path}' is {st.st_size} bytes, over the limit of {max_bytes} bytes")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(max_bytes + 1 - total, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise DataFileError(f"{what} '{path}' grew past the limit of {max_bytes} bytes while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

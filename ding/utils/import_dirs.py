@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterable
 
 from .errors import RegistryError
+from .import_errors import missing_ding_name
 
 CONFIG_DIR_ENV = "DING_CONFIG_DIR"
 
@@ -69,6 +70,9 @@ def import_module(names: Iterable[str] | None) -> None:
         try:
             importlib.import_module(name)
         except ImportError as e:
+            missing = missing_ding_name(e)  # the user's module needs a ding name that does not exist
+            if missing is not None:
+                raise RegistryError(f"import_names: cannot import module '{name}': {missing}") from e
             places = ", ".join(f"'{d}'" for d in dirs)
             raise RegistryError(
                 f"import_names: cannot import module '{name}' ({e}); looked in the config's directory and the working "

@@ -2,17 +2,22 @@
 
 Both are written atomically (a reader sees the previous file or the whole new one). Data files use the safe sample
 format of :mod:`ding.torch_utils.codec`; policy files hold tensors only and load with ``weights_only=True``. Nothing
-here ever unpickles arbitrary objects.
+here ever unpickles arbitrary objects. Both readers treat the files as hostile (anyone who can write the shared
+directory can plant one): regular files only (no links, FIFOs or devices), a size cap, a cap on what they expand to,
+and a strict structure; every refusal is one :class:`DataFileError` naming the file.
 """
 from __future__ import annotations
 
 import io
 import os
 import re
+import zipfile
 from typing import Any
 
-from ding.torch_utils import load_file, save_file
-from ding.utils import DataFileError, atomic_write
+from ding.torch_utils import DEFAULT_LIMITS, DecodeLimits, load_file, save_file
+from ding.utils import DataFileError, atomic_write, read_regular_file
+
+POLICY_MAX_BYTES = 1 << 30  # default cap on a policy file and what it holds (comm collector: max_policy_file_mb)
 
 _DATA_ID = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
@@ -25,24 +30,56 @@ def data_path(path_data: str, data_id: str) -> str:
     return os.path.join(path_data, data_id)
 
 
+def policy_path(path_policy: str, policy_id: Any) -> str:
+    """``path_policy/policy_id``; a policy id is a plain file name like a data id (nothing escapes the directory)."""
+    if not isinstance(policy_id, str) or not _DATA_ID.match(policy_id) or policy_id in (".", ".."):
+        raise DataFileError(f"invalid policy id {policy_id!r}: must be a plain file name of letters, digits, '_.-'")
+    return os.path.join(path_policy, policy_id)
+
+
+def run_dir(given: Any, expected: Any, what: str) -> str:
+    """A shared directory named by a peer's task (``what`` names the field, e.g. ``learner_start_task.path_data``).
+
+    It must be a path string; when this role's own config names the run's directory (``expected``: the
+    ``path_data`` / ``path_policy`` of its ``system_config``, as every role of ``ding -m parallel`` has), the task
+    must name that same directory, so a peer cannot point a role at any other directory.
+    """
+    if not isinstance(given, str) or not given.strip() or "\x00" in given:
+        raise DataFileError(f"{what}: expected a directory path, got {given!r}")
+    if expected and os.path.realpath(given) != os.path.realpath(str(expected)):
+        raise DataFileError(f"{what}: {given!r} is not this run's directory {str(expected)!r} (from this role's "
+                            "config); a role reads and writes only the run's own shared directories")
+    return given
+
+
+def learner_load_path(load_path: Any, ckpt_dir: str, what: str = "learner_start_task.load_path") -> str | None:
+    """The checkpoint a peer asks the learner to load, confined to the learner's own checkpoint directory.
+
+    ``load_path`` must be ``ckpt_dir`` itself (its newest good ``iteration_N``) or an ``iteration_N.pth.tar`` in it:
+    the learner loads only what it wrote itself (collectors write elsewhere). None or '' means nothing to load.
+    """
+    if load_path is None or load_path == "":
+        return None
+    if not isinstance(load_path, str) or "\x00" in load_path:
+        raise DataFileError(f"{what}: expected a path, got {load_path!r}")
+    real, root = os.path.realpath(load_path), os.path.realpath(ckpt_dir)
+    if real == root:
+        return ckpt_dir
+    name = os.path.basename(real)
+    if os.path.dirname(real) == root and re.match(r"^iteration_\d+\.pth\.tar$", name):
+        return os.path.join(ckpt_dir, name)
+    raise DataFileError(f"{what}: {load_path!r} is not the learner's checkpoint directory {ckpt_dir!r} nor an "
+                        "iteration_N.pth.tar in it; the learner loads only checkpoints it wrote itself")
+
+
 def write_data(path_data: str, data_id: str, sample: Any, compress: bool = True) -> int:
     return save_file(sample, data_path(path_data, data_id), compress=compress)
 
 
-def read_data(path_data: str, data_id: str) -> Any:
-    return load_file(data_path(path_data, data_id))
-
-
-def delete_data(path_data: str, data_ids: list[str]) -> int:
-    """Delete data files (missing ones are fine); returns how many were removed."""
-    removed = 0
-    for data_id in data_ids:
-        try:
-            os.unlink(data_path(path_data, data_id))
-            removed += 1
-        except FileNotFoundError:
-            pass
-    return removed
+def read_data(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
+    """The sample of ``data_id``; anything wrong with the file (see :func:`ding.torch_utils.load_file`) is a
+    :class:`DataFileError`."""
+    return load_file(data_path(path_data, data_id), limits=limits)
 
 
 def write_policy(path: str, model_state: dict, policy_iter: int) -> None:
@@ -54,24 +91,56 @@ def write_policy(path: str, model_state: dict, policy_iter: int) -> None:
     atomic_write(path, buf.getvalue(), fsync=False)
 
 
-def read_policy(path: str) -> dict | None:
-    """The published policy, or None when none exists yet; a damaged file is a :class:`DataFileError`."""
+def read_policy(path: str, max_bytes: int = POLICY_MAX_BYTES) -> dict | None:
+    """The published policy ``{'model': {name: tensor}, 'iter': int}``, or None when none exists yet.
+
+    A file that is not a regular file, is larger than ``max_bytes``, holds compressed or oversized records, holds
+    anything but tensors, or has another structure is a :class:`DataFileError` naming it.
+    """
     import pickle
 
     import torch
 
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular_file(path, max_bytes, what="policy file")
     except FileNotFoundError:
         return None
     try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            records = z.infolist()
+    except (zipfile.BadZipFile, ValueError, OSError) as e:
+        raise DataFileError(f"policy file '{path}' is not a torch zip archive ({type(e).__name__}: {e})") from e
+    if any(r.compress_type != zipfile.ZIP_STORED for r in records) or sum(r.file_size for r in records) > max_bytes:
+        raise DataFileError(f"policy file '{path}' holds compressed records or more than {max_bytes} bytes; "
+                            "torch.save writes neither")
+    try:
         state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
-    except (RuntimeError, pickle.UnpicklingError, EOFError, ValueError) as e:
+    except (RuntimeError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, KeyError,
+            ImportError, OSError, RecursionError, OverflowError, IndexError, zipfile.BadZipFile) as e:
         raise DataFileError(f"policy file '{path}' cannot be loaded as tensors ({type(e).__name__}: {e})") from e
-    if not isinstance(state, dict) or "model" not in state or "iter" not in state:
-        raise DataFileError(f"policy file '{path}' is not a ding policy file (expected keys 'model' and 'iter')")
+    model = state.get("model") if isinstance(state, dict) else None
+    if not isinstance(state, dict) or set(state) != {"model", "iter"} or type(state["iter"]) is not int:
+        raise DataFileError(f"policy file '{path}' is not a ding policy file (expected exactly the keys 'model' and "
+                            "'iter', an int)")
+    if not isinstance(model, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                              for k, v in model.items()):
+        raise DataFileError(f"policy file '{path}': 'model' must map parameter names to tensors")
     return state
+
+
+def check_policy_fits(state: dict, model_state: dict, path: str) -> None:
+    """A :class:`DataFileError` naming ``path`` unless the policy's tensors have exactly the names, shapes and dtypes
+    of ``model_state`` (the reader's own model)."""
+    model = state["model"]
+    missing, unexpected = sorted(set(model_state) - set(model)), sorted(set(model) - set(model_state))
+    if missing or unexpected:
+        raise DataFileError(f"policy file '{path}' does not fit this model: missing {missing[:5]}, unexpected "
+                            f"{unexpected[:5]}")
+    for name, ref in model_state.items():
+        got = model[name]
+        if tuple(got.shape) != tuple(ref.shape) or got.dtype != ref.dtype:
+            raise DataFileError(f"policy file '{path}': '{name}' is {got.dtype}{tuple(got.shape)}, this model's is "
+                                f"{ref.dtype}{tuple(ref.shape)}")
 
 
 def to_columns(batch: list[dict]) -> dict[str, list]:

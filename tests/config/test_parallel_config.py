@@ -96,7 +96,8 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     role = role_config(cfg.system, "learner", "learner0", coordinator_host="10.1.1.1", coordinator_port=9000)
     assert role.prefetch_batches == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
-    assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000 and "path_data" not in role
+    assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000
+    assert role.path_data == cfg.system.path_data  # the role refuses tasks naming another directory
     main, create, system = _configs()
     system.learner0 = dict(prefetch_batchs=2)
     with pytest.raises(ConfigError, match=r"system_config\.learner0\.prefetch_batchs.*prefetch_batches"):
@@ -126,6 +127,7 @@ def test_role_not_in_the_config_gets_defaults(in_tmp_dir):
     cfg = compile_config_parallel(*_configs(), save_cfg=False)
     role = role_config(cfg.system, "collector", "collector9", coordinator_host="127.0.0.1", coordinator_port=9000)
     assert role.host == "127.0.0.1" and role.port == 0 and role.type == "flask_fs"
+    assert role.path_data == cfg.system.path_data and role.path_policy == cfg.system.path_policy
 
 
 def test_on_policy_algorithms_are_refused_in_parallel_mode(in_tmp_dir):

@@ -1,12 +1,15 @@
 """PPO and A2C policies: acting, transitions (time-limit truncation bootstraps), the update, and their config errors."""
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
 
 from ding.envs import BaseEnvTimestep
 from ding.policy import A2CPolicy, PPOPolicy, create_policy
+from ding.policy.actor_critic import index_batch, minibatch_indices
 from ding.utils import ConfigError
 
 CARTPOLE_MODEL = dict(obs_shape=4, action_shape=2, encoder_hidden_size_list=[16, 16])
@@ -106,7 +109,38 @@ def test_continuous_policy_moves_its_mean_toward_positive_advantages(policy_type
 def test_a2c_one_pass_one_step_per_minibatch():
     policy = create_policy(dict(type="a2c", model=dict(CARTPOLE_MODEL), learn=dict(batch_size=8)))
     samples = _episode(policy, 20, truncated=True)[0]
-    assert len(policy.learn_mode.forward(samples)) == 3  # 20 samples: 8, 8, and the last 8 of the permutation
+    assert len(policy.learn_mode.forward(samples)) == 3  # 20 samples: 8, 8, and a short last one of 4
+
+
+@pytest.mark.parametrize(("n", "batch_size"), [(20, 8), (64, 16), (5, 8), (1, 4), (17, 1), (9, 9)])
+def test_minibatches_hold_every_sample_once_with_a_short_last_one(n, batch_size):
+    torch.manual_seed(n)
+    minibatches = minibatch_indices(n, batch_size)
+    assert sorted(torch.cat(minibatches).tolist()) == list(range(n))
+    full, rest = divmod(n, batch_size)
+    assert [len(m) for m in minibatches] == [batch_size] * full + ([rest] if rest else [])
+
+
+@pytest.mark.parametrize("policy_type", ["ppo", "a2c"])
+def test_every_sample_is_trained_exactly_once_per_epoch(policy_type, monkeypatch):
+    """20 samples in minibatches of 8 over 3 epochs (A2C: 1 pass): each epoch's updates see each sample once."""
+    module = importlib.import_module(f"ding.policy.{policy_type}")
+    seen: list[list[int]] = []
+
+    def recording_index_batch(batch, idx):
+        seen.append(idx.tolist())
+        return index_batch(batch, idx)
+
+    monkeypatch.setattr(module, "index_batch", recording_index_batch)
+    learn = dict(batch_size=8, epoch_per_collect=3) if policy_type == "ppo" else dict(batch_size=8)
+    policy = create_policy(dict(type=policy_type, model=dict(CARTPOLE_MODEL), learn=learn))
+    samples = _episode(policy, 20, truncated=True)[0]
+    infos = policy.learn_mode.forward(samples)
+    epochs = 3 if policy_type == "ppo" else 1
+    assert len(infos) == len(seen) == 3 * epochs  # 8, 8 and 4 per epoch
+    for e in range(epochs):
+        used = [i for idx in seen[3 * e:3 * e + 3] for i in idx]
+        assert sorted(used) == list(range(20)), f"epoch {e}: samples used {sorted(used)}"
 
 
 def test_value_normalisation_and_lr_schedule_travel_in_the_state_dict():

@@ -57,6 +57,22 @@ def test_distributional_learn_returns_one_priority_per_sample(cls):
     assert any(not torch.equal(a, b) for a, b in zip(before, after))
 
 
+@pytest.mark.parametrize("cls", [C51Policy, RainbowPolicy])
+@pytest.mark.parametrize(("v_min", "v_max"), [(0.1, 0.3), (-5.0, 0.3)])
+def test_distributional_learns_on_supports_that_are_not_integer_ranges(cls, v_min, v_max):
+    """Targets on v_max (reward >= (1 - gamma) v_max) once made the projection index past the last atom."""
+    torch.manual_seed(0)
+    policy = cls(dict(model=dict(MODEL, v_min=v_min, v_max=v_max, n_atom=51), nstep=1, discount_factor=0.99))
+    rng = np.random.default_rng(0)
+    rewards = np.concatenate([[v_max, (1 - 0.99) * v_max, 1.0, v_min], rng.uniform(-6.0, 1.0, 12)])
+    batch = [{"obs": rng.standard_normal(4).astype(np.float32), "next_obs": rng.standard_normal(4).astype(np.float32),
+              "action": np.int64(i % 2), "reward": np.array([r], np.float32), "done": i % 3 == 0,
+              "IS": np.float32(1.0)} for i, r in enumerate(rewards)]
+    for _ in range(2):
+        out = policy.learn_mode.forward(batch)
+        assert np.isfinite(out["total_loss"]), out
+
+
 def test_c51_default_model_has_the_configured_support_and_no_noise():
     policy = C51Policy(dict(model=dict(MODEL, v_min=-5, v_max=5, n_atom=21)))
     model = policy.learn_mode.get_attribute("model")

@@ -298,7 +298,8 @@ def test_extra_state_round_trip_and_not_in_best(learner, caplog):
         learner.register_checkpoint_extra("collector", dict, print)
     path = learner.save_checkpoint()
     best = learner.save_checkpoint(CKPT_BEST_NAME)
-    assert load_checkpoint_file(path)["extra"] == {"collector": {"envstep": 7, "rng": [1, 2]}}
+    assert isinstance(load_checkpoint_file(path)["extra"], bytes)  # tensors-only: the run state stays a blob
+    assert load_checkpoint_file(path, allow_pickle=True)["extra"] == {"collector": {"envstep": 7, "rng": [1, 2]}}
     assert "extra" not in load_checkpoint_file(best)
     box["envstep"] = 99
     learner.load_checkpoint(path)
@@ -428,3 +429,46 @@ def test_real_dqn_save_load_restores_q_values_and_rejects_other_shapes(in_tmp_di
     with BaseLearner(quiet_cfg(), other.learn_mode, exp_name="exp", instance_name="l3") as lrn3:
         with pytest.raises(CheckpointError, match=r"iteration_5\.pth\.tar' does not fit the policy"):
             lrn3.load_checkpoint(path)
+
+
+class _Payload:
+    """What a hostile checkpoint holds: unpickling it runs code."""
+
+    def __reduce__(self):
+        return (os.system, ("touch pwned",))
+
+
+def test_checkpoints_load_tensors_only_unless_the_run_state_is_its_own(learner):
+    """Issue 16, fault class 6: a checkpoint with pickled objects is refused by every tensors-only reader (eval,
+    load_policy, the parallel learner); only a learner with registered run state (serial resume) unpickles."""
+    import torch
+
+    path = learner.save_checkpoint()
+    state = load_checkpoint_file(path)
+    state["evil"] = _Payload()
+    torch.save(state, "exp/ckpt/iteration_5.pth.tar")
+    with pytest.raises(CheckpointError, match=r"iteration_5\.pth\.tar' holds pickled objects besides tensors "
+                                              r"\(posix\.system\)"):
+        load_checkpoint_file("exp/ckpt/iteration_5.pth.tar")
+    with pytest.raises(CheckpointError, match="holds pickled objects"):
+        learner.load_checkpoint("exp/ckpt/iteration_5.pth.tar")  # no run state registered: tensors only
+    assert os.path.samefile(find_latest_checkpoint("exp/ckpt"), path)  # the crafted newer file is skipped
+    assert not os.path.exists("pwned")
+    learner.register_checkpoint_extra("collector", dict, lambda s: None)
+    path = learner.save_checkpoint()
+    with pytest.raises(CheckpointError, match="run state \\('extra'\\) was not unpickled"):
+        learner.load_checkpoint(path, allow_pickle=False)
+    learner.load_checkpoint(path)  # a serial run's own file: allowed
+
+
+def test_best_checkpoint_of_serial_and_parallel_runs(in_tmp_dir):
+    from ding.worker import COLLECTOR_CKPT_DIR, best_checkpoint
+
+    assert best_checkpoint("run") is None
+    os.makedirs(os.path.join("run", COLLECTOR_CKPT_DIR))
+    parallel = os.path.join("run", COLLECTOR_CKPT_DIR, CKPT_BEST_NAME)
+    open(parallel, "wb").close()
+    assert best_checkpoint("run") == parallel  # a parallel run: the collectors' best, outside ckpt/
+    os.makedirs(os.path.join("run", "ckpt"))
+    open(os.path.join("run", "ckpt", CKPT_BEST_NAME), "wb").close()
+    assert best_checkpoint("run") == os.path.join("run", "ckpt", CKPT_BEST_NAME)

@@ -15,7 +15,7 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.config.ranges import at_least, greater_than, one_of
-from ding.utils import ENV_MANAGER_REGISTRY, EnvError, close_all, config_of
+from ding.utils import ENV_MANAGER_REGISTRY, EnvError, apply_default_torch_threads, close_all, config_of
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
@@ -74,6 +74,7 @@ class BaseEnvManager:
                 f"{type(self).__name__}: env_fn must be a non-empty list of callables that each build one env, "
                 f"got {env_fn!r}"
             )
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._env_fn = list(env_fn)
         self._env_num = len(self._env_fn)
         self._cfg = check_manager_cfg(self, cfg)

@@ -11,7 +11,15 @@ import numpy as np
 from easydict import EasyDict
 
 from ding.torch_utils import to_tensor
-from ding.utils import SERIAL_COLLECTOR_REGISTRY, ConfigError, EnvError, config_of, deep_merge_dicts, import_module
+from ding.utils import (
+    SERIAL_COLLECTOR_REGISTRY,
+    ConfigError,
+    EnvError,
+    apply_default_torch_threads,
+    config_of,
+    deep_merge_dicts,
+    import_module,
+)
 from ding.utils.worker_logs import WorkerLogs
 
 from .episode_callback import EpisodeCallback, build_episode_callbacks, call_callback, check_callback
@@ -78,6 +86,7 @@ class BaseSerialCollector(ISerialCollector):
             exp_name: str = 'default_experiment',
             instance_name: str = 'collector',
     ) -> None:
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._exp_name = exp_name
         self._instance_name = instance_name

@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
-from ding.utils import SERIAL_EVALUATOR_REGISTRY, config_of, deep_merge_dicts, import_module
+from ding.utils import (
+    SERIAL_EVALUATOR_REGISTRY,
+    apply_default_torch_threads,
+    config_of,
+    deep_merge_dicts,
+    import_module,
+)
 from ding.utils.worker_logs import WorkerLogs
 
 
@@ -59,6 +65,7 @@ class BaseSerialEvaluator(ISerialEvaluator):
             exp_name: str = 'default_experiment',
             instance_name: str = 'evaluator',
     ) -> None:
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._exp_name = exp_name
         self._instance_name = instance_name

@@ -2,6 +2,8 @@
 from .base_learner import BaseLearner, CountVar, create_learner
 from .checkpoint import (
     CKPT_BEST_NAME,
+    COLLECTOR_CKPT_DIR,
+    best_checkpoint,
     find_latest_checkpoint,
     iteration_ckpt_name,
     list_iteration_checkpoints,
@@ -29,7 +31,8 @@ from .learner_hook import (
 )
 
 __all__ = [
-    "BaseLearner", "CountVar", "create_learner", "CKPT_BEST_NAME", "find_latest_checkpoint", "iteration_ckpt_name",
+    "BaseLearner", "CountVar", "create_learner", "CKPT_BEST_NAME", "COLLECTOR_CKPT_DIR", "best_checkpoint",
+    "find_latest_checkpoint", "iteration_ckpt_name",
     "list_iteration_checkpoints", "load_checkpoint_file", "load_latest_checkpoint", "load_policy_state",
     "rotate_checkpoints", "HOOK_SHORTHANDS", "POSITIONS",
     "Hook", "LearnerHook", "LearnerHookError", "LoadCkptHook", "LogReduceHook", "LogShowHook", "SaveCkptHook",

@@ -13,7 +13,14 @@ from easydict import EasyDict
 
 import ding
 from ding.config.ranges import at_least, one_of
-from ding.utils import LEARNER_REGISTRY, CheckpointError, config_of, deep_merge_dicts, import_module
+from ding.utils import (
+    LEARNER_REGISTRY,
+    CheckpointError,
+    apply_default_torch_threads,
+    config_of,
+    deep_merge_dicts,
+    import_module,
+)
 from ding.utils.worker_logs import WorkerLogs
 
 from .checkpoint import (
@@ -150,6 +157,7 @@ class BaseLearner:
         """``data_source(batch_size) -> list of samples`` feeds :meth:`start` (parallel mode; None ends the data).
         ``ckpt_dir`` (default ``./<exp_name>/ckpt``) and ``log_dir`` (default ``./<exp_name>/log/<instance_name>``)
         place the learner's files."""
+        apply_default_torch_threads()  # a loop built by hand gets the pipelines' thread default
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._exp_name = exp_name
         self._instance_name = instance_name
@@ -375,20 +383,23 @@ class BaseLearner:
                 pass
         return self._cfg
 
-    def load_checkpoint(self, path: str) -> dict:
+    def load_checkpoint(self, path: str, allow_pickle: bool | None = None) -> dict:
         """Restore policy state, ``train_iter``, ``collector_envstep`` and registered extra state from ``path``.
 
         ``path`` may be a directory: its newest valid ``iteration_N.pth.tar`` is used. A damaged file or one that
         does not fit the policy raises ``CheckpointError`` naming the file. Returns the loaded checkpoint dict.
+        The file is loaded tensors-only unless ``allow_pickle`` (default: only when extra state is registered, i.e.
+        a serial run restoring its own run state; see :func:`load_checkpoint_file`).
         """
         if self._policy is None:
             raise RuntimeError("BaseLearner.load_checkpoint: set the policy first")
+        pickle_ok = bool(self._extras) if allow_pickle is None else allow_pickle
         if os.path.isdir(path):
-            found = find_latest_checkpoint(path, self._logger)
+            found = find_latest_checkpoint(path, self._logger, allow_pickle=pickle_ok)
             if found is None:
                 raise CheckpointError(f"no usable iteration_N.pth.tar checkpoint in directory '{path}'")
             path = found
-        return self.load_checkpoint_state(load_checkpoint_file(path), path)
+        return self.load_checkpoint_state(load_checkpoint_file(path, allow_pickle=pickle_ok), path)
 
     def load_checkpoint_state(self, state: dict, path: str) -> dict:
         """:meth:`load_checkpoint` of a checkpoint dict already read from ``path`` (named in errors)."""
@@ -400,6 +411,11 @@ class BaseLearner:
         if state.get("last_step", -1) >= 0:
             self._collector_envstep = int(state["last_step"])
         extra = state.get("extra", {})
+        if isinstance(extra, (bytes, bytearray)):
+            if self._extras:
+                raise CheckpointError(f"checkpoint '{path}' was loaded tensors-only, so its run state ('extra') was "
+                                      "not unpickled; load it with allow_pickle=True (only files of your own run)")
+            extra = {}
         for name, (_, set_fn) in self._extras.items():
             if name not in extra:
                 self._logger.warning(f"checkpoint '{path}' has no extra state '{name}'; it is not restored")

@@ -1,15 +1,21 @@
 """Checkpoint files: names, atomic writes, rotation, validated loading, finding the newest good one.
 
-A checkpoint is a dict written with ``torch.save`` (a pickle: load only files you trust)::
+A checkpoint is a dict written with ``torch.save``::
 
     {'model', 'target_model', 'optimizer', ...   # the policy's learn-mode state_dict()
      'last_iter': int, 'last_step': int,         # learner train_iter and collector env step
      'meta': {'ding_version', 'config_hash', 'train_iter', 'envstep', 'time'},
-     'extra': {name: state}}                      # state registered with learner.register_checkpoint_extra
+     'extra': bytes}                              # torch.save of {name: state} (learner.register_checkpoint_extra)
+
+Trust: everything but ``extra`` is tensors and plain values, so every reader loads the file tensors-only
+(``torch.load(weights_only=True)``, safe from torch 2.6). ``extra`` is the run state of a serial run's exact resume
+(envs, buffer, RNG: arbitrary objects), kept as an opaque blob that only ``allow_pickle=True`` unpickles: the serial
+resume of the run's own files. Nothing that loads a checkpoint written by another process ever unpickles it.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -22,6 +28,7 @@ from typing import Any
 from ding.utils import CheckpointError, torch_save_atomic
 
 CKPT_BEST_NAME = "ckpt_best.pth.tar"
+COLLECTOR_CKPT_DIR = "collector_ckpt"  # <exp_name>/collector_ckpt/: parallel-mode collectors' best policy (not ckpt/)
 RESERVED_KEYS = ("last_iter", "last_step", "meta", "extra")  # checkpoint keys that are not the policy's state
 _ITER_RE = re.compile(r"^iteration_(\d+)\.pth\.tar$")
 _log = logging.getLogger(__name__)
@@ -49,8 +56,12 @@ def list_iteration_checkpoints(ckpt_dir: str) -> list[tuple[int, str]]:
 
 
 def save_checkpoint_file(state: Mapping[str, Any], path: str) -> None:
-    """Write atomically: a crash mid-save leaves the previous file untouched."""
-    torch_save_atomic(dict(state), path)
+    """Write atomically: a crash mid-save leaves the previous file untouched. A dict ``extra`` is stored as an opaque
+    blob (see the module docstring), so the file itself loads tensors-only."""
+    state = dict(state)
+    if isinstance(state.get("extra"), Mapping):
+        state["extra"] = pack_extra(state["extra"])
+    torch_save_atomic(state, path)
 
 
 class DamagedCheckpoint(CheckpointError):
@@ -69,8 +80,32 @@ def _short_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {first}" if first else type(error).__name__
 
 
-def load_checkpoint_file(path: str, map_location: Any = "cpu") -> dict:
-    """Read a checkpoint; a missing, truncated, corrupt or foreign file raises ``CheckpointError`` naming it."""
+def best_checkpoint(run_dir: str) -> str | None:
+    """The best-evaluation checkpoint of the run in ``run_dir``: ``ckpt/ckpt_best.pth.tar`` (serial mode), else
+    ``collector_ckpt/ckpt_best.pth.tar`` (parallel mode); None if neither exists."""
+    for sub in ("ckpt", COLLECTOR_CKPT_DIR):
+        path = os.path.join(run_dir, sub, CKPT_BEST_NAME)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def pack_extra(extra: Mapping[str, Any]) -> bytes:
+    """The run state of a checkpoint as the opaque blob stored under ``extra``."""
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(dict(extra), buf)
+    return buf.getvalue()
+
+
+def load_checkpoint_file(path: str, map_location: Any = "cpu", allow_pickle: bool = False) -> dict:
+    """Read a checkpoint; a missing, truncated, corrupt or foreign file raises ``CheckpointError`` naming it.
+
+    The file is loaded tensors-only: its ``extra`` run state stays an opaque ``bytes`` blob. ``allow_pickle=True``
+    (only for files this process's own run wrote: the serial resume) unpickles the file in full and ``extra`` back
+    into a dict, also for checkpoints of older ding versions that stored it unwrapped.
+    """
     import torch
 
     if not os.path.exists(path):
@@ -78,35 +113,55 @@ def load_checkpoint_file(path: str, map_location: Any = "cpu") -> dict:
     if os.path.isdir(path):
         raise CheckpointError(f"checkpoint path '{path}' is a directory; give a file or use find_latest_checkpoint")
     try:
-        state = torch.load(path, map_location=map_location, weights_only=False)
+        state = torch.load(path, map_location=map_location, weights_only=not allow_pickle)
+        if allow_pickle and isinstance(state, dict) and isinstance(state.get("extra"), (bytes, bytearray)):
+            state["extra"] = torch.load(io.BytesIO(state["extra"]), map_location=map_location, weights_only=False)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"unsupported (?:global: )?GLOBAL (\S+)", str(e), re.IGNORECASE)
+        if not allow_pickle and found:
+            raise CheckpointError(
+                f"checkpoint file '{path}' holds pickled objects besides tensors ({found.group(1)}), and checkpoints "
+                "are loaded "
+                "tensors-only (ding never unpickles a file another process could have written). A checkpoint of an "
+                "older ding version keeps its run state this way: resume that run in serial mode, or, if you trust "
+                "the file, load it with load_checkpoint_file(path, allow_pickle=True) and save its 'model' again."
+            ) from e
+        raise _unreadable(path, e) from e
     except _READ_ERRORS as e:
-        reason = _short_reason(e)
-        raise DamagedCheckpoint(
-            f"checkpoint file '{path}' cannot be read, it is truncated or corrupt ({reason}). "
-            "Use an older checkpoint (find_latest_checkpoint skips damaged ones).", path=path, reason=reason,
-        ) from e
+        raise _unreadable(path, e) from e
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint file '{path}' holds a {type(state).__name__}, not a ding checkpoint dict")
     return state
 
 
-def find_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None) -> str | None:
+def _unreadable(path: str, e: BaseException) -> DamagedCheckpoint:
+    reason = _short_reason(e)
+    return DamagedCheckpoint(
+        f"checkpoint file '{path}' cannot be read, it is truncated or corrupt ({reason}). "
+        "Use an older checkpoint (find_latest_checkpoint skips damaged ones).", path=path, reason=reason,
+    )
+
+
+def find_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None,
+                           allow_pickle: bool = False) -> str | None:
     """Path of the newest ``iteration_N.pth.tar`` in ``ckpt_dir`` that loads; None if there is none.
 
-    Damaged newer files are skipped with a warning naming them and the checkpoint used instead.
+    Damaged newer files are skipped with a warning naming them and the checkpoint used instead. ``allow_pickle`` as
+    in :func:`load_checkpoint_file`.
     """
-    found = load_latest_checkpoint(ckpt_dir, logger)
+    found = load_latest_checkpoint(ckpt_dir, logger, allow_pickle)
     return None if found is None else found[0]
 
 
-def load_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None) -> tuple[str, dict] | None:
+def load_latest_checkpoint(ckpt_dir: str, logger: logging.Logger | None = None,
+                           allow_pickle: bool = False) -> tuple[str, dict] | None:
     """``(path, checkpoint)`` of the newest ``iteration_N.pth.tar`` in ``ckpt_dir`` that loads (see
     :func:`find_latest_checkpoint`); None if there is none."""
     log = logger or _log
     bad: list[str] = []
     for it, path in reversed(list_iteration_checkpoints(ckpt_dir)):
         try:
-            state = load_checkpoint_file(path)
+            state = load_checkpoint_file(path, allow_pickle=allow_pickle)
         except CheckpointError as e:
             bad.append(os.path.basename(path))
             why = e.reason if isinstance(e, DamagedCheckpoint) else str(e)

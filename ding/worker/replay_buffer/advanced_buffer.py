@@ -107,7 +107,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._uid, self._use, self._collect_iter, self._priority = (self._info[f] for f in _SLOT_INFO.names)
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
-        self._positions = np.arange(64)  # 0, 1, 2, ...: entry positions in an update (grown on demand)
+        self._positions = np.arange(64)  # 0, 1, 2, ...: strata of a sample, entries of an update (grown on demand)
         self._use_priority = bool(conf.priority)
         self._use_is_weight = self._use_priority and bool(conf.priority_IS_weight)
         self._min_limit_ratio = float(conf.thruput_controller.sample_min_limit_ratio)
@@ -263,7 +263,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         if slots.size == 0:
             return
         capacity = self._storage.capacity
-        if slots.view(np.uint64).max() >= capacity:  # negative indices wrap to huge unsigned ones
+        if np.maximum.reduce(slots.view(np.uint64)) >= capacity:  # negative indices wrap to huge unsigned ones
             bad = slots[(slots < 0) | (slots >= capacity)][:5].tolist()
             raise ReplayBufferError(f"buffer '{self._instance_name}': replay_buffer_idx out of range [0, {capacity}): "
                                     f"{bad}")
@@ -351,9 +351,13 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         # Stratified: one uniform draw in each of `size` equal slices of the mass. The batch comes in slice order, as
         # in DI-engine and Dopamine: the tree and the item memory are read front to back (kind to caches), and a
         # shuffle would cost about 7% of a sample+update cycle for learners that use the whole batch anyway.
-        strata = np.arange(size) + self._rng.random(size)  # stratum index + uniform offset, in [0, size)
+        if self._positions.size < size:
+            self._positions = np.arange(size)
+        strata = self._rng.random(size)
+        strata += self._positions[:size]  # stratum index + uniform offset, in [0, size)
         if (start, stop) == (0, self._storage.filled):
-            slots = self._sum_tree.find_prefixsum_idx(strata * (self._sum_tree.sum() / size))
+            strata *= self._sum_tree.sum() / size
+            slots = self._sum_tree.find(strata)
         else:
             slots = self._find_in_range(strata / size, start, stop)
         np.add.at(self._use, slots, 1)
@@ -361,8 +365,9 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         priority = info["priority"]
         beta = self.beta
         if self._use_is_weight:
-            leaf = np.maximum(priority, MIN_PRIORITY) ** self._alpha  # the same arithmetic as the stored leaves
-            weight = (leaf / self._min_tree.min()) ** (-beta)
+            weight = self._sum_tree[slots]  # the leaves hold max(priority, MIN_PRIORITY) ** alpha
+            weight /= self._min_tree.min()
+            np.power(weight, -beta, out=weight)
         else:
             weight = np.ones(size)
         use = info["use"]
@@ -523,8 +528,8 @@ def _check_priorities(instance_name: str, where: str, priority: np.ndarray) -> f
     """Raise on a negative, NaN or infinite priority; return the largest (-inf if there are none)."""
     if priority.size == 0:
         return -math.inf
-    highest = float(priority.max())
-    if priority.min() >= 0 and highest < math.inf:  # NaN fails both comparisons
+    highest = float(np.maximum.reduce(priority))  # the ufunc reductions skip ndarray.max's Python wrapper
+    if np.minimum.reduce(priority) >= 0 and highest < math.inf:  # NaN fails both comparisons
         return highest
     first = int(np.flatnonzero(~np.isfinite(priority) | (priority < 0))[0])  # there is one: a check above failed
     raise ReplayBufferError(f"buffer '{instance_name}': {where}() got priority {float(priority[first])} at "

@@ -129,7 +129,10 @@ class SumSegmentTree:
 
         ``r`` should lie in ``[0, sum())``; values at or beyond the total map to the last non-zero leaf.
         """
-        target = np.asarray(prefixsum, dtype=np.float64).reshape(-1)  # read only: the walk works on a copy
+        return self.find(np.asarray(prefixsum, dtype=np.float64).reshape(-1))
+
+    def find(self, target: np.ndarray) -> np.ndarray:
+        """:meth:`find_prefixsum_idx` for a 1-D float64 array (not checked; read only: the walk works on a copy)."""
         if target.size == 0:
             return np.zeros(0, dtype=np.int64)
         if not self._tree[1] > 0:
@@ -137,7 +140,7 @@ class SumSegmentTree:
         # Enter the tree at a level of up to 1024 nodes through one cumsum + searchsorted (the same answer as walking
         # the top levels one by one, in 5 numpy calls instead of 50), then walk the remaining levels together.
         first, nodes = self._entry
-        cumulative = np.cumsum(nodes)
+        cumulative = nodes.cumsum()
         pos = np.searchsorted(cumulative, target, side="right")
         np.minimum(pos, first - 1, out=pos)
         cumulative -= nodes  # now the mass before each entry node
