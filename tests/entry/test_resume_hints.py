@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
+from ding.engine.coordinator_driver import check_resumable
 from ding.entry.cli_modes import resume_hint
-from ding.entry.parallel_entry import _check_resumable, parallel_pipeline
+from ding.entry.parallel_entry import parallel_pipeline
 from ding.utils import ResumeError
 
 
@@ -37,11 +38,11 @@ def test_resume_command_names_the_real_config_and_flags(in_tmp_dir):
 def test_parallel_refusal_of_a_finished_run_offers_extend():
     state = {"commander": {"reached_stop_value": True, "best_return": 200.0, "envstep": 900, "learner_step": 500}}
     with pytest.raises(ResumeError) as info:
-        _check_resumable("r", state, None, 2000)
+        check_resumable("r", state, None, 2000)
     assert "--extend" in str(info.value) and "raise env.stop_value above 200.0" in str(info.value)
-    _check_resumable("r", state, None, 2000, extend=True)  # on purpose: allowed
+    check_resumable("r", state, None, 2000, extend=True)  # on purpose: allowed
     with pytest.raises(ResumeError, match="nothing is left to do under --train-iter 500"):
-        _check_resumable("r", state, None, 500, extend=True)
+        check_resumable("r", state, None, 500, extend=True)
 
 
 def test_parallel_extend_needs_resume_and_a_limit():
