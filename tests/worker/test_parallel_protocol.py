@@ -38,6 +38,8 @@ ALLOWED = {
     ("ding/worker/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter of that name (result file)",
     ("ding/worker/collector/zergling_parallel_collector.py", "priority"): "a collected sample's own key (policy data)",
     ("ding/worker/learner/comm/flask_fs_learner.py", "batch_size"): "the policy attribute get_attribute('batch_size')",
+    ("ding/worker/coordinator/solo_parallel_commander.py", "envstep"): "DI-engine's command-mode info key (its "
+                                                                         "EpsCommandModePolicy reads info['envstep'])",
 }
 
 

@@ -67,9 +67,9 @@ def save_checkpoint_file(state: Mapping[str, Any], path: str) -> None:
 class DamagedCheckpoint(CheckpointError):
     """A checkpoint file that cannot be read (truncated or corrupt); ``reason`` is the short cause."""
 
-    def __init__(self, message: str, path: str, reason: str) -> None:
+    def __init__(self, message: str, path: str = "", reason: str = "") -> None:  # (re-raised with a new message)
         super().__init__(message)
-        self.path, self.reason = path, reason
+        self.path, self.reason = path, reason or message
 
 
 def _short_reason(error: BaseException) -> str:
