@@ -4,11 +4,10 @@ Both trees take whole index batches: one call updates a batch of leaves and one 
 The cost of a batch is a fixed number of numpy calls, not a Python loop per item:
 
 * ``SumSegmentTree`` is a binary tree in heap layout (root at 1, children of ``i`` at ``2i`` and ``2i+1``). A batched
-  prefix-sum search walks all queries down together, one level per step. A batched update writes the leaves, adds
-  each leaf's change to its ancestors down to the search's entry level in one ``np.add.at`` call and their sum to the
-  root; the nodes in between, read only by ``prefix_sum``, are recomputed from the entry level when next read. Adding
-  deltas accumulates rounding error in the inner nodes, so the tree is rebuilt exactly from its leaves after every
-  ``capacity`` leaf writes (an O(N) pass that costs well under a microsecond per write when amortised).
+  prefix-sum search walks all queries down together, one level per step. A batched update writes the leaves and adds
+  each leaf's change to all its ancestors in one ``np.add.at`` call. Adding deltas accumulates rounding error in the
+  inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass that
+  costs well under a microsecond per write when amortised).
 * ``MinSegmentTree`` keeps the DI-engine name, but only its overall minimum is ever read on the hot path, so it holds
   the leaves, their minimum and the number of leaves at the minimum: an update costs a few numpy calls, and one pass
   over the leaves finds the minimum again only when all of its holders were raised or emptied.
@@ -58,10 +57,7 @@ class SumSegmentTree:
         entry_level = min(self._depth, _ENTRY_LEVEL)
         self._entry = (1 << entry_level, self._tree[1 << entry_level:2 << entry_level])  # (first node, its level)
         self._walk = self._depth - entry_level  # levels walked one by one below the entry level
-        # An update adds its changes to the ancestors down to the entry level and to the root; the few nodes between
-        # (read only by prefix_sum) are recomputed from the entry level when next read.
-        self._shifts = np.arange(1, self._walk + 1, dtype=np.int64)[None, :]
-        self._upper_stale = False
+        self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[None, :]
         self._writes_since_rebuild = 0
 
     @property
@@ -85,15 +81,10 @@ class SumSegmentTree:
         leaf = idx + self.capacity
         delta = values - self._tree[leaf]
         self._tree[leaf] = values
-        if self._depth == 0:  # a single leaf is the root
-            return
-        if self._walk:
-            ancestors = leaf[:, None] >> self._shifts  # (n, walk): leaf j's ancestors down to the entry level
-            # Flat index and value arrays: np.add.at with a broadcast value array is slow, and wrong in numpy 2.4.6
-            # when the index array is 2-D.
-            np.add.at(self._tree, ancestors.ravel(), delta.repeat(self._walk))
-        self._tree[1] += np.add.reduce(delta)
-        self._upper_stale = True
+        ancestors = leaf[:, None] >> self._shifts  # (n, depth): row j holds leaf j's ancestors, parent first
+        # Flat index and value arrays: np.add.at with a broadcast value array is slow, and wrong in numpy 2.4.6 when
+        # the index array is 2-D.
+        np.add.at(self._tree, ancestors.ravel(), delta.repeat(self._depth))
         self._writes_since_rebuild += idx.size
         if self._writes_since_rebuild >= self.capacity:
             self.rebuild()
@@ -106,16 +97,6 @@ class SumSegmentTree:
             self._tree[half:size] = self._tree[size:2 * size].reshape(-1, 2).sum(axis=1)
             size = half
         self._writes_since_rebuild = 0
-        self._upper_stale = False
-
-    def _refresh_upper(self) -> None:
-        """Recompute the nodes between the root and the entry level (the root itself is kept as updated)."""
-        size = self._entry[0]
-        while size > 2:
-            half = size // 2
-            self._tree[half:size] = self._tree[size:2 * size].reshape(-1, 2).sum(axis=1)
-            size = half
-        self._upper_stale = False
 
     def sum(self, start: int = 0, end: int | None = None) -> float:
         """Sum of leaves ``[start, end)``."""
@@ -130,8 +111,6 @@ class SumSegmentTree:
     def prefix_sum(self, idx: Any) -> np.ndarray:
         """Sum of leaves ``[0, i)`` for every ``i`` in ``idx`` (``0 <= i <= capacity``)."""
         idx = np.asarray(idx, dtype=np.int64).reshape(-1)
-        if self._upper_stale:
-            self._refresh_upper()
         out = np.zeros(idx.shape, dtype=np.float64)
         full = idx >= self.capacity
         out[full] = self._tree[1]
@@ -186,8 +165,6 @@ class SumSegmentTree:
         return positive[np.minimum(k, positive.size - 1)]
 
     def state_dict(self) -> dict[str, Any]:
-        if self._upper_stale:
-            self._refresh_upper()
         return {"capacity": self.capacity, "tree": self._tree.copy(),
                 "writes_since_rebuild": self._writes_since_rebuild}
 
@@ -195,7 +172,6 @@ class SumSegmentTree:
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"sum tree state has capacity {state['capacity']}, this tree has {self.capacity}")
         self._tree[:] = state["tree"]
-        self._upper_stale = True
         self._writes_since_rebuild = int(state["writes_since_rebuild"])
 
 
