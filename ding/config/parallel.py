@@ -67,6 +67,7 @@ COORDINATOR_CONFIG = dict(
     learner_task_timeout=600.0,  # seconds: deadline of one learner task
     heartbeat_timeout=10.0,  # seconds without a heartbeat after which a slave is lost and its tasks fail
     startup_timeout=120.0,  # seconds to wait for a learner and a collector before giving up
+    buffer_save_interval=5.0,  # seconds: the replay buffer's metadata is saved at evaluations at most this often
     learner_stall_timeout=300.0,  # seconds without a train iteration while data is ready: the learner is restarted
     data_wait=0.5,  # seconds a learner data request waits for the learner's next demand (long poll)
     operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
@@ -95,6 +96,7 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     **{f"coordinator.{k}": greater_than(0) for k in (
         "collector_task_timeout", "eval_task_timeout", "learner_task_timeout", "heartbeat_timeout", "startup_timeout",
         "learner_stall_timeout", "data_wait")},
+    "coordinator.buffer_save_interval": at_least(0),
     "heartbeat_interval": greater_than(0),
     "master_lost_timeout": greater_than(0),
     "max_restarts": at_least(0, integer=True),

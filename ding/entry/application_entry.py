@@ -7,6 +7,8 @@ from functools import partial
 import torch
 
 from ding.config import compile_config
+from ding.engine.serial_checks import load_input
+from ding.engine.serial_run import _eval_returns
 from ding.envs import create_env_manager, get_vec_env_setting
 from ding.policy import check_policy_fits_env, create_policy
 from ding.utils import CheckpointError, set_pkg_seed, setup_torch_threads
@@ -17,9 +19,6 @@ from ding.worker import (
     list_iteration_checkpoints,
     load_checkpoint_file,
 )
-
-from .serial_checks import load_input
-from .serial_run import _eval_returns
 
 
 def eval(  # noqa: A001  (DI-engine's name)

@@ -136,7 +136,7 @@ def run_serial_onpolicy(args: argparse.Namespace) -> int:
 
 def _run_serial_seeds(args: argparse.Namespace, pipeline: Callable[..., Any]) -> int:
     """Run ``pipeline`` for each ``-s`` seed; on Ctrl-C print the command that resumes the run and the seeds left."""
-    from .training_view import TrainingInterrupted
+    from ding.engine.training_view import TrainingInterrupted
 
     _need_config(args)
     seeds = args.seed or [0]
@@ -207,7 +207,7 @@ def _parallel_arguments(p: Any) -> None:
     limit_arguments(p)
     p.add_argument("--resume", action="store_true",
                    help="continue the stopped run in ./<exp-name>/: the learner from its latest checkpoint, the "
-                        "coordinator's counters from parallel_state.json (the replay buffer refills)")
+                        "coordinator's counters and replay buffer from parallel_state.json and parallel_buffer.dat")
 
 
 @mode("parallel", help="train with a coordinator, a learner and collectors as local processes (parallel_pipeline)",

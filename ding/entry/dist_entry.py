@@ -8,46 +8,17 @@ started by ``ding -m parallel`` — when that launcher dies.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import re
 import signal
-import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from easydict import EasyDict
 
-PARENT_PID_ENV = "DING_PARENT_PID"
-_PR_SET_PDEATHSIG = 1
-_PR_SET_NAME = 15
-
-
-def set_process_name(name: str) -> None:
-    """Name the process for ``ps -o comm`` / ``top`` (Linux; at most 15 characters are kept)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def die_with_parent() -> None:
-    """If ``DING_PARENT_PID`` names our launcher, get SIGTERM when it dies (Linux), and exit if it is gone already."""
-    parent = os.environ.get(PARENT_PID_ENV)
-    if not parent:
-        return
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != int(parent):
-        raise SystemExit(f"ding: the launcher (pid {parent}) is gone; exiting")
+from ding.engine.role_process import die_with_parent, set_process_name
 
 
 def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
@@ -157,44 +128,17 @@ def run_dist_module(args: Any) -> int:
 
 def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None) -> int:
     """Run a coordinator alone: learners and collectors join it (or it connects the configured ones)."""
-    import json
-
-    from ding.utils import atomic_write_text, setup_torch_threads
-    from ding.worker import Coordinator
-
-    from .training_view import EvalCSV, GracefulStop
+    from ding.engine.coordinator_driver import drive_coordinator
+    from ding.utils import setup_torch_threads
 
     setup_torch_threads()
     set_process_name("ding-coordinator")
-    coordinator = Coordinator(cfg)
-    if max_env_step is not None and max_env_step < int(1e10):
-        coordinator.commander.max_env_step = max_env_step
-    if max_train_iter is not None and max_train_iter < int(1e10):
-        coordinator.commander.max_train_iter = max_train_iter
-    exp = cfg.main.exp_name
-    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
-    coordinator.on_eval = lambda r: eval_csv.append(r["train_iter"], r["env_step"], r["eval_return_mean"],
-                                                    r["eval_return_std"], r["wall_time"])
-    with GracefulStop() as stop:
-        coordinator.start()
+
+    @contextmanager
+    def announce(coordinator: Any) -> Iterator[None]:
         print(f"ding: coordinator listening on {coordinator.host}:{coordinator.port}; start learners and collectors "
               f"with --coordinator-host {coordinator.host} --coordinator-port {coordinator.port}", flush=True)
-        try:
-            while not coordinator.wait(0.2):
-                if stop.requested:
-                    coordinator.end(f"interrupted by {stop.signal_name}")
-                    break
-        finally:
-            coordinator.close()
-    status = coordinator.status()
-    atomic_write_text(os.path.join(exp, "result"), json.dumps(
-        {"exp_name": exp, "mode": "dist", "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
-         "env_step": status["envstep"], "train_iter": status["learner_step"],
-         "best_eval_return": status.get("best_return"),
-         "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())}}, indent=2) + "\n")
-    if coordinator.fatal_error:
-        from .parallel_entry import ParallelRunError
+        yield None
 
-        raise ParallelRunError(coordinator.fatal_error)
-    stop.reraise(exp)
+    drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter, supervise=announce)
     return 0

@@ -10,26 +10,27 @@ continues from the run's latest checkpoint. Nothing is left running when this fu
 from __future__ import annotations
 
 import copy
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ding.config import compile_config_parallel, read_config_with_system
+from ding.engine.coordinator_driver import (  # noqa: F401 -- ParallelRunError: its import path before the engine
+    ParallelRunError,
+    check_resumable,
+    drive_coordinator,
+    read_state,
+)
+from ding.engine.resume import lock_run_dir, resume_dir
+from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
-from ding.utils import DingError, DirLock, ResumeError, atomic_write_text, setup_torch_threads
-
-from .dist_entry import PARENT_PID_ENV
-from .resume import lock_run_dir, resume_dir
-from .training_view import EvalCSV, GracefulStop, ProgressView
-
-
-class ParallelRunError(DingError, RuntimeError):
-    """The parallel run ended with an error (a role could not start or kept crashing); the message says which."""
+from ding.utils import DirLock, setup_torch_threads
 
 
 def _load(input_cfg: Any) -> tuple[dict, dict, dict, str | None]:
@@ -165,122 +166,45 @@ def parallel_pipeline(
     # resume: the run's directory is checked (checkpoint, state, not finished) and locked before anything is written
     exp_dir = resume_dir(str(main.get("exp_name") or "default_experiment"))
     with lock_run_dir(exp_dir, resume=True, exact=True):
-        state = _read_state(exp_dir)
-        _check_resumable(exp_dir, state, max_env_step, max_train_iter)
+        state = read_state(exp_dir)
+        check_resumable(exp_dir, state, max_env_step, max_train_iter)
         main["exp_name"] = exp_dir
         cfg = compile_config_parallel(main, create, system, seed=seed, source=source, renew_dir=False)
         return _run(cfg, max_env_step, max_train_iter, resume_state=state)
 
 
-STATE_FILE = "parallel_state.json"
-
-
-def _read_state(exp_dir: str) -> dict[str, Any]:
-    path = os.path.join(exp_dir, STATE_FILE)
-    try:
-        with open(path) as f:
-            state = json.load(f)
-    except FileNotFoundError:
-        raise ResumeError(f"resume: '{exp_dir}' has no {STATE_FILE}; it was not written by ding -m parallel (a serial "
-                          "run resumes with ding -m serial --resume)") from None
-    except (OSError, ValueError) as e:
-        raise ResumeError(f"resume: {path} cannot be read ({e}); the run cannot be continued") from e
-    if not isinstance(state, dict) or not isinstance(state.get("commander"), dict):
-        raise ResumeError(f"resume: {path} holds no coordinator state; the run cannot be continued")
-    return state
-
-
-def _check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | None,
-                     max_train_iter: int | None) -> None:
-    commander = state["commander"]
-    if commander.get("reached_stop_value"):
-        raise ResumeError(
-            f"resume: run '{exp_dir}' is finished: an evaluation reached the stop value (best return "
-            f"{commander.get('best_return')}). Raise env.stop_value in the config to train it further.")
-    env_step, train_iter = int(commander.get("envstep", 0)), int(commander.get("learner_step", 0))
-    for name, flag, limit, now in (("max_env_step", "--env-step", max_env_step, env_step),
-                                   ("max_train_iter", "--train-iter", max_train_iter, train_iter)):
-        if limit is not None and limit < int(1e10) and now >= limit:
-            raise ResumeError(
-                f"resume: run '{exp_dir}' is already at {name.split('_', 1)[1].replace('_', ' ')} {now:,}: nothing is "
-                f"left to do under {flag} {limit}. Raise {flag} above it to continue.")
-
-
 def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
          resume_state: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ding.worker import Coordinator
-
     exp = cfg.main.exp_name
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
-    coordinator = Coordinator(cfg, token=token)
-    commander = coordinator.commander
-    if resume_state is not None:
-        commander.load_state_dict(resume_state["commander"])
-        done = resume_state["commander"]
-        print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
-              "latest checkpoint; the replay buffer refills)", flush=True)
-
-    def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
-        atomic_write_text(os.path.join(exp, STATE_FILE),
-                          json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
-    if max_env_step is not None and max_env_step < int(1e10):
-        commander.max_env_step = max_env_step
-    if max_train_iter is not None and max_train_iter < int(1e10):
-        commander.max_train_iter = max_train_iter
-    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
-    view = ProgressView(max_env_step=max_env_step or int(1e10), max_train_iter=max_train_iter or int(1e10),
-                        stop_value=cfg.main.env.get("stop_value"))
-
-    def on_eval(record: dict) -> None:
-        eval_csv.append(record["train_iter"], record["env_step"], record["eval_return_mean"],
-                        record["eval_return_std"], record["wall_time"])
-        view.eval(record["eval_return_mean"])
-        save_state(None)
-
-    coordinator.on_eval = on_eval
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
-    t0 = time.monotonic()
-    interrupted = False
-    with GracefulStop() as stop:
-        try:
-            coordinator.start()
-            with LocalProcesses(os.path.join(exp, "total_config.py"), exp, coordinator.host, coordinator.port, token,
-                                cfg.system.max_restarts) as procs:
-                for name, role in roles:
-                    procs.start(name, role)
-                try:
-                    while not coordinator.wait(0.2):
-                        if stop.requested and not interrupted:
-                            interrupted = True
-                            coordinator.end(f"interrupted by {stop.signal_name}")
-                        _watch_children(procs, coordinator)
-                        status = coordinator.status()
-                        view.update(status["envstep"], status["learner_step"])
-                except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
-                    coordinator.abort("aborted by a second interrupt")
-                    procs.stop(grace=0.0, term_wait=2.0)
-                    raise
-                finally:
-                    view.close()
-                    coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
-        except BaseException:
-            coordinator.end("launcher error")
-            coordinator.close()
-            raise
-    wall = time.monotonic() - t0
-    result = _result(cfg, coordinator, wall, interrupted)
-    save_state(coordinator.end_reason)
-    atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
-    print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
-          f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
-    if coordinator.fatal_error:
-        raise ParallelRunError(coordinator.fatal_error)
-    if interrupted:
-        print(f"ding: continue it with --resume (ding -m parallel -c <config> --exp-name {exp} --resume)",
-              file=sys.stderr, flush=True)
-    stop.reraise(exp)
-    return result
+
+    @contextmanager
+    def local_roles(coordinator: Any) -> Iterator[_LocalRoles]:
+        with LocalProcesses(os.path.join(exp, "total_config.py"), exp, coordinator.host, coordinator.port, token,
+                            cfg.system.max_restarts) as procs:
+            for name, role in roles:
+                procs.start(name, role)
+            yield _LocalRoles(procs, coordinator)
+
+    return drive_coordinator(
+        cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
+        resume_state=resume_state, supervise=local_roles,
+        resume_hint=f"ding: continue it with --resume (ding -m parallel -c <config> --exp-name {exp} --resume)")
+
+
+class _LocalRoles:
+    """The launcher's part of the wait loop: restart a child that ended; on a second Ctrl-C, kill them all."""
+
+    def __init__(self, procs: LocalProcesses, coordinator: Any) -> None:
+        self.procs, self.coordinator = procs, coordinator
+
+    def tick(self) -> None:
+        _watch_children(self.procs, self.coordinator)
+
+    def abort(self) -> None:
+        self.procs.stop(grace=0.0, term_wait=2.0)
 
 
 def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
@@ -304,18 +228,3 @@ def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
         child.restarts += 1
         coordinator.notice(f"{child.role} '{child.name}' {how}; restarting it ({child.restarts}/{procs.max_restarts})")
         procs.start(child.name, child.role)
-
-
-def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool) -> dict[str, Any]:
-    status = coordinator.status()
-    last = status.get("last_eval") or {}
-    return {
-        "exp_name": cfg.main.exp_name, "mode": "parallel", "stop_flag": bool(coordinator.commander.reached_stop_value),
-        "interrupted": interrupted, "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
-        "stop_value": cfg.main.env.get("stop_value"), "env_step": int(status["envstep"]),
-        "train_iter": int(status["learner_step"]), "eval_return": last.get("eval_return_mean"),
-        "eval_return_std": last.get("eval_return_std"), "best_eval_return": status.get("best_return"),
-        "wall_time_s": round(wall, 3), "seed": cfg.seed,
-        "train_time_s": None if coordinator.training_seconds is None else round(coordinator.training_seconds, 3),
-        "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())},
-    }

@@ -9,9 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ding.engine.training_view import read_eval_csv
 from ding.utils import RunDataError
-
-from .training_view import read_eval_csv
 
 _SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6}(_\d+)?)?$")
 

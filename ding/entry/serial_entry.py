@@ -10,8 +10,9 @@ from typing import Any
 
 import torch
 
+from ding.engine.training_view import GracefulStop
+
 from .trainer import Trainer
-from .training_view import GracefulStop
 
 
 def serial_pipeline(

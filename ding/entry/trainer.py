@@ -1,14 +1,14 @@
 """``Trainer``: the serial run as a Python object, one round at a time (for notebooks, tuners and scripts).
 
-A round is one pass of the serial loop (:mod:`ding.entry.serial_loops`): train on what is there → commander →
+A round is one pass of the serial loop (:mod:`ding.engine.serial_loops`): train on what is there → commander →
 evaluate when due → collect. :meth:`Trainer.train` runs one round and returns a flat result dict; iterating over the
 trainer yields those dicts until the stop value or a limit ends the run. ``serial_pipeline``,
 ``serial_pipeline_onpolicy`` and ``ding -m serial|serial_onpolicy`` run through this same object
 (:meth:`Trainer.run`), so there is one loop, one set-up and one way to resume.
 
-Set-up is ``run_serial``'s contract: nothing is written into the run's directory before it is claimed and locked and a
-resume has been checked; a failed resume leaves every file of the run as it was. The lock is held until
-:meth:`Trainer.close`.
+The set-up is the engine's (:func:`ding.engine.serial_start.start_serial_run`): nothing is written into the run's
+directory before it is claimed and locked and a resume has been checked; a failed resume leaves every file of the run
+as it was. The lock is held until :meth:`Trainer.close`.
 """
 from __future__ import annotations
 
@@ -26,20 +26,13 @@ from typing import Any
 import torch
 
 from ding.config import CompiledConfig, compile_run_config, read_config
-from ding.utils import CheckpointError, ResumeError, get_rng_state, set_rng_state, setup_torch_threads
+from ding.engine.resume import Limits
+from ding.engine.serial_checks import check_limits, load_input
+from ding.engine.serial_loops import OnPolicyLoop, RoundOutcome
+from ding.engine.serial_start import start_serial_run
+from ding.engine.training_view import GracefulStop, TrainingInterrupted
+from ding.utils import CheckpointError, get_rng_state, set_rng_state, setup_torch_threads
 from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
-
-from .resume import AppendUndo, Limits, ResumePoint, RunState, check_resume, lock_run_dir
-from .serial_checks import (
-    check_batch_fits_buffer,
-    check_limits,
-    check_pipeline_fits_policy,
-    load_input,
-    share_priority_settings,
-)
-from .serial_loops import OffPolicyLoop, OnPolicyLoop, RoundOutcome, TrainLoop
-from .serial_run import SerialRun
-from .training_view import GracefulStop, TrainingInterrupted
 
 _NO_LIMIT = int(1e10)
 
@@ -102,54 +95,22 @@ class Trainer:
         if resume is None:
             resume = bool(main_cfg.get("policy", {}).get("learn", {}).get("resume_training", False))
         compiled = compile_run_config(main_cfg, create_cfg, seed, source=source)
-        cfg_ = compiled.cfg
-        if on_policy is None:
-            on_policy = bool(cfg_.policy.get("on_policy", False))
-        check_pipeline_fits_policy(cfg_, on_policy, source)
-        if not on_policy:
-            share_priority_settings(cfg_)  # before the config is saved: total_config.py is the config the run uses
-            check_batch_fits_buffer(cfg_)
         limits = Limits(_NO_LIMIT if max_train_iter is None else max_train_iter,
                         _NO_LIMIT if max_env_step is None else max_env_step)
-        if extend and not resume:
-            raise ResumeError("extend continues a finished run: use it with --resume (resume=True)")
-        if extend and not limits.given():
-            raise ResumeError("--extend trains a finished run on until --train-iter or --env-step (the stop value no "
-                              "longer ends it): give one of them")
         self._compiled = compiled
-        self.on_policy = on_policy
         self._exit = ExitStack()
-        undo: AppendUndo | None = None
         try:
-            # Nothing is written into the run's directory before it is ours (claimed and locked) and a resume has
-            # been checked: a refused or failed start leaves every file of the run as it was.
-            run_dir = self._exit.enter_context(lock_run_dir(cfg_.exp_name, bool(resume), exact=_exact_dir))
-            cfg_.exp_name = run_dir.path
-            resume_point: ResumePoint | None = None
-            if resume:
-                resume_point = check_resume(cfg_, model, limits, extend)
-                undo = AppendUndo(run_dir.path)
-            else:
-                compiled.save()
-            self._run = SerialRun(cfg_, env_setting, model, dynamic_seed, with_buffer=not on_policy)
-            self._exit.callback(self._run.close)
-            self._loop: TrainLoop = OnPolicyLoop(self._run) if on_policy else OffPolicyLoop(self._run)
             with self._guard() as stop:
-                self._run.begin(RunState(self._run, self._loop), resume_point)
-                if resume_point is None and isinstance(self._loop, OffPolicyLoop):
-                    self._loop.warm_up()
-                    self._run.collector.pop_finished_episodes()  # random-action episodes are not the policy's
-                if undo is not None:  # restored: from here on the run may rewrite its files
-                    undo = None
-                    compiled.save()
-                self._loop.start(limits, stop_at_stop_value=not extend)
+                self._run, self._loop = start_serial_run(
+                    compiled, self._exit, limits=limits, resume=bool(resume), extend=extend, on_policy=on_policy,
+                    source=source, exact_dir=_exact_dir, env_setting=env_setting, model=model,
+                    dynamic_seed=dynamic_seed)
+                self.on_policy = isinstance(self._loop, OnPolicyLoop)
                 self._closed = False
                 self._mark = (self._run.collector.envstep, self._run.learner.train_iter)
                 if stop.requested:  # Ctrl-C during the set-up: end here, with a checkpoint
                     self._end("interrupted", RoundOutcome(ended="interrupted"), stop)
         except BaseException:
-            if undo is not None:
-                undo.undo()
             self._closed = True
             self._exit.close()
             raise
@@ -191,7 +152,7 @@ class Trainer:
         """Run one round and return its result dict (see the class doc).
 
         Ctrl-C (SIGINT/SIGTERM) during a round ends it at the next safe point with a checkpoint and raises
-        :class:`~ding.entry.training_view.TrainingInterrupted`; the trainer stays usable (call ``train()`` again to
+        :class:`~ding.engine.training_view.TrainingInterrupted`; the trainer stays usable (call ``train()`` again to
         go on). Inside :meth:`run` the run ends instead, as ``ding -m serial`` does.
         """
         self._check_usable("train")

@@ -16,9 +16,11 @@ from .common import (
     soft_update,
 )
 from .template import C51DQN, DQN, DRQN, VAC, ContinuousQAC, RainbowDQN
+from .wrapper import IModelWrapper, model_wrap, register_wrapper
 
 __all__ = [
     "DQN", "VAC", "ContinuousQAC", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead",
     "ReparameterizationHead", "check_model_kwargs", "create_model", "hard_update", "soft_update",
     "C51DQN", "DRQN", "DistributionHead", "NoisyLinear", "RainbowDQN", "RainbowHead", "set_noise",
 ]
+__all__ += ["IModelWrapper", "model_wrap", "register_wrapper"]

@@ -34,6 +34,8 @@ class ActorCriticPolicy(Policy):
     """Base of the on-policy actor-critic policies (PPO, A2C) over a ``VAC``-like model: ``model(obs, mode)`` with
     modes ``compute_actor`` -> ``{'logit'}``, ``compute_critic`` -> ``{'value'}``, ``compute_actor_critic``."""
 
+    # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
+    tensor_io = False
     config = dict(
         # Trains on fresh data only: run it with serial_pipeline_onpolicy (ding -m serial_onpolicy).
         on_policy=True,

@@ -23,6 +23,9 @@ from ding.utils import (
     import_module,
 )
 
+from .extra_state import EXTRA_KEY, extra_state, load_extra_state
+from .tensor_io import holds_tensors, outputs_to_numpy, transitions_to_tensor
+
 MODES = ("learn", "collect", "eval", "command")
 
 PolicyLearnMode = namedtuple("policy_learn_mode", [
@@ -63,6 +66,11 @@ class Policy(ABC):
         random_collect_size=0,
         # Checkpoint read by `ding -m eval` when --load-path is not given.
         load_path=None,
+        # DI-engine's base keys, accepted so its policy files and configs run: several GPUs (not supported: must stay
+        # False), synchronous gradient all-reduce, and whether trajectories have no length limit.
+        multi_gpu=False,
+        bp_update_sync=True,
+        traj_len_inf=False,
         # Keyword arguments of the model (free-form; checked against the model class when it is built).
         model=dict(),
         learn=dict(
@@ -75,6 +83,8 @@ class Policy(ABC):
             # Episodes per collect call, for episode collectors. Set n_sample (sample collector) or n_episode, not
             # both.
             n_episode=None,
+            # Samples per collect call, for sample collectors (DI-engine's policy files leave it to the config).
+            n_sample=None,
             # Consecutive samples grouped into one train sample (1 = single transitions).
             unroll_len=1,
             # Collector config (filled with the collector's defaults by compile_config).
@@ -102,6 +112,10 @@ class Policy(ABC):
     # (low, high) the policy's Box actions lie in (None: any); a Box with other bounds is refused at set-up.
     action_bounds: tuple[float, float] | None = None
 
+    # True: forward returns tensors and get_train_sample wants tensor transitions (DI-engine's convention); False:
+    # numpy both ways (ding's); None: decided by the first collect/eval forward's output.
+    tensor_io: bool | None = None
+
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode
     collect_function = PolicyCollectMode
@@ -125,8 +139,16 @@ class Policy(ABC):
         self._enable_field = self._check_enable_field(enable_field)
         self._on_policy = bool(self._cfg.on_policy)
         self._device = self._select_device(self._cfg.cuda)
+        if self._cfg.get("multi_gpu", False):
+            raise ConfigError(f"policy.multi_gpu: True is not supported by ding ({type(self).__name__}); set it to "
+                              f"False (one process trains; use `ding -m parallel` for several collectors)")
+        self._cuda = self._device.type == "cuda"  # DI-engine's policies test self._cuda before moving data
+        self._rank = 0
         self._model = self._create_model(self._cfg, model).to(self._device)
         self._views: dict[str, tuple] = {}
+        # Whether this policy exchanges torch tensors with the workers (DI-engine's convention) rather than numpy
+        # (ding's): None until its first collect/eval forward tells (see ding/policy/tensor_io.py).
+        self._tensor_io: bool | None = type(self).tensor_io
         for mode in MODES:
             if mode in self._enable_field:
                 getattr(self, f"_init_{mode}")()
@@ -182,21 +204,69 @@ class Policy(ABC):
         return view
 
     def _build_learn_view(self) -> PolicyLearnMode:
+        if self._tensor_io is not False:
+            return PolicyLearnMode(self._forward_learn, self._reset_learn, self._info, self._monitor_vars_learn,
+                                   self._get_attribute, self._set_attribute, self._worker_state_dict_learn,
+                                   self._worker_load_state_dict_learn)
         return PolicyLearnMode(self._forward_learn, self._reset_learn, self._info, self._monitor_vars_learn,
                                self._get_attribute, self._set_attribute, self._state_dict_learn,
                                self._load_state_dict_learn)
 
     def _build_collect_view(self) -> PolicyCollectMode:
+        if self._tensor_io is not False:
+            return PolicyCollectMode(self._worker_forward_collect, self._process_transition,
+                                     self._worker_get_train_sample, self._reset_collect, self._get_attribute,
+                                     self._set_attribute, self._state_dict_collect, self._load_state_dict_collect)
         return PolicyCollectMode(self._forward_collect, self._process_transition, self._get_train_sample,
                                  self._reset_collect, self._get_attribute, self._set_attribute,
                                  self._state_dict_collect, self._load_state_dict_collect)
 
     def _build_eval_view(self) -> PolicyEvalMode:
+        if self._tensor_io is not False:
+            return PolicyEvalMode(self._worker_forward_eval, self._reset_eval, self._get_attribute,
+                                  self._set_attribute, self._state_dict_eval, self._load_state_dict_eval)
         return PolicyEvalMode(self._forward_eval, self._reset_eval, self._get_attribute, self._set_attribute,
                               self._state_dict_eval, self._load_state_dict_eval)
 
     def _build_command_view(self) -> PolicyCommandMode:
         return PolicyCommandMode(self._get_setting_learn, self._get_setting_collect, self._get_setting_eval)
+
+    def _worker_state_dict_learn(self) -> dict[str, Any]:
+        state = self._state_dict_learn()
+        if self._tensor_io:
+            extra = extra_state(self)
+            if extra:
+                state = dict(state, **{EXTRA_KEY: extra})
+        return state
+
+    def _worker_load_state_dict_learn(self, state_dict: Mapping[str, Any]) -> None:
+        extra = state_dict.get(EXTRA_KEY) if isinstance(state_dict, Mapping) else None
+        if extra is not None:
+            state_dict = {k: v for k, v in state_dict.items() if k != EXTRA_KEY}
+        self._load_state_dict_learn(state_dict)
+        if extra:
+            load_extra_state(self, extra)
+
+    def _worker_forward_collect(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        return self._to_worker(self._forward_collect(data, **kwargs))
+
+    def _worker_forward_eval(self, data: dict[int, Any], **kwargs: Any) -> dict[int, Any]:
+        return self._to_worker(self._forward_eval(data, **kwargs))
+
+    def _to_worker(self, output: dict[int, Any]) -> dict[int, Any]:
+        if self._tensor_io is None:
+            self._tensor_io = holds_tensors(output)
+        return outputs_to_numpy(output) if self._tensor_io else output
+
+    def _worker_get_train_sample(self, transitions: list[dict[str, Any]]) -> list[Any]:
+        if self._tensor_io:
+            transitions = transitions_to_tensor(transitions)
+        return self._get_train_sample(transitions)
+
+    @property
+    def cfg(self) -> EasyDict:
+        """The merged config (DI-engine's name)."""
+        return self._cfg
 
     @property
     def learn_mode(self) -> PolicyLearnMode:
@@ -223,9 +293,9 @@ class Policy(ABC):
     def _forward_learn(self, data: list[dict[str, Any]]) -> dict[str, Any] | list[dict[str, Any]]:
         """One update from a list of samples; returns scalars to log (and ``priority`` for prioritized replay)."""
 
-    @abstractmethod
     def _monitor_vars_learn(self) -> list[str]:
-        """Keys of :meth:`_forward_learn`'s output that the learner logs."""
+        """Keys of :meth:`_forward_learn`'s output that the learner logs (DI-engine's base: the two below)."""
+        return ["cur_lr", "total_loss"]
 
     def _reset_learn(self, data_id: list[int] | None = None) -> None:
         pass
@@ -381,5 +451,35 @@ def get_policy_cls(cfg: Mapping[str, Any]) -> type[Policy]:
 
 
 def create_policy(cfg: Mapping[str, Any], **kwargs: Any) -> Policy:
-    """``get_policy_cls(cfg)(cfg, **kwargs)``; kwargs are ``model`` and ``enable_field``."""
-    return get_policy_cls(cfg)(cfg, **kwargs)
+    """``get_policy_cls(cfg)(cfg, **kwargs)``; kwargs are ``model`` and ``enable_field``. When the command mode is
+    enabled and a class is registered as ``<type>_command`` (DI-engine's way of adding the command mode to a policy,
+    see ``ding.policy.command_mode_policy_instance``), that class is built instead."""
+    cls = get_policy_cls(cfg)
+    enable_field = kwargs.get("enable_field")
+    if enable_field is None or "command" in enable_field:
+        cls = command_mode_cls(cls, cfg["type"])
+    return cls(cfg, **kwargs)
+
+
+def command_mode_cls(cls: type[Policy], policy_type: str) -> type[Policy]:
+    """The class registered as ``<policy_type>_command`` when there is one (and it is a ``Policy``), else ``cls``."""
+    if policy_type.endswith("_command"):
+        return cls
+    command_cls = POLICY_REGISTRY.get(f"{policy_type}_command", None)
+    if command_cls is None:
+        return cls
+    if not (isinstance(command_cls, type) and issubclass(command_cls, Policy)):
+        raise ConfigError(f"policy.type: {policy_type!r}: the class registered as '{policy_type}_command' "
+                          f"({command_cls!r}) is not a ding Policy")
+    return command_cls
+
+
+class CommandModePolicy(Policy):
+    """DI-engine's base of policies with a command mode. In ding every :class:`Policy` has one (``_init_command``
+    and the three ``_get_setting_*`` hooks); this class names it for files that subclass it, e.g. through
+    :mod:`ding.policy.command_mode_policy_instance`."""
+
+    command_function = PolicyCommandMode
+    # DI-engine's policies exchange tensors with the workers; known from the start, so that transitions collected
+    # before the policy's first forward (random warm-up actions) are converted too.
+    tensor_io = True

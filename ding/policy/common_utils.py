@@ -1,4 +1,5 @@
-"""Helpers shared by policies: batching the per-env observations of a collect/eval step."""
+"""Helpers shared by policies: batching the per-env observations of a collect/eval step, and DI-engine's
+``default_preprocess_learn`` (a list of train samples -> one batch dict)."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
@@ -7,6 +8,7 @@ import numpy as np
 import torch
 
 from ding.torch_utils.fast_import import make_adam
+from ding.utils.data import default_collate
 
 
 def batch_obs(
@@ -70,3 +72,54 @@ def step_transition(obs: Any, policy_output: dict[str, Any], timestep: Any) -> d
         "done": bool(timestep.done) and not truncated,
         "truncated": truncated,
     }
+
+
+def default_preprocess_learn(data: Sequence[Mapping[str, Any]], use_priority_IS_weight: bool = False,
+                             use_priority: bool = False, use_nstep: bool = False,
+                             ignore_done: bool = False) -> dict[str, Any]:
+    """Collate a list of train samples into one dict of batched tensors, the way DI-engine's policies expect it.
+
+    Integer actions make shape-(1,) fields collapse to (B,); ``done`` becomes float (all zeros with
+    ``ignore_done``); ``weight`` is the buffer's importance-sampling weight ``IS`` (or ``priority_IS``) when
+    ``use_priority and use_priority_IS_weight``, else the samples' own ``weight`` or None; with ``use_nstep`` the
+    reward is laid out ``(nstep, B)`` (``(nstep, B, K)`` for a (B, K, nstep) reward), else a (B, 1) reward becomes
+    (B,). ``value`` and ``adv`` of shape (B, 1) become (B,).
+    """
+    if not data:
+        raise ValueError("default_preprocess_learn: got no samples")
+    if use_priority_IS_weight and not use_priority:
+        raise ValueError("default_preprocess_learn: use_priority_IS_weight needs use_priority (policy.priority=True)")
+    action = data[0].get("action")
+    int_action = isinstance(action, (np.ndarray, torch.Tensor)) and action.dtype in (np.int64, torch.int64)
+    batch = default_collate(list(data), cat_1dim=int_action)
+    for key in ("value", "adv"):
+        if key in batch and isinstance(batch[key], torch.Tensor) and batch[key].dim() == 2 \
+                and batch[key].shape[1] == 1:
+            batch[key] = batch[key].squeeze(-1)
+    done = batch["done"]
+    done = torch.zeros_like(done, dtype=torch.float32) if ignore_done else done.float()
+    batch["done"] = done.squeeze(-1) if done.dim() == 2 and done.shape[1] == 1 else done
+    if use_priority and use_priority_IS_weight:
+        if "priority_IS" in batch:
+            batch["weight"] = batch["priority_IS"]
+        elif "IS" in batch:
+            batch["weight"] = batch["IS"]
+        else:
+            raise KeyError("default_preprocess_learn: priority_IS_weight is set but the samples carry no 'IS' "
+                           "weight; use a prioritized buffer (replay_buffer type 'advanced')")
+    else:
+        batch["weight"] = batch.get("weight", None)
+    reward = batch["reward"]
+    if use_nstep:
+        if reward.dim() == 1:
+            reward = reward.unsqueeze(1)
+        if reward.dim() == 2:
+            batch["reward"] = reward.transpose(0, 1).contiguous()
+        elif reward.dim() == 3:
+            batch["reward"] = reward.permute(2, 0, 1).contiguous()
+        else:
+            raise ValueError(f"default_preprocess_learn: reward must be 1-, 2- or 3-D, got shape "
+                             f"{tuple(reward.shape)}")
+    elif reward.dim() == 2 and reward.shape[1] == 1:
+        batch["reward"] = reward.squeeze(-1)
+    return batch

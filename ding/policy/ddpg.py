@@ -37,6 +37,8 @@ class DDPGPolicy(Policy):
     adds Gaussian noise (``collect.noise_sigma``) clipped to the action bounds; eval acts with ``mu(s)``.
     """
 
+    # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
+    tensor_io = False
     config = dict(
         type="ddpg",
         # Env steps collected with uniformly random actions before training starts (read by the pipeline).

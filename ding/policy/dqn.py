@@ -34,6 +34,8 @@ class DQNPolicy(Policy):
     ``priority`` / ``priority_IS_weight``. Exploration is epsilon-greedy; epsilon comes from ``command_mode``.
     """
 
+    # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
+    tensor_io = False
     config = dict(
         type="dqn",
         # Whether the learner returns per-sample priorities (|TD error|) for a prioritized replay buffer.

@@ -46,6 +46,8 @@ class SACPolicy(Policy):
     (default ``-|A|``). Collect samples from the policy; eval acts with ``tanh(mu)``.
     """
 
+    # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
+    tensor_io = False
     config = dict(
         type="sac",
         # Env steps collected with uniformly random actions before training starts (read by the pipeline).

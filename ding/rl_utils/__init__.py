@@ -29,3 +29,30 @@ __all__ += [
     "critic_loss", "min_q", "qac_td_target", "sac_temperature_loss", "squashed_gaussian_mode",
     "squashed_gaussian_sample", "target_policy_smoothing",
 ]
+# DI-engine's functional names used by its policy files (value TD losses, per-transition GAE, PPO's parts)
+from .gae_samples import get_gae, get_gae_with_default_last_value  # noqa: E402
+from .ppo_parts import (  # noqa: E402
+    ppo_policy_data,
+    ppo_policy_error,
+    ppo_policy_error_continuous,
+    ppo_value_data,
+    ppo_value_error,
+)
+from .value_td import (  # noqa: E402
+    q_1step_td_data,
+    q_1step_td_error,
+    q_nstep_td_error_with_rescale,
+    q_v_1step_td_data,
+    q_v_1step_td_error,
+    v_1step_td_data,
+    v_1step_td_error,
+    v_nstep_td_data,
+    v_nstep_td_error,
+)
+
+__all__ += [
+    "get_gae", "get_gae_with_default_last_value", "ppo_policy_data", "ppo_policy_error",
+    "ppo_policy_error_continuous", "ppo_value_data", "ppo_value_error", "q_1step_td_data", "q_1step_td_error",
+    "q_nstep_td_error_with_rescale", "q_v_1step_td_data", "q_v_1step_td_error", "v_1step_td_data",
+    "v_1step_td_error", "v_nstep_td_data", "v_nstep_td_error",
+]

@@ -1,3 +1,4 @@
+from .data_split import split_data_generator
 from .default_helper import (
     EasyTimer,
     close_all,
@@ -17,6 +18,7 @@ from .errors import (
     DingError,
     EnvError,
     LockError,
+    ProtocolError,
     RegistryError,
     ReplayBufferError,
     ResumeError,
@@ -24,11 +26,13 @@ from .errors import (
     TrainingError,
 )
 from .file_helper import atomic_write, atomic_write_text, read_regular_file, torch_save_atomic
+from .json_record import JsonRecord
 from .lock import DirLock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
+from .running_mean_std import RunningMeanStd
 from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs

@@ -51,3 +51,15 @@ class ResumeError(DingError, RuntimeError):
 
 class CallbackError(DingError, RuntimeError):
     """User callback code raised; the message names the callback class and method (the original is the cause)."""
+
+
+class ProtocolError(DingError, ValueError):
+    """A message between processes does not match its record (see :mod:`ding.utils.json_record`): ``record``,
+    ``field`` and ``peer`` say which, ``problem`` what is wrong."""
+
+    def __init__(self, record: str, field_name: str, problem: str, peer: str) -> None:
+        super().__init__(f"malformed {record} from {peer}: field '{field_name}' {problem}")
+        self.record, self.field, self.problem, self.peer = record, field_name, problem, peer
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.record, self.field, self.problem, self.peer)

@@ -6,6 +6,7 @@ import importlib
 from typing import Any, Callable, Iterable
 
 from .errors import RegistryError
+from .import_errors import missing_ding_name
 from .plugins import failed_plugins, load_plugins
 
 
@@ -15,6 +16,9 @@ def import_module(names: Iterable[str] | None) -> None:
         try:
             importlib.import_module(name)
         except ImportError as e:
+            missing = missing_ding_name(e)
+            if missing is not None:
+                raise RegistryError(f"import_names: cannot import module '{name}': {missing}") from e
             raise RegistryError(
                 f"import_names: cannot import module '{name}' ({e}). "
                 "Check the module path and that its package is installed or on PYTHONPATH."

@@ -1,12 +1,15 @@
-"""What the learner's and the collector's comm classes share: their process's HTTP slave and how it finds the
-coordinator."""
+"""What the learner's and the collector's comm classes share: their process's HTTP slave, which turns each task into
+its typed record and hands it to the handler registered for that record type, and how it finds the coordinator."""
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ding.interaction import Slave, resolve_token
+
+from .parallel_protocol import ProtocolError, Record, decode_task
 
 # Config keys every comm role has (documented once here; see docs/parallel.md).
 COMM_ROLE_CONFIG = dict(
@@ -23,15 +26,38 @@ COMM_ROLE_CONFIG = dict(
 )
 
 
-def build_slave(cfg: Mapping[str, Any], name: str, role: str, token: str | None,
-                handlers: Mapping[str, Callable[[dict], Any]], resource: Mapping[str, Any],
-                logger: logging.Logger) -> Slave:
-    """The role's slave from its config (``token`` wins over ``cfg.auth_token`` and the environment)."""
-    return Slave(name, role, cfg["host"], int(cfg["port"] or 0),
-                 token=resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token"),
-                 advertise_host=cfg.get("advertise_host"), heartbeat_interval=float(cfg["heartbeat_interval"]),
-                 master_lost_timeout=float(cfg["master_lost_timeout"]), resource=resource, logger=logger,
-                 handlers=handlers)
+Handler = Callable[[Any], Record]
+
+
+class RoleSlave(Slave):
+    """The slave of a comm role. ``handlers`` maps task record types (``LearnTask``, ``CollectTask``, ...) to
+    ``fn(task) -> answer record``: a task that arrives is checked and rebuilt as its record (a malformed one fails
+    with a :class:`ProtocolError` naming the field), :meth:`_process_task` runs its handler, and the answer record goes
+    back as JSON. ``cfg`` is the role's config (:data:`COMM_ROLE_CONFIG`); ``token`` wins over ``cfg.auth_token`` and
+    the environment."""
+
+    def __init__(self, cfg: Mapping[str, Any], name: str, role: str, token: str | None,
+                 handlers: Mapping[type[Record], Handler], resource: Mapping[str, Any],
+                 logger: logging.Logger) -> None:
+        self._typed: dict[type[Record], Handler] = dict(handlers)
+        wire = {cls.TASK.value: functools.partial(self._on_wire_task, cls.TASK.value)  # type: ignore[attr-defined]
+                for cls in self._typed}
+        super().__init__(name, role, cfg["host"], int(cfg["port"] or 0),
+                         token=resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token"),
+                         advertise_host=cfg.get("advertise_host"), heartbeat_interval=float(cfg["heartbeat_interval"]),
+                         master_lost_timeout=float(cfg["master_lost_timeout"]), resource=resource, logger=logger,
+                         handlers=wire)
+
+    def _on_wire_task(self, name: str, payload: dict) -> dict:
+        return self._process_task(decode_task(name, payload)).to_json()
+
+    def _process_task(self, task: Record) -> Record:
+        """Run ``task`` with the handler registered for its type; the answer record."""
+        handler = self._typed.get(type(task))
+        if handler is None:
+            raise ProtocolError(type(task).__name__, "(task)", f"{self.role} '{self.name}' runs no such task",
+                                "the coordinator")
+        return handler(task)
 
 
 def start_slave(slave: Slave, cfg: Mapping[str, Any]) -> None:

@@ -82,18 +82,6 @@ def read_data(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_LIMIT
     return load_file(data_path(path_data, data_id), limits=limits)
 
 
-def delete_data(path_data: str, data_ids: list[str]) -> int:
-    """Delete data files (missing ones are fine); returns how many were removed."""
-    removed = 0
-    for data_id in data_ids:
-        try:
-            os.unlink(data_path(path_data, data_id))
-            removed += 1
-        except FileNotFoundError:
-            pass
-    return removed
-
-
 def write_policy(path: str, model_state: dict, policy_iter: int) -> None:
     """Publish ``{'model': state_dict, 'iter': n}`` at ``path`` (tensors only)."""
     import torch

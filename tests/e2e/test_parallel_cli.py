@@ -167,6 +167,36 @@ def test_stopped_run_resumes_from_the_learners_checkpoint_and_the_coordinators_c
     assert not processes_mentioning(str(workdir))
 
 
+def test_dist_coordinator_drives_the_run_like_the_launcher(workdir):
+    """``ding -m dist --module coordinator`` with its roles started by hand: the same driver as ``ding -m parallel``
+    (limits, eval log, state file, full result), only the mode differs."""
+    import json
+
+    exp = "distrun"
+    token = "d" * 32
+    env = {"DING_AUTH_TOKEN": token}
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 1e9},
+                                           "policy": {"collect": {"collector": {"collector_num": 1}}}})
+    coordinator = start(ding_cmd("-m", "dist", "--module", "coordinator", "-c", cfg, "--env-step", "400"), workdir,
+                        env=env)
+    port = wait_for(lambda: _coordinator_port(os.path.join(str(workdir), "launcher.log")), 60,
+                    "the coordinator's port", proc=coordinator)
+    total = os.path.join(exp, "total_config.py")
+    roles = [start(ding_cmd("-m", "dist", "--module", role, "--module-name", f"{role}0", "-c", total,
+                            "--coordinator-host", "127.0.0.1", "--coordinator-port", str(port)), workdir, env=env,
+                   log_name=f"{role}0.log") for role in ("learner", "collector")]
+    assert coordinator.wait(timeout=150) == 0, read_log(workdir)
+    for role, proc in zip(("learner", "collector"), roles):
+        assert proc.wait(timeout=60) == 0, read_log(workdir, f"{role}0.log")
+    r = result(workdir, exp)
+    assert r["mode"] == "dist" and r["env_step"] >= 400 and "max_env_step" in r["end_reason"], r
+    assert r["error"] is None and r["train_iter"] > 0 and r["counters"].get("tasks_collector0", 0) > 0, r
+    with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
+        assert json.load(f)["commander"]["envstep"] == r["env_step"]
+    assert _eval_rows(workdir, exp) >= 1
+    assert not processes_mentioning(str(workdir))
+
+
 def test_resume_refuses_a_directory_without_parallel_state(workdir):
     cfg = write_config(workdir, "nostate")
     os.makedirs(os.path.join(str(workdir), "nostate", "ckpt"))
@@ -269,7 +299,9 @@ def test_role_process_rejects_bad_requests_and_keeps_serving(workdir):
         for bad in (pickle.dumps({"task_id": "t2", "name": "resource"}), b'{"task_id": "t3", '):
             r = requests.post(url, data=bad, headers={TOKEN_HEADER: token}, timeout=5)
             assert r.status_code == 400 and "JSON" in r.json()["message"]
-        assert master.new_task(conn, "resource", {}, deadline_s=10).result(timeout=10)["cpu"] >= 1
+        assert conn.resource["cpu"] >= 1  # (from the connect answer)
+        closed = master.new_task(conn, "learner_close_task", {"wait_s": 1}, deadline_s=10).result(timeout=10)
+        assert closed["learner_step"] == 0  # a real task, served after the bad requests
     finally:
         master.close()
     assert proc.wait(timeout=30) == 0, read_log(workdir)

@@ -124,3 +124,38 @@ def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeou
         for p in roles:
             if p.poll() is None:
                 p.kill()
+
+
+def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(workdir):
+    """kill -9 of `ding -m parallel` mid-run, then --resume: the coordinator's buffer metadata (saved at evaluations)
+    and the data files it names were kept, so training continues with the replay buffer instead of an empty one."""
+    import re
+
+    exp = "crashresume"
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}, "policy": {"learn": {"learner": {"hook": {
+        "save_ckpt_after_iter": 50}}}}}, system={"coordinator": {"buffer_save_interval": 0.0}})
+    first = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
+    buffer_file = os.path.join(str(workdir), exp, "parallel_buffer.dat")
+    ckpt_dir = os.path.join(str(workdir), exp, "ckpt")
+    wait_for(lambda: _eval_rows(workdir, exp) >= 3 and os.path.exists(buffer_file) and os.path.isdir(ckpt_dir)
+             and any(f.startswith("iteration_") for f in os.listdir(ckpt_dir)), 120,
+             "evaluations, a saved buffer and a learner checkpoint", proc=first)
+    first.kill()
+    first.wait(timeout=10)
+    try:
+        wait_for(lambda: not processes_mentioning(str(workdir)), 60, "the roles to die with the launcher")
+    except AssertionError:
+        left = {p: open(f"/proc/{p}/cmdline").read().replace("\0", " ") for p in processes_mentioning(str(workdir))}
+        raise AssertionError(f"left running: {left}") from None
+    data_files = os.listdir(os.path.join(str(workdir), exp, "data"))
+    assert data_files, "the data files named by the saved buffer were not kept"
+    second = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "400", "--resume"), workdir,
+                   log_name="resume.log")
+    assert second.wait(timeout=150) == 0, read_log(workdir, "resume.log")
+    clog = _coordinator_log(workdir, exp)
+    m = re.search(r"resumed the replay buffer: ([\d,]+) items \(([\d,]+) of their files are gone", clog)
+    assert m, clog[-3000:]
+    items, gone = (int(g.replace(",", "")) for g in m.groups())
+    assert items > 0 and gone < items, (items, gone)
+    assert result(workdir, exp)["train_iter"] >= 400
+    assert not processes_mentioning(str(workdir))

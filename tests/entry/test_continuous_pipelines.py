@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from ding.config import read_config
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
 from ding.entry.cli import main
-from ding.entry.training_view import read_eval_csv
 from ding.utils import ConfigError
 from tests.di_engine_files import copy_di_engine_file
 

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
 from ding.entry.cli import main
-from ding.entry.training_view import read_eval_csv
 from ding.utils import ResumeError
 from ding.worker import load_checkpoint_file
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from ding.config import read_config
+from ding.engine.training_view import TrainingInterrupted, read_eval_csv
 from ding.entry import serial_pipeline, serial_pipeline_onpolicy
 from ding.entry.cli import main
-from ding.entry.training_view import TrainingInterrupted, read_eval_csv
 from ding.utils import ConfigError
 
 from .conftest import read_result

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from ding.config import read_config
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
-from ding.entry.training_view import read_eval_csv
 
 from .conftest import read_result
 

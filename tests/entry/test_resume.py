@@ -11,8 +11,8 @@ import time
 import pytest
 import torch
 
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
-from ding.entry.training_view import read_eval_csv
 
 from .conftest import read_result
 

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from ding.config import read_config
+from ding.engine.training_view import read_eval_csv
 from ding.entry import serial_pipeline
-from ding.entry.training_view import read_eval_csv
 from ding.utils import CheckpointError, ConfigError, EnvError, RegistryError, TrainingError
 
 from .conftest import read_result
@@ -314,7 +314,7 @@ def test_a_prioritized_buffer_follows_the_policys_priority_switch(in_tmp_dir, ca
 
 def test_failed_setup_closes_what_it_started(in_tmp_dir, cartpole_dqn, monkeypatch):
     """An error while building the workers closes the env managers and workers built before it."""
-    import ding.entry.serial_run as entry
+    import ding.worker.builder as builder
     from ding.envs import SyncSubprocessEnvManager
 
     closed = []
@@ -328,7 +328,7 @@ def test_failed_setup_closes_what_it_started(in_tmp_dir, cartpole_dqn, monkeypat
         raise RuntimeError("buffer construction failed")
 
     monkeypatch.setattr(SyncSubprocessEnvManager, "close", spy_close)
-    monkeypatch.setattr(entry, "create_buffer", broken_buffer)
+    monkeypatch.setattr(builder, "create_buffer", broken_buffer)
     main, create = cartpole_dqn("setupfail")
     create.env_manager.type = "subprocess"
     main.env.manager = dict(type="subprocess")

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import ding
+from ding.engine.training_view import TrainingInterrupted
 from ding.entry import serial_pipeline, serial_pipeline_onpolicy
-from ding.entry.training_view import TrainingInterrupted
 from ding.utils import CallbackError, CheckpointError
 
 from . import _trainer_plugins

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 
-from ding.entry.training_view import ProgressView
+from ding.engine.training_view import ProgressView
 from ding.utils import ConsoleStream
 
 

@@ -171,3 +171,15 @@ def test_unknown_policy_type_suggests():
         get_policy_cls({})
     with pytest.raises(RegistryError, match=r"cannot import module 'no_such_policy_module'"):
         get_policy_cls({"type": "dqn", "import_names": ["no_such_policy_module"]})
+
+
+def test_ding_policies_views_are_their_own_methods():
+    """ding's own policies follow the numpy convention: no conversion layer between the workers and the policy."""
+    from ding.policy import DQNPolicy
+
+    policy = DQNPolicy(dict(model=dict(obs_shape=4, action_shape=2), other=dict(eps=dict(type="exp", start=1.0,
+                                                                                         end=0.1, decay=100))))
+    assert policy.collect_mode.forward == policy._forward_collect
+    assert policy.collect_mode.get_train_sample == policy._get_train_sample
+    assert policy.eval_mode.forward == policy._forward_eval
+    assert policy.learn_mode.state_dict == policy._state_dict_learn

@@ -18,7 +18,8 @@ import torch
 from ding.interaction import TaskFailed
 from ding.torch_utils.codec import _HEAD, _LEN, MAGIC
 from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
-from ding.worker.parallel_files import read_policy, write_data, write_policy
+from ding.worker.parallel_files import read_policy, to_columns, write_data, write_policy
+from ding.worker.parallel_protocol import EvalTask
 
 from .test_comm_workers import TOKEN, _join, _transition, main_json, master  # noqa: F401 -- fixtures
 
@@ -64,7 +65,8 @@ def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, mast
         ids = [f"d{i}" for i in range(4)] + crafted + [f"d{i}" for i in range(4, 8)]
         meta = [[{"data_id": d, "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
                  for i, d in enumerate(ids[k:k + 5])] for k in range(0, len(ids), 5)]
-        out = master.new_task(conn, "learner_learn_task", {"data": meta, "envstep": 10, "wait_s": 60},
+        out = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 10,
+                                                           "wait_s": 60},
                               deadline_s=90).result(90)
         assert out["skipped_files"] == len(crafted)
         # the batch of crafted files only is answered as skipped; the two with good samples train
@@ -72,8 +74,8 @@ def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, mast
         assert out["infos"][-1]["learner_step"] == 2
         # a bad file is remembered (data files never change): not read again, even if it is replaced
         write_data(paths["path_data"], "bad_structure", _transition(9))
-        again = master.new_task(conn, "learner_learn_task", {"data": [[{"data_id": d, "IS": 1.0}
-                                                                       for d in ("d0", "d1", "d2", "bad_structure")]],
+        batch = [{"data_id": d, "IS": 1.0} for d in ("d0", "d1", "d2", "bad_structure")]
+        again = master.new_task(conn, "learner_learn_task", {"data": [to_columns(batch)], "envstep": 10,
                                                              "wait_s": 30}, deadline_s=40).result(40)
         assert again["trained"] == 1 and again["skipped_files"] == 1
         assert again["infos"][0]["learner_step"] == 3  # the training thread is alive and counting
@@ -130,8 +132,7 @@ def test_collector_task_fails_on_a_crafted_policy_file_then_recovers(main_json, 
         master.new_task(conn, "collector_start_task", dict(
             main_config=main_json, path_data="./w/data", path_policy="./w/policy", policy_id="policy", seed=5),
             deadline_s=60).result(60)
-        task = dict(task_id="collector_task_1", buffer_id="b0", eval_flag=True, best_return=None, train_iter=1,
-                    envstep=0)
+        task = EvalTask(task_id="collector_task_1", buffer_id="b0", policy_id="policy", train_iter=1).to_json()
         os.replace("./w/policy/policy", "./w/good")
         os.symlink("/dev/zero", "./w/policy/policy")
         with pytest.raises(TaskFailed, match="policy file './w/policy/policy' is a symbolic link"):

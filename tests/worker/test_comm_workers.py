@@ -13,7 +13,7 @@ import pytest
 from ding.config import compile_config_parallel
 from ding.interaction import Master, TaskFailed
 from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
-from ding.worker.parallel_files import read_policy, write_data
+from ding.worker.parallel_files import read_policy, to_columns, write_data
 
 TOKEN = "w" * 32
 pytestmark = pytest.mark.timeout(120)
@@ -91,7 +91,8 @@ def test_learner_trains_on_data_files_skips_bad_ones_and_checkpoints(main_json, 
                  for i in (0, 1, 2, 3)],
                 [{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
                  for i in (4, 5, 7, 8)]]
-        out = master.new_task(conn, "learner_learn_task", {"data": meta, "envstep": 123, "wait_s": 30},
+        out = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 123,
+                                                           "wait_s": 30},
                               deadline_s=40).result(40)
         assert out["trained"] == 2 and [i["learner_step"] for i in out["infos"]] == [1, 2]
         assert out["skipped_files"] == 2
@@ -135,7 +136,8 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
             main_config=main_json, path_data="./w/data", path_policy="./w/policy", policy_id="policy", seed=5),
             deadline_s=60).result(60)
         out = master.new_task(conn, "collector_data_task", dict(
-            task_id="collector_task_1", buffer_id="b0", eval_flag=False, n_sample=16, collect_setting={"eps": 0.5},
+            task_id="collector_task_1", buffer_id="b0", policy_id="policy", eval_flag=False, n_sample=16,
+            collect_setting={"eps": 0.5},
             train_iter=7, envstep=0), deadline_s=30).result(30)
         assert out["sample_count"] == 16 == len(out["metadata"]) and out["policy_iter"] == 7
         assert out["envstep"] >= 16
@@ -144,9 +146,10 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
         sample = load_file(os.path.join("w", "data", first["data_id"]))
         assert sample["obs"].shape == (4,) and "reward" in sample
         ev = master.new_task(conn, "collector_data_task", dict(
-            task_id="collector_task_2", buffer_id="b0", eval_flag=True, best_return=None, train_iter=7, envstep=16),
+            task_id="collector_task_2", buffer_id="b0", policy_id="policy", eval_flag=True, best_return=None,
+            train_iter=7, envstep=16),
             deadline_s=30).result(30)
-        assert ev["eval_flag"] and len(ev["eval_episode_return"]) == 2 and ev["eval_return_mean"] > 0
+        assert ev["eval_flag"] and len(ev["episode_returns"]) == 2 and ev["eval_return_mean"] > 0
         # the best policy goes to the collector's own directory, tensors only; <exp>/ckpt is the learner's alone
         from ding.worker import load_checkpoint_file
 
@@ -168,3 +171,35 @@ def test_metadata_batches_travel_as_columns():
     assert from_columns(cols) == batch and from_columns(batch) == batch
     with pytest.raises(DataFileError, match="same length"):
         from_columns({"data_id": ["a"], "IS": [1.0, 2.0]})
+
+
+def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch):
+    """Fault class 8: the training thread fails (here: samples whose obs do not fit the model); the learn task
+    fails with that error and its traceback, and nothing in the error path raises a second error over it."""
+    unhandled = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: unhandled.append(args))
+    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    try:
+        conn = _join(master, learner)
+        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
+        os.makedirs(paths["path_data"])
+        master.new_task(conn, "learner_start_task", dict(
+            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
+            load_path=None), deadline_s=60).result(60)
+        for i in range(8):
+            write_data(paths["path_data"], f"d{i}", dict(_transition(i), obs=np.zeros(3, np.float32),
+                                                         next_obs=np.zeros(3, np.float32)))
+        meta = [[{"data_id": f"d{i}", "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i in range(j, j + 4)] for j in (0, 4)]
+        handle = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 1,
+                                                              "wait_s": 30}, deadline_s=40)
+        with pytest.raises(TaskFailed) as info:
+            handle.result(40)
+        message, tb = str(info.value), info.value.remote_traceback
+        assert "the learner stopped with RuntimeError" in message and "mat1 and mat2" in message
+        assert "mat1 and mat2" in tb and "AttributeError" not in tb
+        assert not unhandled, f"the training thread raised in its error path: {unhandled[0].exc_value!r}"
+        with pytest.raises(TaskFailed, match="the learner stopped with RuntimeError"):  # every later task says so
+            master.new_task(conn, "learner_get_data_task", {"wait_s": 1}, deadline_s=10).result(10)
+    finally:
+        learner.close()

@@ -27,8 +27,9 @@ def test_step_passes_progress_to_the_command_mode():
     assert commander.step() == {"eps": 1.0}
     learner.train_iter, collector.envstep = 12, 99
     assert commander.step() == {"eps": 0.01}
-    assert cmd.infos == [{"learner_train_iter": 0, "collector_envstep": 0},
-                         {"learner_train_iter": 12, "collector_envstep": 99}]
+    # 'envstep' is DI-engine's key for the same count (its command modes read it)
+    assert cmd.infos == [{"learner_train_iter": 0, "collector_envstep": 0, "envstep": 0},
+                         {"learner_train_iter": 12, "collector_envstep": 99, "envstep": 99}]
     assert commander.policy is cmd
     assert commander.state_dict() == {"step_count": 2}
     commander.load_state_dict({"step_count": 7})

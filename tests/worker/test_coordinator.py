@@ -224,12 +224,11 @@ def test_no_learner_within_startup_timeout_is_a_clear_error(in_tmp_dir):
 
 def test_an_error_in_a_coordinator_thread_ends_the_run_instead_of_hanging_it(in_tmp_dir):
     cfg = _cfg(exp="boom")
-    coordinator = Coordinator(cfg, token=TOKEN)
 
     def broken_observer(record):
         raise RuntimeError("observer bug")
 
-    coordinator.on_eval = broken_observer
+    coordinator = Coordinator(cfg, token=TOKEN, on_eval=broken_observer)
     _run(coordinator, [FakeLearner(), FakeCollector("collector0", [10.0])], timeout=30)
     assert "internal error" in coordinator.fatal_error and "observer bug" in coordinator.fatal_error
 
@@ -243,3 +242,99 @@ def test_items_used_up_while_sampled_keep_their_files_until_trained(in_tmp_dir):
     assert learner.batches and learner.missing == []
     assert coordinator.stats["deleted_files"] > 0
     assert os.listdir(os.path.join("maxuse", "data")) == []
+
+
+class MalformedCollector(FakeCollector):
+    """Answers every other task with one kind of malformed answer (fault class 2), the rest like FakeCollector."""
+
+    def __init__(self, name, eval_returns, outside):
+        super().__init__(name, eval_returns)
+        self.outside = outside
+        self.kinds = ["missing field", "wrong type", "non-finite", "escaping data_id", "directory data_id",
+                      "other task's data_id", "non-numeric eval return"]
+        self.sent: list[str] = []
+        self._good_next = False
+
+    def data(self, p):
+        if self._good_next or not self.kinds:
+            self._good_next = False
+            return super().data(p)
+        if p["eval_flag"] != (self.kinds[0] == "non-numeric eval return"):
+            return super().data(p)
+        kind = self.kinds.pop(0)
+        self.sent.append(kind)
+        self._good_next = True  # fewer than 3 failures in a row: the collector is not dismissed
+        good = super().data(p)
+        if kind == "missing field":
+            del good["metadata"]
+        elif kind == "wrong type":
+            good["envstep"] = str(good["envstep"])
+        elif kind == "non-finite":
+            good["duration"] = float("nan")
+        elif kind == "escaping data_id":
+            good["metadata"][0]["data_id"] = "../" + os.path.basename(self.outside)
+        elif kind == "directory data_id":
+            os.remove(os.path.join(self.path_data, good["metadata"][0]["data_id"]))
+            os.mkdir(os.path.join(self.path_data, good["metadata"][0]["data_id"]))
+            self.directory = good["metadata"][0]["data_id"]
+        elif kind == "other task's data_id":
+            good["metadata"][0]["data_id"] = "collector_task_999999_0"
+        else:
+            good["eval_return_mean"] = "high"
+        return good
+
+
+class MalformedLearner(FakeLearner):
+    """Answers its second learn task with a malformed result (a string step, a NaN priority), then trains on."""
+
+    def __init__(self):
+        super().__init__()
+        self.learns = 0
+
+    def learn(self, p):
+        out = super().learn(p)
+        self.learns += 1
+        if self.learns == 2:
+            out["infos"][0]["learner_step"] = "many"
+        if self.learns == 3:
+            out["infos"][0]["priority_info"] = {"replay_unique_id": [0], "replay_buffer_idx": [0],
+                                                "priority": [float("nan")]}
+        return out
+
+
+def test_malformed_answers_fail_their_task_and_the_run_goes_on(in_tmp_dir):
+    cfg = _cfg(exp="malformed")
+    coordinator = Coordinator(cfg, token=TOKEN)
+    outside = os.path.abspath(os.path.join("malformed", "precious"))
+    os.makedirs("malformed", exist_ok=True)
+    with open(outside, "w") as f:
+        f.write("keep")
+    bad = MalformedCollector("collector0", [10.0] * 8 + [200.0], outside)
+    learner = MalformedLearner()
+    _run(coordinator, [learner, bad], timeout=90)
+    assert coordinator.fatal_error is None and "stop value" in coordinator.end_reason
+    assert bad.kinds == [], f"not every malformed answer was sent: {bad.kinds}"
+    assert learner.learns >= 3
+    assert coordinator.stats["malformed_answers"] == len(bad.sent) + 2
+    assert coordinator.stats["failed_collector_tasks"] == len(bad.sent)
+    assert open(outside).read() == "keep"  # a data id never reaches outside path_data
+    assert os.listdir(os.path.join("malformed", "data")) == [bad.directory]  # only regular files are deleted
+    log = open(os.path.join("malformed", "log", "coordinator", "coordinator_logger.txt")).read()
+    for field in ("'metadata' is missing", "'envstep' must be an int", "'duration' must be a finite number",
+                  "'metadata[0].data_id'", "not a regular file", "not a data file of task",
+                  "'eval_return_mean' must be a number", "'infos[0].learner_step' must be an int",
+                  "'infos[0].priority_info.priority[0]' must be a finite number"):
+        assert field in log, field
+    assert log.count("collector 'collector0' at 127.0.0.1:") >= len(bad.sent)
+
+
+def test_a_malformed_start_answer_dismisses_that_collector_only(in_tmp_dir):
+    cfg = _cfg(exp="badstart")
+    coordinator = Coordinator(cfg, token=TOKEN)
+    bad = FakeCollector("collector0", [])
+    bad.slave.handlers["collector_start_task"] = lambda p: {"started": "yes"}
+    good = FakeCollector("collector1", [10.0, 200.0])
+    _run(coordinator, [FakeLearner(), bad, good])
+    assert coordinator.fatal_error is None and "stop value" in coordinator.end_reason
+    assert coordinator.stats["malformed_answers"] == 1 and bad.tasks == [] and good.tasks
+    assert bad.slave.wait(5)  # dismissed: shut down

@@ -7,6 +7,7 @@ import pytest
 
 from ding.config import compile_config_parallel
 from ding.worker import SoloCommander
+from ding.worker.parallel_protocol import CollectResult, EvalResult, LearnerStarted, LearnInfo
 
 
 @pytest.fixture
@@ -30,14 +31,18 @@ def commander(in_tmp_dir):
     return c
 
 
+def _eval(mean):
+    return EvalResult.from_json({"eval_flag": True, "eval_return_mean": mean, "policy_iter": 0})
+
+
 def _finish_collect(c, task, samples=10):
-    c.finish_collector_task(task["task_id"], {"eval_flag": False, "envstep": samples, "sample_count": samples})
+    c.finish_collector_task(task["task_id"], CollectResult(metadata=[], envstep=samples, sample_count=samples))
 
 
 def test_no_task_before_the_first_policy_then_an_evaluation_first(commander):
     c = commander
     assert c.get_collector_task("collector0") is None  # nothing published yet
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     first = c.get_collector_task("collector0")
     assert first["eval_flag"] is True and first["best_return"] is None
     second = c.get_collector_task("collector1")
@@ -46,9 +51,9 @@ def test_no_task_before_the_first_policy_then_an_evaluation_first(commander):
 
 def test_pacing_keeps_the_serial_ratio(commander):
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
     tasks = []
     while (t := c.get_collector_task("collector1")) is not None:
         tasks.append(t)
@@ -65,42 +70,42 @@ def test_pacing_keeps_the_serial_ratio(commander):
 
 def test_learner_needs_a_full_batch(commander):
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     assert not c.learner_may_train(buffer_count=3)
 
 
 def test_failed_evaluation_is_handed_out_again_and_stop_value_ends_the_run(commander):
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
     assert ev["eval_flag"]
     assert not c.get_collector_task("collector1")["eval_flag"]  # one evaluation at a time
     c.notify_fail_collector_task(ev)
     again = c.get_collector_task("collector0")
     assert again["eval_flag"] is True
-    assert c.finish_collector_task(again["task_id"], {"eval_flag": True, "eval_return_mean": 199.0,
-                                                      "policy_iter": 0}) is True
+    assert c.finish_collector_task(again["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 199.0,
+                                                      "policy_iter": 0})) is True
     assert "stop value" in c.end_reason and c.get_collector_task("collector0") is None
     assert c.eval_history[-1]["eval_return_mean"] == 199.0
 
 
 def test_evaluations_follow_eval_freq_and_only_new_policies(commander):
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
-    c.update_learner_info("t", {"learner_step": 19, "policy_iter": 19})
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 19, "policy_iter": 19}))
     assert not c.get_collector_task("collector0")["eval_flag"]
-    c.update_learner_info("t", {"learner_step": 20, "policy_iter": 20})
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
     assert c.get_collector_task("collector1")["eval_flag"]
 
 
 def test_limits_end_the_run(commander):
     c = commander
     c.max_env_step = 15
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 10.0, "policy_iter": 0})
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
     for _ in range(2):
         _finish_collect(c, c.get_collector_task("collector0"))
     assert "max_env_step" in c.end_reason
@@ -108,9 +113,9 @@ def test_limits_end_the_run(commander):
 
 def test_restarted_learner_moves_the_step_back(commander):
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
-    c.update_learner_info("t", {"learner_step": 300, "policy_iter": 300})
-    c.learner_started("t2", {"learner_step": 250, "policy_iter": 250})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 300, "policy_iter": 300}))
+    c.learner_started("t2", LearnerStarted.from_json({"learner_step": 250, "policy_iter": 250}))
     assert c.status()["learner_step"] == 250 and c.status()["policy_iter"] == 250
 
 
@@ -118,9 +123,9 @@ def test_state_round_trip_continues_counters_but_not_pacing(commander, in_tmp_di
     import json
 
     c = commander
-    c.learner_started("t", {"learner_step": 0, "policy_iter": 0})
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    c.finish_collector_task(ev["task_id"], {"eval_flag": True, "eval_return_mean": 42.0, "policy_iter": 0})
+    c.finish_collector_task(ev["task_id"], _eval(42.0))
     _finish_collect(c, c.get_collector_task("collector0"), samples=10)
     state = json.loads(json.dumps(c.state_dict()))  # what parallel_state.json holds
     assert state["envstep"] == 10 and state["best_return"] == 42.0 and state["reached_stop_value"] is False

@@ -15,7 +15,7 @@ from .base_serial_evaluator import (
     create_serial_evaluator,
     get_serial_evaluator_cls,
 )
-from .comm import BaseCommCollector, FlaskFileSystemCollector, create_comm_collector
+from .comm import BaseCommCollector, FlaskFileSystemCollector, NaiveCollector, create_comm_collector
 from .episode_callback import EpisodeCallback, build_episode_callbacks
 from .episode_serial_collector import EpisodeSerialCollector
 from .interaction_serial_evaluator import InteractionSerialEvaluator
@@ -29,5 +29,6 @@ __all__ = [
     "build_episode_callbacks", "ISerialEvaluator", "BaseSerialEvaluator", "VectorEvalMonitor",
     "InteractionSerialEvaluator", "MetricSerialEvaluator", "IMetric", "create_serial_evaluator",
     "get_serial_evaluator_cls", "BaseParallelCollector", "ZerglingParallelCollector", "create_parallel_collector",
-    "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "create_comm_collector",
+    "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "NaiveCollector",
+    "create_comm_collector",
 ]

@@ -10,13 +10,16 @@ from easydict import EasyDict
 
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, config_of, import_module
 
+from ..parallel_protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask
+
 
 class BaseParallelCollector(ABC):
     """Runs collector tasks handed over by its comm collector: collect samples into data files, or evaluate.
 
-    The comm collector sets the three functions it talks through: ``send_stepdata(data_id, sample)`` writes one data
-    file, ``get_policy_update_info(path)`` reads the published policy (None: not published yet), and
-    ``send_metadata(metadata)`` (optional) forwards metadata as soon as it exists.
+    The comm collector gives it (constructor arguments) the two functions it talks through:
+    ``send_stepdata(data_id, sample, compress)`` writes one data file, ``get_policy_update_info(path)`` reads the
+    published policy (None: not published yet). Tasks and answers are the records of
+    :mod:`ding.worker.parallel_protocol`.
     """
 
     config: dict = {}
@@ -25,16 +28,15 @@ class BaseParallelCollector(ABC):
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Any, exp_name: str = "default_experiment", instance_name: str = "collector") -> None:
+    def __init__(self, cfg: Any, exp_name: str = "default_experiment", instance_name: str = "collector", *,
+                 send_stepdata: Callable[..., Any], get_policy_update_info: Callable[[str], dict | None]) -> None:
         self._cfg = cfg
         self._exp_name = exp_name
         self._instance_name = instance_name
         self._logger = logging.getLogger(f"ding.parallel_collector.{instance_name}")
-        self._end_flag = False
         self._policy_iter = -1
-        self.send_stepdata: Callable[..., Any] | None = None  # (data_id, sample, compress)
-        self.send_metadata: Callable[[Any], None] | None = None
-        self.get_policy_update_info: Callable[[str], dict | None] | None = None
+        self.send_stepdata = send_stepdata  # (data_id, sample, compress)
+        self.get_policy_update_info = get_policy_update_info
 
     def info(self, s: str) -> None:
         self._logger.info(f"[{self._instance_name}] {s}")
@@ -55,11 +57,11 @@ class BaseParallelCollector(ABC):
         """Build envs and the policy."""
 
     @abstractmethod
-    def run_task(self, task: Mapping[str, Any]) -> dict[str, Any]:
-        """Run one collector task (collect or evaluate) and return its finish info."""
+    def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
+        """Run one collector task (collect or evaluate) and return its answer."""
 
     @abstractmethod
-    def get_finish_info(self) -> dict[str, Any]:
+    def get_finish_info(self) -> CollectorFinishInfo:
         """Totals of everything this collector did."""
 
     @abstractmethod

@@ -8,17 +8,18 @@ evaluations). Envs and partial trajectories live on between tasks.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
-from collections.abc import Mapping
-from functools import partial
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts
 
+from ..parallel_protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
 from .base_parallel_collector import BaseParallelCollector
 from .episode_callback import EpisodeCallback
 
@@ -62,8 +63,10 @@ class ZerglingParallelCollector(BaseParallelCollector):
     )
 
     def __init__(self, cfg: Any, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
-                 policy_path: str = "") -> None:
-        super().__init__(cfg, exp_name or cfg.exp_name, instance_name)
+                 policy_path: str = "", *, send_stepdata: Callable[..., Any],
+                 get_policy_update_info: Callable[[str], dict | None]) -> None:
+        super().__init__(cfg, exp_name or cfg.exp_name, instance_name, send_stepdata=send_stepdata,
+                         get_policy_update_info=get_policy_update_info)
         self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
         self._seed = int(seed)
         self._policy_path = policy_path
@@ -75,43 +78,17 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._recorder = _EpisodeRecorder()
         self._last_check = -math.inf
         self._policy_stat: tuple[int, int] | None = None
-        self._totals = {"envstep": 0, "sample_count": 0, "episode_count": 0, "tasks": 0, "eval_tasks": 0}
+        self._totals = CollectorFinishInfo()
 
     def start(self) -> None:
-        from ding.envs import create_env_manager, get_vec_env_setting
-        from ding.policy import create_policy
-        from ding.utils import set_pkg_seed
+        from ..builder import build_acting  # the one builder (serial runs use it too); lazy: it imports this package
 
-        from .base_serial_collector import create_serial_collector
-        from .base_serial_evaluator import create_serial_evaluator
-
-        cfg = self._cfg
-        try:
-            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
-            collector_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in collector_env_cfg or []]))
-            evaluator_env = self._own(create_env_manager(cfg.env.manager,
-                                                         [partial(env_fn, cfg=c) for c in evaluator_env_cfg or []]))
-            collector_env.seed(self._seed, dynamic_seed=True)
-            evaluator_env.seed(int(cfg.seed), dynamic_seed=False)  # every evaluation plays the same episodes
-            set_pkg_seed(self._seed, use_cuda=bool(cfg.policy.get("cuda", False)))
-            self._policy = create_policy(cfg.policy, enable_field=["collect", "eval"])
-            serial_cfg = dict(self._own_cfg.serial_collector)
-            serial_cfg.setdefault("type", getattr(type(self._policy), "default_collector_type", None) or "sample")
-            self._collector = self._own(create_serial_collector(
-                serial_cfg, env=collector_env, policy=self._policy.collect_mode, exp_name=self._exp_name,
-                instance_name=self._instance_name))
-            self._collector.register_callback(self._recorder)
-            self._evaluator = self._own(create_serial_evaluator(
-                cfg.policy.eval.evaluator, env=evaluator_env, policy=self._policy.eval_mode, exp_name=self._exp_name,
-                instance_name=f"{self._instance_name}_evaluator"))
-        except BaseException:
-            self.close()
-            raise
-
-    def _own(self, obj: Any) -> Any:
-        self._closables.append(obj)
-        return obj
+        acting = build_acting(self._cfg, seed=self._seed, dynamic_seed=True,
+                              collector_cfg=dict(self._own_cfg.serial_collector), exp_name=self._exp_name,
+                              instance_name=self._instance_name)
+        self._closables += acting.closables
+        self._policy, self._collector, self._evaluator = acting.policy, acting.collector, acting.evaluator
+        self._collector.register_callback(self._recorder)
 
     # ---------------------------------------------------------------- policy
     def _update_policy(self, force: bool = False) -> None:
@@ -126,7 +103,6 @@ class ZerglingParallelCollector(BaseParallelCollector):
         stamp = (st.st_mtime_ns, st.st_size)
         if stamp == self._policy_stat:
             return
-        assert self.get_policy_update_info is not None, "the comm collector sets get_policy_update_info"
         state = self.get_policy_update_info(self._policy_path)
         if state is None:
             return
@@ -139,53 +115,43 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._policy_iter = int(state["iter"])
 
     # ---------------------------------------------------------------- tasks
-    def run_task(self, task: Mapping[str, Any]) -> dict[str, Any]:
-        if task.get("eval_flag"):
+    def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
+        if isinstance(task, EvalTask):
             return self._evaluate(task)
         return self._collect(task)
 
-    def _collect(self, task: Mapping[str, Any]) -> dict[str, Any]:
+    def _collect(self, task: CollectTask) -> CollectResult:
         self._update_policy(force=self._policy_iter < 0)
-        assert self.send_stepdata is not None, "the comm collector sets send_stepdata"
         t0 = time.perf_counter()
         envstep0 = self._collector.envstep
-        samples = self._collector.collect(n_sample=int(task["n_sample"]), train_iter=max(self._policy_iter, 0),
-                                          policy_kwargs=dict(task.get("collect_setting") or {}))
+        samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
+                                          policy_kwargs=dict(task.collect_setting))
         metadata = []
-        task_id = str(task["task_id"])
         for i, sample in enumerate(samples):
-            data_id = f"{task_id}_{i}"
+            data_id = f"{task.task_id}_{i}"
             self.send_stepdata(data_id, sample, self.compress)
-            meta = {"data_id": data_id, "collect_iter": max(self._policy_iter, 0)}
-            if sample.get("priority") is not None:
-                meta["priority"] = float(np.asarray(sample["priority"]).reshape(-1)[0])
-            metadata.append(meta)
+            priority = sample.get("priority")
+            metadata.append(SampleMeta(data_id=data_id, collect_iter=max(self._policy_iter, 0),
+                                       priority=None if priority is None
+                                       else float(np.asarray(priority).reshape(-1)[0])))
         returns, lengths = self._recorder.take()
         steps = self._collector.envstep - envstep0
-        self._totals["envstep"] += steps
-        self._totals["sample_count"] += len(metadata)
-        self._totals["episode_count"] += len(returns)
-        self._totals["tasks"] += 1
-        if self.send_metadata is not None:
-            for meta in metadata:
-                self.send_metadata(meta)
-        return {"eval_flag": False, "metadata": metadata, "envstep": steps, "sample_count": len(metadata),
-                "policy_iter": self._policy_iter, "episode_returns": returns, "episode_lengths": lengths,
-                "duration": time.perf_counter() - t0}
+        totals = self._totals
+        totals.envstep += steps
+        totals.sample_count += len(metadata)
+        totals.episode_count += len(returns)
+        totals.tasks += 1
+        return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
+                             policy_iter=self._policy_iter, episode_returns=returns, episode_lengths=lengths,
+                             duration=time.perf_counter() - t0)
 
-    def _evaluate(self, task: Mapping[str, Any]) -> dict[str, Any]:
+    def _evaluate(self, task: EvalTask) -> EvalResult:
         self._update_policy(force=True)
-        best = task.get("best_return")
-        self._evaluator.best_return = -math.inf if best is None else float(best)
-        _, info = self._evaluator.eval(self._save_best, train_iter=max(self._policy_iter, 0),
-                                       envstep=int(task.get("envstep", -1)),
-                                       policy_kwargs=dict(task.get("eval_setting") or {}))
-        self._totals["eval_tasks"] += 1
-        return {"eval_flag": True, "policy_iter": self._policy_iter,
-                "eval_return_mean": info["eval_episode_return_mean"],
-                "eval_return_std": info["eval_episode_return_std"],
-                "eval_episode_return": info["eval_episode_return"], "episode_length": info["episode_length"],
-                "envstep_count": info["envstep_count"], "duration": info["duration"]}
+        self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
+        _, info = self._evaluator.eval(self._save_best, train_iter=max(self._policy_iter, 0), envstep=task.envstep,
+                                       policy_kwargs=dict(task.eval_setting))
+        self._totals.eval_tasks += 1
+        return EvalResult.from_evaluator(info, self._policy_iter)
 
     def _save_best(self, ckpt_name: str) -> None:
         """A new best evaluation: keep this policy as ``<exp>/collector_ckpt/ckpt_best.pth.tar`` (tensors only,
@@ -197,8 +163,8 @@ class ZerglingParallelCollector(BaseParallelCollector):
         state["last_iter"] = max(self._policy_iter, 0)
         torch_save_atomic(state, os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, ckpt_name))
 
-    def get_finish_info(self) -> dict[str, Any]:
-        return dict(self._totals, policy_iter=self._policy_iter)
+    def get_finish_info(self) -> CollectorFinishInfo:
+        return dataclasses.replace(self._totals, policy_iter=self._policy_iter)
 
     def close(self) -> None:
         closables, self._closables = self._closables[::-1], []

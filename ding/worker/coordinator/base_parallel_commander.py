@@ -1,6 +1,7 @@
 """Parallel commanders: decide which task each learner and collector gets next (the coordinator sends them)."""
 from __future__ import annotations
 
+import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -9,6 +10,19 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.utils import COMMANDER_REGISTRY, config_of, import_module
+
+from ..parallel_protocol import (
+    CollectResult,
+    CollectTask,
+    CommanderStatus,
+    EvalRecord,
+    EvalResult,
+    EvalTask,
+    LearnerClosed,
+    LearnerSlot,
+    LearnerStarted,
+    LearnInfo,
+)
 
 
 class LimitedSpaceContainer:
@@ -19,10 +33,6 @@ class LimitedSpaceContainer:
         self.max_val = max_val
         self.cur = min_val
         self._lock = threading.Lock()
-
-    def get_residual_space(self) -> float:
-        with self._lock:
-            return self.max_val - self.cur
 
     def acquire_space(self) -> bool:
         with self._lock:
@@ -45,7 +55,8 @@ class LimitedSpaceContainer:
 
 
 class BaseCommander(ABC):
-    """The interface the :class:`~ding.worker.coordinator.Coordinator` drives. ``cfg`` is the compiled main config."""
+    """The interface the :class:`~ding.worker.coordinator.Coordinator` drives. ``cfg`` is the compiled main config.
+    Tasks and answers are the typed records of :mod:`ding.worker.parallel_protocol`, already checked."""
 
     config: dict = dict(
         collector_task_space=None,  # collector tasks running at once; None: one per connected collector
@@ -59,39 +70,41 @@ class BaseCommander(ABC):
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self.eval_history: list[dict[str, Any]] = []  # one record per finished evaluation
+        self.eval_history: list[EvalRecord] = []  # one record per finished evaluation
+        self.max_env_step: float = math.inf  # limits that end the run (the Coordinator sets them from its own)
+        self.max_train_iter: float = math.inf
 
     @abstractmethod
-    def get_collector_task(self, collector: str = "") -> dict | None:
+    def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:
         """The next task for ``collector`` (None: nothing to do right now)."""
 
     @abstractmethod
-    def get_learner_task(self) -> dict | None:
-        """The start task of the next learner (None: every learner slot is taken)."""
+    def get_learner_task(self) -> LearnerSlot | None:
+        """The next learner's task (None: every learner slot is taken)."""
 
     @abstractmethod
-    def finish_collector_task(self, task_id: str, finished_task: dict) -> bool:
+    def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         """Record a finished collector task; True when the run reached its goal."""
 
     @abstractmethod
-    def finish_learner_task(self, task_id: str, finished_task: dict) -> str:
+    def finish_learner_task(self, task_id: str, finished_task: LearnerClosed) -> str:
         """Record a finished learner task; returns its buffer id."""
 
     @abstractmethod
-    def notify_fail_collector_task(self, task: dict) -> None:
+    def notify_fail_collector_task(self, task: CollectTask | EvalTask) -> None:
         """A collector task failed or its collector was lost: free its slot (the work is handed out again)."""
 
     @abstractmethod
-    def notify_fail_learner_task(self, task: dict) -> None:
+    def notify_fail_learner_task(self, task: LearnerSlot) -> None:
         """A learner task failed or its learner was lost."""
 
     @abstractmethod
-    def update_learner_info(self, task_id: str, info: dict) -> None:
+    def update_learner_info(self, task_id: str, info: LearnInfo) -> None:
         """The learner reported progress (train iterations, published policy)."""
 
-    def learner_started(self, task_id: str, info: dict) -> None:
-        """A learner answered its start task (``learner_step``, ``policy_iter``)."""
-        self.update_learner_info(task_id, info)
+    def learner_started(self, task_id: str, info: LearnerStarted) -> None:
+        """A learner answered its start task."""
+        self.update_learner_info(task_id, LearnInfo(learner_step=info.learner_step, policy_iter=info.policy_iter))
 
     def get_policy_id(self) -> str:
         """File name (under ``path_policy``) the learner publishes its policy to."""
@@ -105,13 +118,18 @@ class BaseCommander(ABC):
         """A batch went to the learner."""
 
     @abstractmethod
-    def status(self) -> dict[str, Any]:
-        """Progress counters: at least ``learner_step``, ``policy_iter``, ``envstep``, ``pushed``, ``collectors``."""
+    def status(self) -> CommanderStatus:
+        """Progress counters."""
 
     @property
     @abstractmethod
     def end_reason(self) -> str | None:
         """Why the run should end (None: it goes on)."""
+
+    @property
+    def reached_stop_value(self) -> bool:
+        """True once an evaluation reached the stop value: the run is finished (nothing to resume)."""
+        return False
 
     @abstractmethod
     def request_end(self, reason: str) -> None:

@@ -44,7 +44,8 @@ class BaseSerialCommander:
         self._step_count += 1
         if self._policy is None:
             return {}
-        info = {"learner_train_iter": self._learner.train_iter, "collector_envstep": self._collector.envstep}
+        info = {"learner_train_iter": self._learner.train_iter, "collector_envstep": self._collector.envstep,
+                "envstep": self._collector.envstep}  # 'envstep': DI-engine's key, read by its command modes
         return dict(self._policy.get_setting_collect(info))
 
     def state_dict(self) -> dict[str, Any]:

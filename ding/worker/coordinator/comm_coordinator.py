@@ -5,7 +5,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from ding.interaction import InteractionError, Master, SlaveConnection
 
@@ -16,13 +15,15 @@ class CommCoordinator:
     until ``startup_timeout``; any other slave joins by itself (``ding -m dist --module collector`` with the
     coordinator's address) — that is how a collector started mid-run receives work.
 
-    ``callbacks``: ``deal_with_new_slave(conn)`` and ``deal_with_lost_slave(conn, reason)``.
+    ``on_new_slave(conn)`` is called for each slave connected, ``on_lost_slave(conn, reason)`` when one is lost.
     """
 
-    def __init__(self, cfg: Mapping, callbacks: Mapping[str, Callable[..., Any]], logger: logging.Logger,
-                 token: str) -> None:
+    def __init__(self, cfg: Mapping, logger: logging.Logger, token: str, *,
+                 on_new_slave: Callable[[SlaveConnection], None],
+                 on_lost_slave: Callable[[SlaveConnection, str], None]) -> None:
         self._cfg = cfg
-        self._callbacks = callbacks
+        self._on_new_slave = on_new_slave
+        self._on_lost_slave = on_lost_slave
         self._logger = logger
         self._master = Master(
             "coordinator", cfg.get("host", "127.0.0.1"), int(cfg.get("port") or 0), token=token,
@@ -89,10 +90,10 @@ class CommCoordinator:
             if conn is not None and conn.alive and conn.host == host and conn.port == int(port):
                 return
             conn = self._master.connect(name, host, port, role=role)
-        self._callbacks["deal_with_new_slave"](conn)
+        self._on_new_slave(conn)
 
     def _lost(self, conn: SlaveConnection, reason: str) -> None:
-        self._callbacks["deal_with_lost_slave"](conn, reason)
+        self._on_lost_slave(conn, reason)
 
     def close(self, reason: str = "run finished") -> None:
         self._closed.set()

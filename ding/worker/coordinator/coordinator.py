@@ -7,13 +7,20 @@ metadata for it (as far as the commander's pacing allows) and sends it in a lear
 priorities. A lost slave's tasks fail (heartbeats and deadlines make sure they do) and its work goes to the next free
 collector; a learner that comes back continues from the run's latest checkpoint.
 
-Data files behind metadata that leaves the buffer are deleted — once no learn task still needs them.
+Data files behind metadata that leaves the buffer are deleted — once no learn task still needs them
+(:class:`DataLedger`).
+
+Everything a peer answers is checked against its record in :mod:`ding.worker.parallel_protocol` before it is used: a
+malformed answer fails that task (handed out again like any failed task) and is logged once with the peer and the
+field; it never reaches the guard that ends the run on an internal error.
 """
 from __future__ import annotations
 
 import collections
 import copy
+import dataclasses
 import json
+import math
 import os
 import threading
 import time
@@ -28,10 +35,32 @@ from ding.utils import ConfigError, config_of, deep_merge_dicts
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
-from ..parallel_files import delete_data, to_columns
+from ..parallel_protocol import (
+    DATA_ID,
+    CollectorCloseTask,
+    CollectorStartTask,
+    CollectResult,
+    CollectTask,
+    DemandAnswer,
+    EvalRecord,
+    EvalResult,
+    EvalTask,
+    GetDataTask,
+    LearnerCloseTask,
+    LearnerSlot,
+    LearnerStartTask,
+    LearnInfo,
+    LearnResult,
+    LearnTask,
+    ProtocolError,
+    Record,
+    decode_result,
+)
 from ..replay_buffer import create_buffer
 from .base_parallel_commander import create_parallel_commander
+from .buffer_state import buffer_state_path, load_buffer_state, referenced_data_ids, save_buffer_state
 from .comm_coordinator import CommCoordinator
+from .data_ledger import DataLedger
 
 _MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
 
@@ -42,6 +71,7 @@ class _LearnerLink:
     def __init__(self, batch_size: int, window: int) -> None:
         self.batch_size = batch_size
         self.window = window
+        self.bad_answers = 0  # malformed learn results in a row
         self._in_flight = 0
         self._lock = threading.Lock()
 
@@ -60,7 +90,8 @@ class _LearnerLink:
 
 class Coordinator:
     """See the module docstring. ``cfg`` is the compiled parallel config: ``EasyDict(main=..., system=..., seed=...)``
-    (``compile_config_parallel``). ``on_eval(record)`` / ``on_end(reason)`` are optional observers."""
+    (``compile_config_parallel``). ``on_eval(record)`` (an :class:`EvalRecord`) / ``on_end(reason)`` are optional
+    observers; ``max_env_step`` / ``max_train_iter`` end the run (None or >= 1e10: no limit)."""
 
     config = COORDINATOR_CONFIG  # documented key by key in ding/config/parallel.py
 
@@ -68,13 +99,15 @@ class Coordinator:
     def default_config(cls) -> EasyDict:
         return config_of(cls)
 
-    def __init__(self, cfg: Any, token: str | None = None) -> None:
+    def __init__(self, cfg: Any, token: str | None = None, on_eval: Callable[[EvalRecord], None] | None = None,
+                 on_end: Callable[[str], None] | None = None, max_env_step: int | None = None,
+                 max_train_iter: int | None = None, resume: bool = False) -> None:
         self._cfg = cfg
         main, system = cfg.main, cfg.system
         self._main = main
         self._coor_cfg = deep_merge_dicts(self.default_config(), system.get("coordinator", {}))
         self._exp_name = main.exp_name
-        self._seed = int(cfg.get("seed", main.get("seed", 0)))
+        self._seed = int(cfg.get("seed", main.get("seed", 0)))  # the config's seed
         self._path_data = system.path_data
         self._path_policy = system.path_policy
         token = resolve_token(token if token else system.get("auth_token"))  # before anything is written
@@ -92,14 +125,14 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         self._commander = create_parallel_commander(main)
-        self._comm = CommCoordinator(self._coor_cfg, {"deal_with_new_slave": self._new_slave,
-                                                      "deal_with_lost_slave": self._lost_slave},
-                                     self._logger, token)
+        if max_env_step is not None and max_env_step < int(1e10):
+            self._commander.max_env_step = max_env_step
+        if max_train_iter is not None and max_train_iter < int(1e10):
+            self._commander.max_train_iter = max_train_iter
+        self._comm = CommCoordinator(self._coor_cfg, self._logger, token, on_new_slave=self._new_slave,
+                                     on_lost_slave=self._lost_slave)
         self._buffers: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._pins: collections.Counter = collections.Counter()
-        self._doomed: set[str] = set()  # data ids the buffer let go of, whose files are not deleted yet
-        self._sampling = False
         self._progress = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._ending = threading.Event()
@@ -112,9 +145,13 @@ class Coordinator:
         self._start_time = time.monotonic()
         self._train_start: float | None = None  # when the first collector started (the roles' start-up is over)
         self._train_end: float | None = None  # when the shutdown (the learner's last checkpoint) was over
-        self.on_eval: Callable[[dict], None] | None = None
-        self.on_end: Callable[[str], None] | None = None
+        self._on_eval = on_eval
+        self._on_end = on_end
         self.stats: collections.Counter[str] = collections.Counter()
+        self._ledger = DataLedger(self._path_data, self._logger, self.stats)
+        self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
+        self._buffer_file = buffer_state_path(self._exp_name)
+        self._buffers_saved_at = -math.inf
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -133,6 +170,8 @@ class Coordinator:
         """Start the HTTP server, connect configured slaves, accept joining ones."""
         os.makedirs(self._path_data, exist_ok=True)
         os.makedirs(self._path_policy, exist_ok=True)
+        if self._resume:
+            self._restore_buffers()
         self._comm.start()
         self._started = True
         self._spawn(self._watch_startup, "ding-startup-watch")
@@ -156,10 +195,10 @@ class Coordinator:
         deadline = time.monotonic() + float(self._coor_cfg.startup_timeout)
         while not self._ending.is_set():
             status = self._commander.status()
-            if status["policy_iter"] >= 0 and status["collectors"] > 0:
+            if status.policy_iter >= 0 and status.collectors > 0:
                 return
             if time.monotonic() > deadline:
-                missing = "learner" if status["policy_iter"] < 0 else "collector"
+                missing = "learner" if status.policy_iter < 0 else "collector"
                 self._fatal(f"no {missing} came up within startup_timeout "
                             f"({self._coor_cfg.startup_timeout:g} s); see the role logs under ./{self._exp_name}/log/")
                 return
@@ -175,10 +214,10 @@ class Coordinator:
         while not self._ending.wait(min(1.0, limit / 4)):
             status = self._commander.status()
             learners = self._comm.master.slaves(role="learner", alive_only=True)
-            ready = bool(learners) and status["policy_iter"] >= 0 and self._commander.learner_may_train(
+            ready = bool(learners) and status.policy_iter >= 0 and self._commander.learner_may_train(
                 sum(b.count() for b in list(self._buffers.values())))
-            if not ready or status["learner_step"] != last_step:
-                last_step, since = status["learner_step"], time.monotonic()
+            if not ready or status.learner_step != last_step:
+                last_step, since = status.learner_step, time.monotonic()
                 continue
             if time.monotonic() - since > limit:
                 for conn in learners:
@@ -188,11 +227,6 @@ class Coordinator:
                     self._comm.master.disconnect(conn, "no training progress (learner_stall_timeout)", shutdown=True)
                     self._lost_slave(conn, "no training progress")
                 since = time.monotonic()
-
-    @property
-    def system_shutdown_flag(self) -> bool:
-        """True once the run has ended and everything is shut down."""
-        return self._done.is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
@@ -227,11 +261,9 @@ class Coordinator:
                 if t is not threading.current_thread():
                     t.join(timeout=max(0.1, deadline - time.monotonic()))
             self._comm.close(self._end_reason or "run finished")
-            for buf in self._buffers.values():
-                buf.close()  # evicts everything: the data files go with it
-            self._clean_data_dir()
-            if self.on_end is not None:
-                self.on_end(self._end_reason or "")
+            self._close_buffers()
+            if self._on_end is not None:
+                self._on_end(self._end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
             self._logger.exception("coordinator shutdown failed")
         finally:
@@ -248,11 +280,43 @@ class Coordinator:
         self._commander.request_end(reason)
         self._notify()
         self._comm.master.close(disconnect=False, reason=reason)
-        for buf in self._buffers.values():
-            buf.close()
-        self._clean_data_dir()
+        self._close_buffers()
         self._logs.close()
         self._done.set()
+
+    # ---------------------------------------------------------------- the buffers across a resume
+    def _restore_buffers(self) -> None:
+        states = load_buffer_state(self._buffer_file)
+        for buffer_id, state in states.items():
+            self._buffer(buffer_id).load_state_dict(state)
+        ids = referenced_data_ids(states)
+        self._ledger.keep(ids)
+        swept = self._ledger.sweep()  # files no saved item refers to (tasks that ended after the save)
+        self._ledger = DataLedger(self._path_data, self._logger, self.stats)  # a fresh ledger: kept ids may go again
+        missing = sum(not os.path.exists(os.path.join(self._path_data, i)) for i in ids)
+        self.notice(f"resumed the replay buffer: {len(ids):,} items ({missing:,} of their files are gone and will be "
+                    f"skipped); {swept:,} stray data files removed")
+
+    def _save_buffers(self, min_interval: float = 0.0) -> set[str]:
+        """Write the buffers' state (at most every ``min_interval`` seconds); returns the data ids it refers to."""
+        now = time.monotonic()
+        if now - self._buffers_saved_at < min_interval:
+            return set()
+        with self._lock:
+            ids = save_buffer_state(self._buffer_file, dict(self._buffers))
+        self._buffers_saved_at = now
+        return ids
+
+    def _close_buffers(self) -> None:
+        """At the end: a run that can be continued keeps its buffers (saved) and their files; a finished one (its
+        stop value reached) deletes both."""
+        if self._buffers and not self._commander.reached_stop_value:
+            self._ledger.keep(self._save_buffers())
+        elif os.path.exists(self._buffer_file):
+            os.unlink(self._buffer_file)
+        for buf in self._buffers.values():
+            buf.close()  # evicts everything: the data files not kept go with it
+        self._ledger.sweep()
 
     def close(self) -> None:
         """End the run (if still running) and wait until everything is shut down. Idempotent."""
@@ -261,14 +325,6 @@ class Coordinator:
             return
         self.end(self._end_reason or "coordinator closed")
         self._done.wait(120.0)
-
-    def _clean_data_dir(self) -> None:
-        """Remove data files no buffer refers to (left by failed collector tasks) and stray temp files."""
-        try:
-            names = os.listdir(self._path_data)
-        except FileNotFoundError:
-            return
-        delete_data(self._path_data, [n for n in names if n.startswith("collector_task_")])
 
     def state_dict(self) -> dict[str, Any]:
         return self._commander.state_dict()
@@ -336,44 +392,24 @@ class Coordinator:
             return buf
 
     def _evicted(self, items: list) -> None:
-        """The buffer let go of these items: their files go, unless a learn task still needs them (then they go when
-        it ends). While a batch is being sampled and pinned, deletions wait (max_use evicts the sampled items)."""
-        ids = [item["data_id"] for item in items if isinstance(item, Mapping) and "data_id" in item]
-        with self._lock:
-            self._doomed.update(ids)
-            if self._sampling:
-                return
-        self._flush_deleted()
-
-    def _flush_deleted(self) -> None:
-        with self._lock:
-            now = [i for i in self._doomed if self._pins[i] <= 0]
-            self._doomed.difference_update(now)
-        self.stats["deleted_files"] += delete_data(self._path_data, now)
-
-    def _unpin(self, ids: list[str]) -> None:
-        with self._lock:
-            self._pins.subtract(ids)
-            for i in set(ids):
-                if self._pins[i] <= 0:
-                    del self._pins[i]
-        self._flush_deleted()
+        """The buffer let go of these items: their files go once no learn task needs them (the ledger decides)."""
+        self._ledger.evicted([item[DATA_ID] for item in items if isinstance(item, Mapping) and DATA_ID in item])
 
     def deal_with_collector_send_data(self, task_id: str, buffer_id: str, data_id: str | None, data: Any) -> None:
         """Store a collector's metadata (one dict or a list) in the buffer ``buffer_id``."""
         items = data if isinstance(data, list) else [data]
-        self._buffer(buffer_id).push(items, cur_collector_envstep=self._commander.status()["envstep"])
+        self._buffer(buffer_id).push(items, cur_collector_envstep=self._commander.status().envstep)
 
-    def deal_with_collector_finish_task(self, task_id: str, finished_task: dict) -> bool:
+    def deal_with_collector_finish_task(self, task: CollectTask | EvalTask, result: CollectResult | EvalResult) -> bool:
         """A collector task ended; True when this ends the run (an evaluation reached the stop value)."""
-        reached = self._commander.finish_collector_task(task_id, finished_task)
-        if finished_task.get("eval_flag"):
-            record = dict(self._commander.eval_history[-1])
-            record["wall_time"] = time.monotonic() - self._start_time
-            self._record_eval(record, finished_task)
-        elif finished_task.get("episode_returns"):
-            returns = finished_task["episode_returns"]
-            step = self._commander.status()["envstep"]
+        reached = self._commander.finish_collector_task(task.task_id, result)
+        if isinstance(result, EvalResult):
+            record = dataclasses.replace(self._commander.eval_history[-1],
+                                         wall_time=time.monotonic() - self._start_time)
+            self._record_eval(record)
+        elif result.episode_returns:
+            returns = result.episode_returns
+            step = self._commander.status().envstep
             self._tb.add_scalar("collector_step/episode_return_mean", sum(returns) / len(returns), step)
         end = self._commander.end_reason
         if end is not None:
@@ -381,113 +417,144 @@ class Coordinator:
         self._notify()
         return reached
 
-    def _record_eval(self, record: dict, finished: dict) -> None:
-        it, step = record["train_iter"], record["env_step"]
-        self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record["eval_return_mean"], step)
-        self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record["eval_return_mean"], it)
-        self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record['eval_return_mean']:.4g} ± "
-                          f"{record['eval_return_std']:.3g} | {record['wall_time']:.1f} s", extra=CONSOLE)
-        if self.on_eval is not None:
-            self.on_eval(record)
+    def _record_eval(self, record: EvalRecord) -> None:
+        it, step = record.train_iter, record.env_step
+        self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record.eval_return_mean, step)
+        self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record.eval_return_mean, it)
+        self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record.eval_return_mean:.4g} ± "
+                          f"{record.eval_return_std:.3g} | {record.wall_time:.1f} s", extra=CONSOLE)
+        self._save_buffers(min_interval=float(self._coor_cfg.buffer_save_interval))
+        if self._on_eval is not None:
+            self._on_eval(record)
 
     def deal_with_learner_get_data(self, task_id: str, buffer_id: str, batch_size: int, cur_learner_iter: int,
                                    n_batches: int = 1) -> list[list[dict]]:
         """Up to ``n_batches`` batches of metadata for a learner, as far as pacing allows (maybe none). Their data
-        files are pinned: the caller unpins them (``_unpin``) once the learner is done with them."""
+        files are pinned: the caller unpins them (``self._ledger.unpin``) once the learner is done with them."""
         buf = self._buffer(buffer_id)
         batches: list[list[dict]] = []
-        with self._lock:  # sample and pin in one step: no file of a sampled item can go in between
-            self._sampling = True
-            try:
-                while len(batches) < n_batches and self._commander.learner_may_train(buf.count()):
-                    meta = buf.sample(batch_size, cur_learner_iter)
-                    if meta is None:
-                        break
-                    self._commander.batch_served()
-                    self._pins.update(m["data_id"] for m in meta)
-                    batches.append(meta)
-            finally:
-                self._sampling = False
-        self._flush_deleted()
+        with self._lock, self._ledger.sampling():  # sample and pin in one step: no file of a sampled item can go
+            while len(batches) < n_batches and self._commander.learner_may_train(buf.count()):
+                meta = buf.sample(batch_size, cur_learner_iter)
+                if meta is None:
+                    break
+                self._commander.batch_served()
+                self._ledger.pin(m[DATA_ID] for m in meta)
+                batches.append(meta)
         return batches
 
-    def deal_with_learner_send_info(self, task_id: str, buffer_id: str, info: dict) -> None:
+    def deal_with_learner_send_info(self, task_id: str, buffer_id: str, info: LearnInfo) -> None:
         """One iteration's learn info: priorities to the buffer, progress to the commander."""
-        if info.get("priority_info"):
-            self._buffer(buffer_id).update(info["priority_info"])
+        if info.priority_info is not None:
+            self._buffer(buffer_id).update(info.priority_info.to_json())
         self._commander.update_learner_info(task_id, info)  # (the learner logs its own learner_iter/* scalars)
         end = self._commander.end_reason
         if end is not None and not self._ending.is_set():
             self.end(end)
 
-    def deal_with_learner_finish_task(self, task_id: str, finished_task: dict) -> str:
+    def deal_with_learner_finish_task(self, task_id: str, finished_task: Any) -> str:
         return self._commander.finish_learner_task(task_id, finished_task)
+
+    # ---------------------------------------------------------------- peers' answers
+    def _ask(self, conn: SlaveConnection, task: Record, deadline_s: float) -> Any:
+        """Send ``task`` and wait for its answer, checked against the task's result record (ProtocolError)."""
+        answer = self._comm.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
+                                            deadline_s=deadline_s).result()
+        return decode_result(task, answer, self._peer(conn))
+
+    @staticmethod
+    def _peer(conn: SlaveConnection) -> str:
+        return f"{conn.role} '{conn.name}' at {conn.host}:{conn.port}"
+
+    def _malformed(self, conn: SlaveConnection, err: ProtocolError, what: str) -> None:
+        """A peer sent a malformed answer: that task failed (logged once, with the peer and the field)."""
+        self.stats["malformed_answers"] += 1
+        self.notice(f"{err}; {what}")
+
+    def _dismiss(self, conn: SlaveConnection, reason: str) -> None:
+        self.error(f"{self._peer(conn)} {reason}; dismissed")
+        self._comm.master.disconnect(conn, reason, shutdown=True)
 
     # ---------------------------------------------------------------- the learner's thread
     def _learner_loop(self, conn: SlaveConnection) -> None:
-        master = self._comm.master
         cfg = self._coor_cfg
-        task = None
-        while task is None and not self._ending.is_set() and conn.alive:
-            task = self._commander.get_learner_task()
-            if task is None:
+        slot: LearnerSlot | None = None
+        while slot is None and not self._ending.is_set() and conn.alive:
+            slot = self._commander.get_learner_task()
+            if slot is None:
                 self._wait_progress(0.2)  # another learner holds the slot (or is being replaced)
-        if task is None:
+        if slot is None:
             return
         ckpt_dir = os.path.join(self._exp_name, "ckpt")
-        payload = {"task_id": task["task_id"], "main_config": self._main_json, "path_data": self._path_data,
-                   "path_policy": self._path_policy, "policy_id": task["policy_id"], "buffer_id": task["buffer_id"],
-                   "seed": self._seed, "load_path": ckpt_dir if list_iteration_checkpoints(ckpt_dir) else None}
+        start = LearnerStartTask(task_id=slot.task_id, main_config=self._main_json, path_data=self._path_data,
+                                 path_policy=self._path_policy, policy_id=slot.policy_id, buffer_id=slot.buffer_id,
+                                 seed=self._seed,
+                                 load_path=ckpt_dir if list_iteration_checkpoints(ckpt_dir) else None)
         try:
-            started = master.new_task(conn, "learner_start_task", payload,
-                                      deadline_s=float(cfg.learner_task_timeout)).result()
+            started = self._ask(conn, start, float(cfg.learner_task_timeout))
         except SlaveLost:
-            self._commander.notify_fail_learner_task(task)
+            self._commander.notify_fail_learner_task(slot)
             return
         except TaskFailed as e:
-            self._commander.notify_fail_learner_task(task)
+            self._commander.notify_fail_learner_task(slot)
             if conn.alive:  # (a learner that died meanwhile is restarted or rejoins; that is not this error)
                 self._fatal(f"learner '{conn.name}' could not start: {e}")
             return
-        if started.get("loaded"):
-            self.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started['learner_step']}")
-        self._commander.learner_started(task["task_id"], started)
+        except ProtocolError as e:
+            self._commander.notify_fail_learner_task(slot)
+            self._malformed(conn, e, "the learner's start failed")
+            self._dismiss(conn, "answered its start task with a malformed record")
+            self._check_role_left("learner")
+            return
+        if started.loaded:
+            self.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started.learner_step}")
+        self._commander.learner_started(slot.task_id, started)
         self._notify()
         lost = False
         try:
             demand = self._learner_demand(conn)
-            link = _LearnerLink(int(demand["batch_size"]), max(1, int(demand.get("n_batches", 1))))
-            while not self._ending.is_set() and conn.alive:
-                if not self._feed(conn, task, link):
-                    self._wait_progress(0.05)
+            if demand is not None:
+                link = _LearnerLink(demand.batch_size, demand.n_batches)
+                while not self._ending.is_set() and conn.alive:
+                    if not self._feed(conn, slot, link):
+                        self._wait_progress(0.05)
         except SlaveLost:
             lost = True
         except TaskFailed as e:
             if not self._ending.is_set() and conn.alive:
                 self._fatal(f"learner '{conn.name}' failed: {e}")
         if lost or not conn.alive:
-            self._commander.notify_fail_learner_task(task)
+            self._commander.notify_fail_learner_task(slot)
             self._check_role_left("learner")
             return
         try:
-            final = master.new_task(conn, "learner_close_task", {"wait_s": 60.0}, deadline_s=90.0).result()
-            self._commander.update_learner_info(task["task_id"], final)
-            self.deal_with_learner_finish_task(task["task_id"], dict(final, buffer_id=task["buffer_id"]))
-            self.info(f"learner '{conn.name}' closed at train_iter {final.get('learner_step')}")
-        except TaskFailed as e:
+            final = self._ask(conn, LearnerCloseTask(wait_s=60.0), 90.0)
+            self._commander.update_learner_info(slot.task_id, LearnInfo(learner_step=final.learner_step))
+            self.deal_with_learner_finish_task(slot.task_id, final)
+            self.info(f"learner '{conn.name}' closed at train_iter {final.learner_step}")
+        except (TaskFailed, ProtocolError) as e:
             self.error(f"learner '{conn.name}' did not close cleanly: {e}")
 
-    def _learner_demand(self, conn: SlaveConnection) -> Mapping[str, Any]:
-        """The learner's data demand: its batch size and how many batches it keeps queued (asked once)."""
+    def _learner_demand(self, conn: SlaveConnection) -> Any:
+        """The learner's data demand: its batch size and how many batches it keeps queued (asked once). None when
+        the learner was dismissed for malformed answers."""
         wait = float(self._coor_cfg.data_wait)
+        bad = 0
         while not self._ending.is_set() and conn.alive:
-            demand = self._comm.master.new_task(conn, "learner_get_data_task", {"wait_s": wait},
-                                                deadline_s=wait + 10.0).result().get("demand")
-            if demand:
-                return demand
+            try:
+                answer: DemandAnswer = self._ask(conn, GetDataTask(wait_s=wait), wait + 10.0)
+            except ProtocolError as e:
+                bad += 1
+                self._malformed(conn, e, "asking again")
+                if bad >= _MAX_TASK_FAILURES:
+                    self._dismiss(conn, f"sent {bad} malformed data demands in a row")
+                    return None
+                continue
+            if answer.demand is not None:
+                return answer.demand
         raise SlaveLost(f"learner '{conn.name}' gave no data demand before the run ended")
 
-    def _feed(self, conn: SlaveConnection, task: dict, link: _LearnerLink) -> bool:
+    def _feed(self, conn: SlaveConnection, slot: LearnerSlot, link: _LearnerLink) -> bool:
         """Keep the learner's queue full: send as many batches as it has room for and pacing allows (one learn
         task). Batches go out before the learner asks, so it never waits for a round trip; False if none went."""
         # at most a quarter of the window per task: a learn task ends only when all its batches are trained, so with
@@ -495,68 +562,79 @@ class Coordinator:
         room = min(link.room(), max(1, link.window // 4))
         if room <= 0:
             return False
-        batches = self.deal_with_learner_get_data(task["task_id"], task["buffer_id"], link.batch_size,
-                                                  int(self._commander.status()["learner_step"]), room)
+        batches = self.deal_with_learner_get_data(slot.task_id, slot.buffer_id, link.batch_size,
+                                                  self._commander.status().learner_step, room)
         if not batches:
             return False
-        ids = [m["data_id"] for b in batches for m in b]  # pinned by deal_with_learner_get_data
+        ids = [m[DATA_ID] for b in batches for m in b]  # pinned by deal_with_learner_get_data
         link.sent(len(batches))
         timeout = float(self._coor_cfg.learner_task_timeout)
-        handle = self._comm.master.new_task(
-            conn, "learner_learn_task",
-            {"data": [to_columns(b) for b in batches], "envstep": self._commander.status()["envstep"],
-             "wait_s": timeout},
-            deadline_s=timeout + 5.0)
+        task = LearnTask.of_batches(batches, envstep=self._commander.status().envstep, wait_s=timeout)
+        handle = self._comm.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
 
         def on_done(h: TaskHandle) -> None:
             link.done(len(batches))
-            self._learned(conn, task, ids, h)
+            self._learned(conn, slot, task, link, ids, h)
 
         handle.add_done_callback(on_done)
         return True
 
-    def _learned(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
+    def _learned(self, conn: SlaveConnection, slot: LearnerSlot, task: LearnTask, link: _LearnerLink,
+                 ids: list[str], handle: Any) -> None:
         try:
-            self._take_learn_result(conn, task, ids, handle)
+            self._take_learn_result(conn, slot, task, link, ids, handle)
         except Exception as e:  # noqa: BLE001 -- runs in an HTTP thread: report it as the run's error
             self._logger.exception("handling a learn result failed")
             self._fatal(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
 
-    def _take_learn_result(self, conn: SlaveConnection, task: dict, ids: list[str], handle: Any) -> None:
-        self._unpin(ids)
+    def _take_learn_result(self, conn: SlaveConnection, slot: LearnerSlot, task: LearnTask, link: _LearnerLink,
+                           ids: list[str], handle: Any) -> None:
+        self._ledger.unpin(ids)
         err = handle.error
         if err is not None:
             if not isinstance(err, SlaveLost) and not self._ending.is_set() and conn.alive:
                 self._fatal(f"learner '{conn.name}' failed: {err}")
             return
-        result = handle.result()
-        for info in result.get("infos", []):
-            self.deal_with_learner_send_info(task["task_id"], task["buffer_id"], info)
-        skipped = int(result.get("skipped_files", 0))
-        if skipped:
-            self.stats["skipped_files"] += skipped
-            self._logger.warning(f"learner '{conn.name}' skipped {skipped} missing or damaged data file(s)")
+        try:
+            result = decode_result(task, handle.result(), self._peer(conn))
+            assert isinstance(result, LearnResult)
+        except ProtocolError as e:  # that learn task failed: its batches are not trained, the run goes on
+            link.bad_answers += 1
+            self._malformed(conn, e, f"its {len(task.data)} batch(es) are dropped")
+            if link.bad_answers >= _MAX_TASK_FAILURES and conn.alive:
+                self._dismiss(conn, f"sent {link.bad_answers} malformed learn results in a row")
+            return
+        link.bad_answers = 0
+        for info in result.infos:
+            self.deal_with_learner_send_info(slot.task_id, slot.buffer_id, info)
+        if result.skipped_files:
+            self.stats["skipped_files"] += result.skipped_files
+            self._logger.warning(f"learner '{conn.name}' skipped {result.skipped_files} missing or damaged data "
+                                 "file(s)")
         self._notify()
 
     # ---------------------------------------------------------------- a collector's thread
     def _collector_loop(self, conn: SlaveConnection, index: int) -> None:
-        master = self._comm.master
         cfg = self._coor_cfg
-        while self._commander.status()["policy_iter"] < 0 and not self._ending.is_set() and conn.alive:
+        while self._commander.status().policy_iter < 0 and not self._ending.is_set() and conn.alive:
             self._wait_progress(0.2)  # the learner publishes the first policy
         if self._ending.is_set() or not conn.alive:
             return
-        policy_id = self._commander.get_policy_id()
-        payload = {"main_config": self._main_json, "path_data": self._path_data, "path_policy": self._path_policy,
-                   "policy_id": policy_id, "seed": self._seed + 1000 * (index + 1)}
+        start = CollectorStartTask(main_config=self._main_json, path_data=self._path_data,
+                                   path_policy=self._path_policy, policy_id=self._commander.get_policy_id(),
+                                   seed=self._seed + 1000 * (index + 1))
         try:
-            master.new_task(conn, "collector_start_task", payload,
-                            deadline_s=max(60.0, float(cfg.collector_task_timeout))).result()
+            self._ask(conn, start, max(60.0, float(cfg.collector_task_timeout)))
         except SlaveLost:
             return
         except TaskFailed as e:
             if conn.alive:
                 self._fatal(f"collector '{conn.name}' could not start: {e}")
+            return
+        except ProtocolError as e:
+            self._malformed(conn, e, "the collector's start failed")
+            self._dismiss(conn, "answered its start task with a malformed record")
+            self._check_role_left("collector")
             return
         self.info(f"collector '{conn.name}' started")
         with self._lock:
@@ -570,45 +648,59 @@ class Coordinator:
                 if task is None:
                     self._wait_progress(0.05)
                     continue
-                limit = float(cfg.eval_task_timeout if task["eval_flag"] else cfg.collector_task_timeout)
-                handle = master.new_task(conn, "collector_data_task", task, deadline_s=limit)
+                limit = float(cfg.eval_task_timeout if isinstance(task, EvalTask) else cfg.collector_task_timeout)
+                handle = self._comm.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
                 try:
-                    result = handle.result()
-                except TaskFailed as e:
+                    result = self._collector_result(conn, task, handle)
+                except (TaskFailed, ProtocolError) as e:
                     self._commander.notify_fail_collector_task(task)
                     self.stats["failed_collector_tasks"] += 1
                     if isinstance(e, TaskTimeout) and not self._quiesce(conn, handle, limit):
                         break
-                    delete_data(self._path_data, [n for n in self._listdir() if n.startswith(task["task_id"] + "_")])
-                    self.info(f"collector task {task['task_id']} on '{conn.name}' failed ({e}); its work goes to "
-                              "the next free collector")
+                    self._ledger.drop_task(task.task_id)
+                    if isinstance(e, ProtocolError):
+                        self._malformed(conn, e, f"task {task.task_id} failed; its work goes to the next free "
+                                                 "collector")
+                    else:
+                        self.info(f"collector task {task.task_id} on '{conn.name}' failed ({e}); its work goes to "
+                                  "the next free collector")
                     if isinstance(e, SlaveLost):
                         break
                     failures += 1
                     if failures >= _MAX_TASK_FAILURES:
-                        hint = (f" (a task must finish within {'eval' if task['eval_flag'] else 'collector'}"
-                                f"_task_timeout = {limit:g} s)" if isinstance(e, TaskTimeout) else "")
-                        self.error(f"collector '{conn.name}' failed {failures} tasks in a row{hint}; dismissed. Last "
-                                   f"error: {e}\n{e.remote_traceback}")
-                        master.disconnect(conn, "too many failed tasks", shutdown=True)
+                        kind = "eval" if isinstance(task, EvalTask) else "collector"
+                        hint = (f" (a task must finish within {kind}_task_timeout = {limit:g} s)"
+                                if isinstance(e, TaskTimeout) else "")
+                        self._dismiss(conn, f"failed {failures} tasks in a row{hint}. Last error: {e}\n"
+                                            f"{getattr(e, 'remote_traceback', '')}")
                         break
                     continue
                 failures = 0
                 self.stats[f"tasks_{conn.name}"] += 1
-                if not result.get("eval_flag"):
-                    metadata = result.get("metadata", [])
-                    if metadata:
-                        self.deal_with_collector_send_data(task["task_id"], task["buffer_id"], None, metadata)
-                    result["sample_count"] = len(metadata)
-                self.deal_with_collector_finish_task(task["task_id"], dict(result, eval_flag=task["eval_flag"]))
+                if isinstance(result, CollectResult) and result.metadata:
+                    self.deal_with_collector_send_data(task.task_id, task.buffer_id, None,
+                                                       [m.to_json() for m in result.metadata])
+                self.deal_with_collector_finish_task(task, result)
         finally:
             self.deal_with_decrease_collector()
         if conn.alive:
             try:
-                master.new_task(conn, "collector_close_task", {}, deadline_s=30.0).result()
-            except TaskFailed as e:
+                self._ask(conn, CollectorCloseTask(), 30.0)
+            except (TaskFailed, ProtocolError) as e:
                 self.info(f"collector '{conn.name}' did not close cleanly: {e}")
         self._check_role_left("collector")
+
+    def _collector_result(self, conn: SlaveConnection, task: CollectTask | EvalTask,
+                          handle: TaskHandle) -> CollectResult | EvalResult:
+        """The answer to a collector task, checked (a collect task's data files must exist as regular files under
+        path_data, named after the task)."""
+        result = decode_result(task, handle.result(), self._peer(conn))
+        assert isinstance(result, (CollectResult, EvalResult))
+        if isinstance(result, CollectResult):
+            problem = self._ledger.check_written(m.data_id for m in result.metadata)
+            if problem:
+                raise ProtocolError("CollectResult", "metadata.data_id", problem, self._peer(conn))
+        return result
 
     def _quiesce(self, conn: SlaveConnection, handle: TaskHandle, limit: float) -> bool:
         """A task passed its deadline: cancel it in the collector and wait until the collector runs nothing, so no
@@ -643,12 +735,6 @@ class Coordinator:
                 return
             self._ending.wait(0.5)
 
-    def _listdir(self) -> list[str]:
-        try:
-            return os.listdir(self._path_data)
-        except FileNotFoundError:
-            return []
-
     @property
     def training_seconds(self) -> float | None:
         """Seconds from the first collector's start to the end of the shutdown: the run's training time without
@@ -658,10 +744,9 @@ class Coordinator:
         return (self._train_end or time.monotonic()) - self._train_start
 
     def status(self) -> dict[str, Any]:
-        s = self._commander.status()
-        s["buffer_count"] = sum(b.count() for b in self._buffers.values())
-        s["wall_time"] = time.monotonic() - self._start_time
-        s["learners"] = len(self._comm.master.slaves(role="learner", alive_only=True))
-        s["collectors_connected"] = len(self._comm.master.slaves(role="collector", alive_only=True))
-        return s
+        master = self._comm.master
+        return dict(self._commander.status().to_json(), buffer_count=sum(b.count() for b in self._buffers.values()),
+                    wall_time=time.monotonic() - self._start_time,
+                    learners=len(master.slaves(role="learner", alive_only=True)),
+                    collectors_connected=len(master.slaves(role="collector", alive_only=True)))
 

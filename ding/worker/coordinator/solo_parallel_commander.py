@@ -11,6 +11,20 @@ from typing import Any
 
 from ding.utils import COMMANDER_REGISTRY, ConfigError
 
+from ..parallel_protocol import (
+    COLLECT_TASK_PREFIX,
+    CollectResult,
+    CollectTask,
+    CommanderState,
+    CommanderStatus,
+    EvalRecord,
+    EvalResult,
+    EvalTask,
+    LearnerClosed,
+    LearnerSlot,
+    LearnerStarted,
+    LearnInfo,
+)
 from .base_parallel_commander import BaseCommander, LimitedSpaceContainer
 
 _uid = itertools.count()
@@ -72,8 +86,6 @@ class SoloCommander(BaseCommander):
         self._learner_space = LimitedSpaceContainer(0, int(self._commander_cfg.get("learner_task_space", 1)))
         self._command = create_policy(copy.deepcopy(cfg.policy), enable_field=["command"]).command_mode
         self._lock = threading.RLock()
-        self.max_env_step = math.inf
-        self.max_train_iter = math.inf
         self._collectors = 0
         self._learner_step = 0
         self._policy_iter = -1  # newest published policy; -1: none yet (collectors wait for it)
@@ -89,37 +101,37 @@ class SoloCommander(BaseCommander):
         self._end_reason: str | None = None
         self._buffer_id = "buffer0"
         self._policy_id = "policy"
-        self.eval_history: list[dict[str, Any]] = []
+        self.eval_history: list[EvalRecord] = []
 
     # ---------------------------------------------------------------- learner
-    def get_learner_task(self) -> dict | None:
+    def get_learner_task(self) -> LearnerSlot | None:
         with self._lock:
             if self._end_reason is not None or not self._learner_space.acquire_space():
                 return None
-            return {"task_id": f"learner_task_{next(_uid)}", "buffer_id": self._buffer_id,
-                    "policy_id": self._policy_id}
+            return LearnerSlot(task_id=f"learner_task_{next(_uid)}", buffer_id=self._buffer_id,
+                               policy_id=self._policy_id)
 
-    def finish_learner_task(self, task_id: str, finished_task: dict) -> str:
+    def finish_learner_task(self, task_id: str, finished_task: LearnerClosed) -> str:
         self._learner_space.release_space()
-        return str(finished_task.get("buffer_id", self._buffer_id))
+        return self._buffer_id
 
-    def notify_fail_learner_task(self, task: dict) -> None:
+    def notify_fail_learner_task(self, task: LearnerSlot) -> None:
         self._learner_space.release_space()
 
-    def update_learner_info(self, task_id: str, info: dict) -> None:
+    def update_learner_info(self, task_id: str, info: LearnInfo) -> None:
         with self._lock:
-            self._learner_step = max(self._learner_step, int(info.get("learner_step", 0)))
-            if info.get("policy_iter") is not None:
-                self._policy_iter = max(self._policy_iter, int(info["policy_iter"]))
+            self._learner_step = max(self._learner_step, info.learner_step)
+            if info.policy_iter >= 0:
+                self._policy_iter = max(self._policy_iter, info.policy_iter)
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
-    def learner_started(self, task_id: str, info: dict) -> None:
+    def learner_started(self, task_id: str, info: LearnerStarted) -> None:
         """A learner (re)started; a restarted one continues from its checkpoint, so its step may go back."""
         with self._lock:
-            self._learner_step = int(info.get("learner_step", 0))
-            if info.get("policy_iter") is not None:
-                self._policy_iter = int(info["policy_iter"])
+            self._learner_step = info.learner_step
+            if info.policy_iter >= 0:
+                self._policy_iter = info.policy_iter
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
 
@@ -162,7 +174,7 @@ class SoloCommander(BaseCommander):
         planned = self._pushed + sum(self._in_flight.values())
         return planned < self._served_batches / self._ratio + ahead
 
-    def get_collector_task(self, collector: str = "") -> dict | None:
+    def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:
         with self._lock:
             if self._end_reason is not None or self._policy_iter < 0:
                 return None
@@ -171,57 +183,54 @@ class SoloCommander(BaseCommander):
                 return None
             if not self._collector_space.acquire_space():
                 return None
-            task_id = f"collector_task_{next(_uid)}"
-            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep}
-            task: dict[str, Any] = {
-                "task_id": task_id, "buffer_id": self._buffer_id, "policy_id": self._policy_id,
-                "eval_flag": eval_flag, "train_iter": self._learner_step, "envstep": self._envstep,
-            }
+            task_id = f"{COLLECT_TASK_PREFIX}{next(_uid)}"
+            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
+                    "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
                 self._eval_running = True
                 self._last_eval_iter = self._learner_step
                 self._last_eval_time = time.monotonic()
-                task["best_return"] = None if self._best_return == -math.inf else self._best_return
-                task["eval_setting"] = dict(self._command.get_setting_eval(info))
-            else:
-                task["n_sample"] = self._n_sample
-                task["collect_setting"] = dict(self._command.get_setting_collect(info))
-                self._in_flight[task_id] = self._n_sample
-            return task
+                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
+                                train_iter=self._learner_step, envstep=self._envstep,
+                                best_return=None if self._best_return == -math.inf else self._best_return,
+                                eval_setting=dict(self._command.get_setting_eval(info)))
+            self._in_flight[task_id] = self._n_sample
+            return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
+                               n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
+                               collect_setting=dict(self._command.get_setting_collect(info)))
 
-    def finish_collector_task(self, task_id: str, finished_task: dict) -> bool:
+    def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         self._collector_space.release_space()
         with self._lock:
-            if finished_task.get("eval_flag"):
+            if isinstance(finished_task, EvalResult):
                 return self._finish_eval(finished_task)
             self._in_flight.pop(task_id, None)
-            self._envstep += int(finished_task.get("envstep", 0))
-            self._pushed += int(finished_task.get("sample_count", 0))
+            self._envstep += finished_task.envstep
+            self._pushed += finished_task.sample_count
             if self._envstep >= self.max_env_step and self._end_reason is None:
                 self._end_reason = f"reached max_env_step ({self.max_env_step:g})"
             return False
 
-    def _finish_eval(self, finished_task: dict) -> bool:
+    def _finish_eval(self, finished: EvalResult) -> bool:
         self._eval_running = False
-        mean = float(finished_task["eval_return_mean"])
-        self._evaluated_policy = max(self._evaluated_policy, int(finished_task.get("policy_iter", -1)))
+        mean = finished.eval_return_mean
+        self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
-        self.eval_history.append({"train_iter": int(finished_task.get("policy_iter", self._learner_step)),
-                                  "env_step": self._envstep, "eval_return_mean": mean,
-                                  "eval_return_std": float(finished_task.get("eval_return_std", 0.0))})
+        self.eval_history.append(EvalRecord(train_iter=finished.policy_iter, env_step=self._envstep,
+                                            eval_return_mean=mean, eval_return_std=finished.eval_return_std))
         if mean >= self._stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
             return True
         return False
 
-    def notify_fail_collector_task(self, task: dict) -> None:
+    def notify_fail_collector_task(self, task: CollectTask | EvalTask) -> None:
         self._collector_space.release_space()
         with self._lock:
-            if task.get("eval_flag"):
+            if isinstance(task, EvalTask):
                 self._eval_running = False  # the evaluation is handed out again as soon as a collector is free
                 self._last_eval_iter = -math.inf
             else:
-                self._in_flight.pop(task["task_id"], None)
+                self._in_flight.pop(task.task_id, None)
 
     # ---------------------------------------------------------------- status
     def get_policy_id(self) -> str:
@@ -240,25 +249,28 @@ class SoloCommander(BaseCommander):
     def reached_stop_value(self) -> bool:
         return self._best_return >= self._stop_value
 
-    def status(self) -> dict[str, Any]:
+    def _status(self) -> dict[str, Any]:
+        return dict(learner_step=self._learner_step, policy_iter=self._policy_iter, envstep=self._envstep,
+                    pushed=self._pushed, served_batches=self._served_batches, collectors=self._collectors,
+                    best_return=None if self._best_return == -math.inf else self._best_return,
+                    last_eval=self.eval_history[-1] if self.eval_history else None)
+
+    def status(self) -> CommanderStatus:
         with self._lock:
-            return {"learner_step": self._learner_step, "policy_iter": self._policy_iter, "envstep": self._envstep,
-                    "pushed": self._pushed, "served_batches": self._served_batches, "collectors": self._collectors,
-                    "best_return": None if self._best_return == -math.inf else self._best_return,
-                    "last_eval": self.eval_history[-1] if self.eval_history else None}
+            return CommanderStatus(**self._status())
 
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run continues from (``ding -m parallel --resume``): the env-step count (the exploration
-        schedule follows it), the best return and the evaluations so far, and how the run ended."""
+        schedule follows it), the best return and the evaluations so far, and how the run ended (JSON)."""
         with self._lock:
-            return {**self.status(), "eval_history": list(self.eval_history), "end_reason": self._end_reason,
-                    "reached_stop_value": self.reached_stop_value}
+            return CommanderState(**self._status(), eval_history=list(self.eval_history),
+                                  end_reason=self._end_reason, reached_stop_value=self.reached_stop_value).to_json()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Continue a stopped run's counters. The replay buffer starts empty, so pacing (served batches per pushed
         sample) starts afresh; the learner's step comes from its checkpoint when it starts."""
+        saved = CommanderState.from_json(state, peer="the saved coordinator state")
         with self._lock:
-            self._envstep = int(state.get("envstep", 0))
-            best = state.get("best_return")
-            self._best_return = -math.inf if best is None else float(best)
-            self.eval_history = list(state.get("eval_history") or [])
+            self._envstep = saved.envstep
+            self._best_return = -math.inf if saved.best_return is None else saved.best_return
+            self.eval_history = list(saved.eval_history)

@@ -11,8 +11,9 @@ from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
 
 
 class BaseCommCollector(ABC):
-    """Receives the coordinator's collector tasks and gives the parallel collector it builds the functions it talks
-    through: ``send_stepdata``, ``send_metadata`` and ``get_policy_update_info``."""
+    """Receives the coordinator's collector tasks and gives the parallel collector it builds (through its
+    constructor) the two functions it talks through: ``send_stepdata`` (write one sample's data file) and
+    ``get_policy_update_info`` (read the published policy). Metadata goes back in each task's answer."""
 
     config: dict = {}
 
@@ -22,25 +23,20 @@ class BaseCommCollector(ABC):
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self._end_flag = True
 
     @abstractmethod
     def get_policy_update_info(self, path: str) -> dict | None:
         """The policy published at ``path`` (None: nothing published yet)."""
 
     @abstractmethod
-    def send_metadata(self, metadata: Any) -> None:
-        """Hand one sample's metadata on towards the coordinator."""
-
-    @abstractmethod
     def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> Any:
         """Store one sample where the learner can read it."""
 
     def start(self) -> None:
-        self._end_flag = False
+        """Start serving the coordinator."""
 
     def close(self) -> None:
-        self._end_flag = True
+        """Stop serving (idempotent)."""
 
 
 def create_comm_collector(cfg: Mapping, **kwargs: Any) -> BaseCommCollector:

@@ -1,31 +1,40 @@
 """FlaskFileSystemCollector: a collector process — an HTTP slave of the coordinator writing data files.
 
-Task flow (started by the coordinator): ``collector_start_task`` builds the parallel collector (envs, policy);
-each ``collector_data_task`` runs one collect task (samples into ``path_data``, metadata in the answer) or one
-evaluation; ``collector_close_task`` closes the envs. ``resource`` reports what the process offers.
+Task flow (started by the coordinator; the records are in :mod:`ding.worker.parallel_protocol`): a
+``CollectorStartTask`` builds the parallel collector (envs, policy); each ``CollectTask`` collects samples into
+``path_data`` and answers with their metadata, each ``EvalTask`` runs one evaluation; a ``CollectorCloseTask`` closes
+the envs. Its slave is a :class:`NaiveCollector`; ``resource`` reports what the process offers.
 """
 from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-from easydict import EasyDict
-
 from ding.interaction import TaskCancelled
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
-from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
+from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked
 from ding.worker.parallel_files import policy_path, run_dir
+from ding.worker.parallel_protocol import (
+    CollectorCloseTask,
+    CollectorFinishInfo,
+    CollectorStarted,
+    CollectorStartTask,
+    CollectResult,
+    CollectTask,
+    EvalResult,
+    EvalTask,
+)
 
 from .base_comm_collector import BaseCommCollector
+from .naive_collector import NaiveCollector
 
 
 @COMM_COLLECTOR_REGISTRY.register("flask_fs")
 class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
-    """A collector process's slave: see the module docstring for the task flow."""
+    """A collector process's comm collector: see the module docstring for the task flow."""
 
     config = dict(
         type="flask_fs",
@@ -39,16 +48,15 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.collector_slave.{name}")
-        self._slave = build_slave(cfg, name, "collector", token, {
-            "resource": lambda task: self.deal_with_resource(),
-            "collector_start_task": self.deal_with_collector_start,
-            "collector_data_task": self.deal_with_collector_data,
-            "collector_close_task": self.deal_with_collector_close,
-        }, self.deal_with_resource(), self._logger)
         self._collector: Any = None
         self._path_data = ""
-        self._metadata: queue.Queue = queue.Queue()
         self._task_lock = threading.Lock()  # one collector task at a time: the envs are not shared
+        self._slave = NaiveCollector(cfg, name, token, {
+            CollectorStartTask: self.deal_with_collector_start,
+            CollectTask: self.deal_with_collector_data,
+            EvalTask: self.deal_with_collector_data,
+            CollectorCloseTask: self.deal_with_collector_close,
+        }, self.deal_with_resource(), self._logger, timestep=self._timestep)
 
     # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
@@ -62,35 +70,37 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             collector, self._collector = self._collector, None
             collector.close()
 
+    def _timestep(self) -> int:
+        collector = self._collector
+        return collector.get_finish_info().envstep if collector is not None else 0
+
     # ---------------------------------------------------------------- tasks
     def deal_with_resource(self) -> dict:
         return {"cpu": os.cpu_count() or 1, "gpu": 0}
 
-    def deal_with_collector_start(self, task: dict) -> dict:
+    def deal_with_collector_start(self, task: CollectorStartTask) -> CollectorStarted:
+        from easydict import EasyDict
+
         from ..base_parallel_collector import create_parallel_collector
 
         with self._task_lock:
-            info = EasyDict(task)
             self._close_collector()
-            cfg = EasyDict(info.main_config)
-            self._path_data = run_dir(info.get("path_data"), self._cfg.get("path_data"),
-                                      "collector_start_task.path_data")
-            path_policy = run_dir(info.get("path_policy"), self._cfg.get("path_policy"),
-                                  "collector_start_task.path_policy")
+            cfg = EasyDict(task.main_config)
+            self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "CollectorStartTask.path_data")
+            path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "CollectorStartTask.path_policy")
             os.makedirs(self._path_data, exist_ok=True)
             collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
-                                                  seed=int(info.get("seed", 0)),
-                                                  policy_path=policy_path(path_policy, info.get("policy_id")))
-            collector.send_stepdata = self.send_stepdata
-            collector.get_policy_update_info = self.get_policy_update_info
+                                                  seed=task.seed, policy_path=policy_path(path_policy, task.policy_id),
+                                                  send_stepdata=self.send_stepdata,
+                                                  get_policy_update_info=self.get_policy_update_info)
             collector.start()
             self._collector = collector
-            return {"started": True}
+            return CollectorStarted(started=True)
 
-    def deal_with_collector_data(self, task: dict) -> dict:
+    def deal_with_collector_data(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
         with self._task_lock:
             if self._collector is None:
-                raise RuntimeError(f"collector '{self.name}' has no collector_start_task yet")
+                raise RuntimeError(f"collector '{self.name}' has no collector start task yet")
             if self._slave.stopping:
                 raise RuntimeError(f"collector '{self.name}' is shutting down")
             self._check_cancelled()  # (cancelled while it waited for the task before it)
@@ -101,9 +111,9 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             raise TaskCancelled(f"collector '{self.name}': the task was cancelled (its deadline passed); "
                                 "nothing more of it is written")
 
-    def deal_with_collector_close(self, task: dict) -> dict:
+    def deal_with_collector_close(self, task: CollectorCloseTask) -> CollectorFinishInfo:
         with self._task_lock:
-            info = self._collector.get_finish_info() if self._collector is not None else {}
+            info = self._collector.get_finish_info() if self._collector is not None else CollectorFinishInfo()
             self._close_collector()
             return info
 
@@ -113,9 +123,6 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
 
         self._check_cancelled()  # a cancelled task writes no more files: the coordinator deleted its data
         return write_data(self._path_data, data_id, stepdata, compress=compress)
-
-    def send_metadata(self, metadata: Any) -> None:
-        self._metadata.put(metadata)
 
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy

@@ -23,7 +23,6 @@ class BaseCommLearner(ABC):
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self._end_flag = True
 
     @abstractmethod
     def send_policy(self, state_dict: dict) -> None:
@@ -38,10 +37,10 @@ class BaseCommLearner(ABC):
         """Report one iteration's learn info (step, priorities) to the coordinator."""
 
     def start(self) -> None:
-        self._end_flag = False
+        """Start serving the coordinator."""
 
     def close(self) -> None:
-        self._end_flag = True
+        """Stop serving (idempotent)."""
 
     @property
     @abstractmethod

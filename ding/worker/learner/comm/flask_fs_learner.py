@@ -1,11 +1,12 @@
 """FlaskFileSystemLearner: a learner process — an HTTP slave of the coordinator, data and policy through files.
 
-Task flow (all started by the coordinator): ``learner_start_task`` builds the policy and a :class:`BaseLearner`
-(loading the run's latest checkpoint when the coordinator names one) and starts its training thread;
-``learner_get_data_task`` returns the learner's next data demand; ``learner_learn_task`` hands over sampled metadata
-and answers, once the learner trained on it, with the learn info (train iteration, priorities); ``learner_close_task``
-stops training and writes a checkpoint. The training thread reads the data files named by the metadata and publishes
-the policy to ``path_policy/<policy_id>`` every ``send_policy_freq`` iterations.
+Task flow (all started by the coordinator; the records are in :mod:`ding.worker.parallel_protocol`): a
+``LearnerStartTask`` builds the policy and a :class:`BaseLearner` (loading the run's latest checkpoint when the
+coordinator names one) and starts its training thread; a ``GetDataTask`` returns the learner's next data demand; a
+``LearnTask`` hands over sampled metadata and answers, once the learner trained on it, with the learn info (train
+iteration, priorities); a ``LearnerCloseTask`` stops training and writes a checkpoint. A training thread that fails
+is reported, with its own traceback, by the next task. The training thread reads the data files named by the
+metadata and publishes the policy to ``path_policy/<policy_id>`` every ``send_policy_freq`` iterations.
 """
 from __future__ import annotations
 
@@ -22,8 +23,21 @@ from easydict import EasyDict
 
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
-from ding.worker.comm_role import COMM_ROLE_CONFIG, SlaveBacked, build_slave
+from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
+from ding.worker.parallel_protocol import (
+    DATA_ID,
+    DemandAnswer,
+    GetDataTask,
+    LearnerClosed,
+    LearnerCloseTask,
+    LearnerDemand,
+    LearnerStarted,
+    LearnerStartTask,
+    LearnInfo,
+    LearnResult,
+    LearnTask,
+)
 
 from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
@@ -38,18 +52,18 @@ class _Slot:
 
     def __init__(self) -> None:
         self.event = threading.Event()
-        self.info: dict[str, Any] | None = None
+        self.info: LearnInfo | None = None
 
 
 class SendPolicyHook(LearnerHook):
-    """Publish the policy every ``freq`` iterations (after_iter)."""
+    """Publish the policy every ``send_policy_freq`` iterations of the comm learner (after_iter)."""
 
-    def __init__(self, comm: FlaskFileSystemLearner, freq: int) -> None:
+    def __init__(self, comm: FlaskFileSystemLearner) -> None:
         super().__init__("send_policy", 30, position="after_iter")
-        self._comm, self._freq = comm, max(1, int(freq))
+        self._comm = comm
 
     def __call__(self, engine: BaseLearner) -> None:
-        if engine.train_iter % self._freq == 0:
+        if engine.train_iter % self._comm.send_policy_freq == 0:
             self._comm.send_policy(engine.policy.state_dict())
 
 
@@ -95,18 +109,18 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        self._slave = build_slave(cfg, name, "learner", token, {
-            "resource": lambda task: self.deal_with_resource(),
-            "learner_start_task": self.deal_with_learner_start,
-            "learner_get_data_task": self.deal_with_get_data,
-            "learner_learn_task": self.deal_with_learner_learn,
-            "learner_close_task": self.deal_with_learner_close,
+        self._slave = RoleSlave(cfg, name, "learner", token, {
+            LearnerStartTask: self.deal_with_learner_start,
+            GetDataTask: self.deal_with_get_data,
+            LearnTask: self.deal_with_learner_learn,
+            LearnerCloseTask: self.deal_with_learner_close,
         }, self.deal_with_resource(), self._logger)
+        self.send_policy_freq = 1  # set from the learner config by the start task
         self._learner: BaseLearner | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
-        self._demand: dict[str, int] | None = None  # the learner's data demand: kept, so a re-admitted role answers it
+        self._demand: LearnerDemand | None = None  # the learner's data demand: kept, so a re-admitted role answers it
         self._demand_set = threading.Event()
         self._data: queue.Queue = queue.Queue()
         self._local: collections.deque = collections.deque()  # batches received but not yet handed to the learner
@@ -143,38 +157,36 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def deal_with_resource(self) -> dict:
         return {"cpu": os.cpu_count() or 1, "gpu": 0}
 
-    def deal_with_learner_start(self, task: dict) -> dict:
+    def deal_with_learner_start(self, task: LearnerStartTask) -> LearnerStarted:
         with self._start_lock:
             if self._learner is not None:
                 if self._thread is not None and self._thread.is_alive():
-                    return {"learner_step": self._learner.train_iter, "policy_iter": self._policy_iter,
-                            "already_started": True}
+                    return LearnerStarted(learner_step=self._learner.train_iter, policy_iter=self._policy_iter,
+                                          already_started=True)
                 raise RuntimeError(f"learner '{self.name}' already ran a learner task; start a new process")
-            return self._start_learning(EasyDict(task))
+            return self._start_learning(task)
 
-    def _start_learning(self, task: EasyDict) -> dict:
-        from ding.policy import create_policy
-        from ding.utils import set_pkg_seed
+    def _start_learning(self, task: LearnerStartTask) -> LearnerStarted:
+        from ...builder import build_learning  # the one builder (serial runs use it too); lazy: it imports workers
 
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
-        set_pkg_seed(int(task.get("seed", cfg.get("seed", 0))), use_cuda=bool(cfg.policy.get("cuda", False)))
-        self._path_data = run_dir(task.get("path_data"), self._cfg.get("path_data"), "learner_start_task.path_data")
-        path_policy = run_dir(task.get("path_policy"), self._cfg.get("path_policy"), "learner_start_task.path_policy")
-        self._policy_path = policy_path(path_policy, task.get("policy_id"))
+        self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
+        path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "LearnerStartTask.path_policy")
+        self._policy_path = policy_path(path_policy, task.policy_id)
         ckpt_dir = os.path.join(exp_name, "ckpt")
-        load_path = learner_load_path(task.get("load_path"), ckpt_dir)
+        load_path = learner_load_path(task.load_path, ckpt_dir)
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(path_policy, exist_ok=True)
-        policy = create_policy(cfg.policy, enable_field=["learn"])
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
         learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
             1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
-        learner = BaseLearner(learner_cfg, policy.learn_mode, exp_name=exp_name, instance_name=self.name,
-                              data_source=self.get_data, ckpt_dir=ckpt_dir,
-                              log_dir=os.path.join(exp_name, "log", self.name))
-        for hook in self.hooks4call_for(int(learner_cfg.get("send_policy_freq", 1))):
+        learner = build_learning(cfg, seed=task.seed, learner_cfg=learner_cfg, exp_name=exp_name,
+                                 instance_name=self.name, data_source=self.get_data, ckpt_dir=ckpt_dir,
+                                 log_dir=os.path.join(exp_name, "log", self.name)).learner
+        self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
+        for hook in self.hooks4call:
             learner.register_hook(hook)
         if load_path:  # the learner's own directory, tensors only (nothing there is unpickled)
             path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
@@ -182,14 +194,14 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 learner.load_checkpoint(path, allow_pickle=False)
         self._learner = learner
         self.send_policy(learner.policy.state_dict())
-        self._demand = {"batch_size": int(learner.policy.get_attribute("batch_size")),
-                        "n_batches": int(self._cfg.prefetch_batches)}
+        self._demand = LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
+                                     n_batches=int(self._cfg.prefetch_batches))
         self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
-        learner.info(f"learner task {task.get('task_id')} started at train_iter {learner.train_iter}")
-        return {"learner_step": learner.train_iter, "policy_iter": self._policy_iter,
-                "loaded": bool(load_path) and learner.train_iter > 0}
+        learner.info(f"learner task {task.task_id} started at train_iter {learner.train_iter}")
+        return LearnerStarted(learner_step=learner.train_iter, policy_iter=self._policy_iter,
+                              loaded=bool(load_path) and learner.train_iter > 0)
 
     def _train(self) -> None:
         assert self._learner is not None
@@ -198,61 +210,59 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         except BaseException as e:  # noqa: BLE001 -- kept and reported to the coordinator by the next task
             self._error = e
             self._logger.exception(f"learner '{self.name}' stopped with an error")
-            while self._slots:
-                self._slots.popleft().event.set()
         finally:
             self._stop.set()
+            self._release_slots()
+
+    def _release_slots(self) -> None:
+        """Wake every learn task waiting for a batch that will not be trained (training stopped)."""
+        while self._slots:
+            slot, _ = self._slots.popleft()
+            slot.event.set()
 
     def _check_alive(self) -> None:
         if self._error is not None:
             raise RuntimeError(f"the learner stopped with {type(self._error).__name__}: {self._error}") from self._error
         if self._learner is None:
-            raise RuntimeError(f"learner '{self.name}' has no learner task yet (learner_start_task first)")
+            raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
 
-    def deal_with_get_data(self, task: dict) -> dict:
+    def deal_with_get_data(self, task: GetDataTask) -> DemandAnswer:
         """The learner's data demand (batch size, batches to keep queued here), waiting up to ``wait_s`` for it.
 
         The demand is state, not a one-shot message: a coordinator that lost this learner (a frozen process, a network
         partition) and admits it again asks again and must get the same answer, or it would wait forever."""
         self._check_alive()
-        if not self._demand_set.wait(float(task.get("wait_s", 0.5))):
+        if not self._demand_set.wait(task.wait_s):
             self._check_alive()
-            return {"demand": None}
-        return {"demand": dict(self._demand or {})}
+            return DemandAnswer(demand=None)
+        return DemandAnswer(demand=self._demand)
 
-    def deal_with_learner_learn(self, task: dict) -> dict:
+    def deal_with_learner_learn(self, task: LearnTask) -> LearnResult:
         """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""
         self._check_alive()
-        from ding.worker.parallel_files import from_columns
-
-        batches = task.get("data")
-        if not isinstance(batches, list):
-            raise ValueError("learner_learn_task: 'data' must be a list of batches (metadata dicts, or columns)")
-        batches = [from_columns(b) for b in batches]
-        envstep = int(task.get("envstep", -1))
         slots = []
-        for batch in batches:
+        for batch in task.batches():
             slot = _Slot()
             slots.append(slot)
-            self._data.put((batch, slot, envstep))
-        deadline = time.monotonic() + float(task.get("wait_s", 600.0))
+            self._data.put((batch, slot, task.envstep))
+        deadline = time.monotonic() + task.wait_s
         for slot in slots:
             while not slot.event.wait(0.1):
                 if self._stop.is_set() or time.monotonic() > deadline:
                     break
         self._check_alive()
         infos = [s.info for s in slots if s.info is not None]
-        return {"infos": infos, "trained": len(infos), "skipped_files": self._take_skipped()}
+        return LearnResult(infos=infos, trained=len(infos), skipped_files=self._take_skipped())
 
-    def deal_with_learner_close(self, task: dict) -> dict:
+    def deal_with_learner_close(self, task: LearnerCloseTask) -> LearnerClosed:
         """Stop training; the learner's after_run hooks write the final checkpoint."""
         learner = self._learner
-        self._stop_learner(timeout=float(task.get("wait_s", 60.0)))
+        self._stop_learner(timeout=task.wait_s)
         if learner is None:
-            return {"learner_step": 0}
+            return LearnerClosed(learner_step=0)
         if self._error is None:
             self.send_policy(learner.policy.state_dict())
-        return {"learner_step": learner.train_iter, "ckpt_name": learner.ckpt_name}
+        return LearnerClosed(learner_step=learner.train_iter, ckpt_name=learner.ckpt_name)
 
     def _take_skipped(self) -> int:
         n, self._skipped_files = self._skipped_files, 0
@@ -275,8 +285,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 if envstep >= 0 and self._learner is not None:
                     self._learner.collector_envstep = envstep
                 return samples
-            slot.info = {"learner_step": self._learner.train_iter if self._learner else 0, "priority_info": None,
-                         "skipped": True}
+            slot.info = LearnInfo(learner_step=self._learner.train_iter if self._learner else 0, skipped=True)
             slot.event.set()
 
     def _receive(self) -> bool:
@@ -306,7 +315,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         samples = []
         cache = self._cache
         for meta in batch:
-            data_id = str(meta.get("data_id")) if isinstance(meta, dict) else ""
+            data_id = str(meta.get(DATA_ID)) if isinstance(meta, dict) else ""
             stored = cache.get(data_id)
             if stored is not None:
                 cache.move_to_end(data_id)
@@ -332,7 +341,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                         cache.popitem(last=False)
             sample = dict(stored)
             for k, v in meta.items():
-                if k != "data_id":
+                if k != DATA_ID:
                     sample[k] = v
             samples.append(sample)
         return samples
@@ -342,15 +351,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             return  # an iteration not fed by a learn task (cannot happen in start(); harmless)
         slot, _ = self._slots.popleft()
         learner = self._learner
-        info: dict[str, Any] = {"learner_step": int(learn_info.get("learner_step", 0)),
-                                "policy_iter": self._policy_iter,
-                                "learner_done": bool(learn_info.get("learner_done", False)), "priority_info": None}
-        pi = learn_info.get("priority_info")
-        if pi:
-            info["priority_info"] = {k: _jsonable(v) for k, v in pi.items()}
-        if learner is not None:
-            info["stats"] = {k: float(v) for k, v in learner.log_buffer.get("scalar", {}).items()}
-        slot.info = info
+        stats = learner.log_buffer.get("scalar", {}) if learner is not None else {}
+        slot.info = LearnInfo.from_learner(learn_info, self._policy_iter, stats, _jsonable)
         slot.event.set()
 
     def send_policy(self, state_dict: dict) -> None:
@@ -361,9 +363,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         write_policy(self._policy_path, state_dict["model"], it)
         self._policy_iter = it
 
-    def hooks4call_for(self, send_policy_freq: int) -> list:
-        return [SendPolicyHook(self, send_policy_freq), SendLearnInfoHook(self)]
-
     @property
     def hooks4call(self) -> list:
-        return self.hooks4call_for(1)
+        """The hooks the learner this comm learner builds gets (registered at the start task): publish the policy
+        every ``send_policy_freq`` iterations, hand each iteration's learn info to the learn task waiting for it."""
+        return [SendPolicyHook(self), SendLearnInfoHook(self)]

@@ -1,33 +1,24 @@
-"""The component builder of a serial run: what both serial loops (off-policy, on-policy) stand on.
+"""One serial run: its components and what both serial loops (off-policy, on-policy) stand on.
 
-:class:`SerialRun` builds the env managers, policy, learner, collector, evaluator, replay buffer (off-policy only) and
-commander of one run, and owns what the loops share: the ``before_run`` start and the resume's restore, evaluation
+:class:`SerialRun` builds the components of one run with the one builder of :mod:`ding.worker.builder` (acting side:
+env managers, policy, collector, evaluator; learning side: learner, replay buffer for off-policy runs), adds the
+commander, and owns what the loops share: the ``before_run`` start and the resume's restore, evaluation
 records (console, ``log/eval.csv``, TensorBoard), the end of the run (``after_run`` hooks, the Ctrl-C checkpoint, the
-``result`` file) and closing everything. The loops themselves live in :mod:`ding.entry.serial_loops`.
+``result`` file) and closing everything. The loops themselves live in :mod:`ding.engine.serial_loops`.
 """
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
-from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 
-from ding.envs import create_env_manager, get_vec_env_setting
-from ding.policy import check_policy_fits_env, create_policy
-from ding.utils import atomic_write_text, build_tb_writer, close_all, set_pkg_seed
-from ding.worker import (
-    BaseLearner,
-    BaseSerialCommander,
-    create_buffer,
-    create_serial_collector,
-    create_serial_evaluator,
-    iteration_ckpt_name,
-)
+from ding.utils import atomic_write_text, close_all
+from ding.worker import BaseSerialCommander, iteration_ckpt_name
+from ding.worker.builder import build_acting, build_learning
 
 from .resume import ResumePoint, RunState
 from .training_view import EvalCSV, GracefulStop, ProgressView
@@ -51,52 +42,29 @@ class SerialRun:
     def _build(self, env_setting: list | None, model: torch.nn.Module | None, dynamic_seed: bool | None,
                with_buffer: bool) -> None:
         cfg = self.cfg
-        if env_setting is None:
-            env_fn, collector_env_cfg, evaluator_env_cfg = get_vec_env_setting(cfg.env)
-        else:
-            env_fn, collector_env_cfg, evaluator_env_cfg = env_setting
-        self.collector_env = self._own(
-            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
-        self.evaluator_env = self._own(
-            create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in evaluator_env_cfg]))
-        self.collector_env.seed(cfg.seed, dynamic_seed=dynamic_seed)
-        self.evaluator_env.seed(cfg.seed, dynamic_seed=False)
-        set_pkg_seed(cfg.seed, use_cuda=cfg.policy.cuda)
-
-        self.policy = create_policy(cfg.policy, model=model, enable_field=["learn", "collect", "eval", "command"])
-        check_policy_fits_env(self.policy, self.collector_env, cfg.env.get("type"))
-        self.tb_logger = build_tb_writer(os.path.join(cfg.exp_name, "log", "serial"))
-        self._closables.append(self.tb_logger)
-        p = self.policy
-        self.learner = self._own(
-            BaseLearner(cfg.policy.learn.learner, p.learn_mode, self.tb_logger, exp_name=cfg.exp_name))
-        self.collector = self._own(create_serial_collector(
-            cfg.policy.collect.collector, env=self.collector_env, policy=p.collect_mode,
-            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
-        self.evaluator = self._own(create_serial_evaluator(
-            cfg.policy.eval.evaluator, env=self.evaluator_env, policy=p.eval_mode,
-            tb_logger=self.tb_logger, exp_name=cfg.exp_name))
-        self.buffer: Any = None
-        if with_buffer:
-            self.buffer = self._own(create_buffer(cfg.policy.other.replay_buffer, tb_logger=self.tb_logger,
-                                                  exp_name=cfg.exp_name))
-            # the buffer logs through python logging; keep a text log of it beside the other workers'
-            self._own(_FileLog("ding.replay_buffer.buffer", os.path.join(cfg.exp_name, "log", "buffer",
-                                                                         "buffer_logger.txt")))
+        acting = build_acting(cfg, dynamic_seed=dynamic_seed, env_setting=env_setting, model=model,
+                              policy_fields=("learn", "collect", "eval", "command"),
+                              tb_dir=os.path.join(cfg.exp_name, "log", "serial"))
+        self._closables += acting.closables
+        learning = build_learning(cfg, policy=acting.policy, tb_logger=acting.tb_logger, with_buffer=with_buffer)
+        self._closables += learning.closables
+        self.policy, self.tb_logger = acting.policy, acting.tb_logger
+        self.collector_env, self.evaluator_env = acting.collector_env, acting.evaluator_env
+        self.collector, self.evaluator = acting.collector, acting.evaluator
+        self.learner, self.buffer = learning.learner, learning.buffer
         self.commander = BaseSerialCommander(cfg.policy.other.commander, self.learner, self.collector,
-                                             self.evaluator, self.buffer, p.command_mode)
+                                             self.evaluator, self.buffer, self.policy.command_mode)
         self.eval_csv = EvalCSV(os.path.join(cfg.exp_name, "log", "eval.csv"))
         self.last_eval: dict[str, Any] = {}
         self.state: RunState | None = None
 
-    def _own(self, obj: Any) -> Any:
-        self._closables.append(obj)
-        return obj
-
     # ---------------------------------------------------------------- start and end (shared by the loops)
-    def begin(self, state: RunState, resume: ResumePoint | None) -> None:
-        """``before_run`` hooks, then the resume's restore (``state`` holds the loop's position)."""
-        self.state = state
+    def begin(self, loop: Any, resume: ResumePoint | None) -> None:
+        """Register the run's checkpoint state (the components, the RNGs and ``loop``'s position), run the
+        ``before_run`` hooks, then the resume's restore."""
+        parts = {"collector": self.collector, "replay_buffer": self.buffer, "evaluator": self.evaluator,
+                 "commander": self.commander}  # in the order a checkpoint restores them
+        self.state = state = RunState(self.learner, parts, loop, self.elapsed)
         self._start_time = time.time()
         self.learner.call_hook("before_run")
         if resume is not None:
@@ -162,23 +130,6 @@ class SerialRun:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""
         closables, self._closables = self._closables[::-1], []
         close_all(closables)
-
-
-class _FileLog:
-    """A file handler on a named logger for the duration of a run."""
-
-    def __init__(self, name: str, path: str) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._logger = logging.getLogger(name)
-        self._handler = logging.FileHandler(path)
-        self._handler.setFormatter(logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s"))
-        self._logger.addHandler(self._handler)
-        if self._logger.level == logging.NOTSET or self._logger.level > logging.INFO:
-            self._logger.setLevel(logging.INFO)
-
-    def close(self) -> None:
-        self._logger.removeHandler(self._handler)
-        self._handler.close()
 
 
 def _eval_returns(episode_info: Any) -> dict[str, float]:

@@ -18,6 +18,7 @@ import copy
 import logging
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -184,19 +185,20 @@ class AppendUndo:
 class RunState:
     """Registers a run's checkpoint state with the learner: its components, the RNGs and the loop's position.
 
-    ``run`` is a :class:`~ding.entry.serial_run.SerialRun` (its replay buffer, if it has one, is saved too); ``loop``
-    gives its position with ``state_dict()`` / ``load_state_dict(state, path)``.
+    Owned by the run (:meth:`~ding.engine.serial_run.SerialRun.begin` creates it) and knows nothing of it: ``parts``
+    maps each checkpoint entry to its component (``state_dict()`` / ``load_state_dict(state)``; None: the run has
+    none, e.g. no replay buffer on-policy), ``loop`` gives its position with ``state_dict()`` /
+    ``load_state_dict(state, path)``, and ``clock()`` is the run's training time so far.
     """
 
-    def __init__(self, run: Any, loop: Any) -> None:
-        self.run = run
+    def __init__(self, learner: Any, parts: Mapping[str, Any], loop: Any, clock: Callable[[], float]) -> None:
+        self.learner = learner
         self.loop = loop
-        learner = run.learner
-        learner.register_checkpoint_extra("collector", run.collector.state_dict, run.collector.load_state_dict)
-        if run.buffer is not None:
-            learner.register_checkpoint_extra("replay_buffer", run.buffer.state_dict, run.buffer.load_state_dict)
-        learner.register_checkpoint_extra("evaluator", run.evaluator.state_dict, run.evaluator.load_state_dict)
-        learner.register_checkpoint_extra("commander", run.commander.state_dict, run.commander.load_state_dict)
+        self._clock = clock
+        self._collector = parts["collector"]
+        for name, part in parts.items():
+            if part is not None:
+                learner.register_checkpoint_extra(name, part.state_dict, part.load_state_dict)
         learner.register_checkpoint_extra("rng", get_rng_state, set_rng_state)
         learner.register_checkpoint_extra("loop", self._loop_state, self._set_loop_state)
         self._loaded_loop: dict[str, Any] | None = None
@@ -204,19 +206,19 @@ class RunState:
         self.loaded_elapsed = 0.0  # training time of the sessions before a resume
 
     def _loop_state(self) -> dict[str, Any]:
-        return {**self.loop.state_dict(), "elapsed_s": self.run.elapsed(), "ended": self.ended}
+        return {**self.loop.state_dict(), "elapsed_s": self._clock(), "ended": self.ended}
 
     def _set_loop_state(self, state: dict[str, Any]) -> None:
         self._loaded_loop = dict(state)
 
     def save_now(self) -> str | None:
-        return self.run.learner.save_checkpoint()
+        return self.learner.save_checkpoint()
 
     def load(self, point: ResumePoint) -> None:
         """Restore everything from a checked resume point: components, RNGs, then the loop's position."""
         self._loaded_loop = None
         path = point.path
-        learner = self.run.learner
+        learner = self.learner
         learner.load_checkpoint_state(point.checkpoint, path)
         if self._loaded_loop is None:
             raise CheckpointError(
@@ -225,6 +227,6 @@ class RunState:
             )
         self.loop.load_state_dict(self._loaded_loop, path)
         self.loaded_elapsed = float(self._loaded_loop.get("elapsed_s", 0.0))
-        envstep = self.run.collector.envstep
+        envstep = self._collector.envstep
         learner.info(f"resumed from {path} at train_iter {learner.train_iter}, env step {envstep}")
         print(f"ding: resumed from {path} (train_iter {learner.train_iter}, env step {envstep})")

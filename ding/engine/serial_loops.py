@@ -1,4 +1,4 @@
-"""The two serial training loops over one :class:`~ding.entry.serial_run.SerialRun`: off-policy and on-policy.
+"""The two serial training loops over one :class:`~ding.engine.serial_run.SerialRun`: off-policy and on-policy.
 
 Both follow one skeleton (:meth:`TrainLoop.round`, SPEC section 6): train on what is there, check the stop
 conditions, ``commander.step()``, evaluate when it is time, collect. They differ only in their two phases, as

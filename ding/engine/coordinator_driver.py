@@ -1,0 +1,173 @@
+"""The coordinator driver: one parallel run from the coordinator's side, for ``ding -m parallel`` (with its local role
+processes) and ``ding -m dist --module coordinator`` (roles started elsewhere) alike.
+
+:func:`drive_coordinator` builds the :class:`~ding.worker.Coordinator`, applies the limits and a resumed run's
+counters, records every evaluation (``log/eval.csv``, the progress line, the state file ``parallel_state.json`` that
+``--resume`` continues from), waits for the run's end (Ctrl-C ends it in order, a second one at once), and writes the
+``result`` file. What differs between the two doors comes in as a :class:`Supervisor`: the launcher's starts and
+watches its child processes; the lone coordinator has none.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from ding.utils import DingError, ResumeError, atomic_write_text
+
+from .training_view import EvalCSV, GracefulStop, ProgressView
+
+if TYPE_CHECKING:
+    from ding.worker import Coordinator
+
+STATE_FILE = "parallel_state.json"
+_NO_LIMIT = int(1e10)
+
+
+class ParallelRunError(DingError, RuntimeError):
+    """The parallel run ended with an error (a role could not start or kept crashing); the message says which."""
+
+
+class Supervisor(Protocol):
+    """What a door adds to the wait loop once the coordinator listens (e.g. the launcher's child processes)."""
+
+    def tick(self) -> None:
+        """Called every 0.2 s while the run goes on."""
+
+    def abort(self) -> None:
+        """A second Ctrl-C: stop what it started now, without the orderly shutdown."""
+
+
+def read_state(exp_dir: str) -> dict[str, Any]:
+    """The coordinator state of a stopped run (``<exp_dir>/parallel_state.json``), checked to hold one."""
+    path = os.path.join(exp_dir, STATE_FILE)
+    try:
+        with open(path) as f:
+            state = json.load(f)
+    except FileNotFoundError:
+        raise ResumeError(f"resume: '{exp_dir}' has no {STATE_FILE}; it was not written by ding -m parallel (a serial "
+                          "run resumes with ding -m serial --resume)") from None
+    except (OSError, ValueError) as e:
+        raise ResumeError(f"resume: {path} cannot be read ({e}); the run cannot be continued") from e
+    if not isinstance(state, dict) or not isinstance(state.get("commander"), dict):
+        raise ResumeError(f"resume: {path} holds no coordinator state; the run cannot be continued")
+    return state
+
+
+def check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | None,
+                    max_train_iter: int | None) -> None:
+    """Refuse a resume of a finished run, or of one already past the limits given."""
+    commander = state["commander"]
+    if commander.get("reached_stop_value"):
+        raise ResumeError(
+            f"resume: run '{exp_dir}' is finished: an evaluation reached the stop value (best return "
+            f"{commander.get('best_return')}). Raise env.stop_value in the config to train it further.")
+    env_step, train_iter = int(commander.get("envstep", 0)), int(commander.get("learner_step", 0))
+    for name, flag, limit, now in (("max_env_step", "--env-step", max_env_step, env_step),
+                                   ("max_train_iter", "--train-iter", max_train_iter, train_iter)):
+        if limit is not None and limit < _NO_LIMIT and now >= limit:
+            raise ResumeError(
+                f"resume: run '{exp_dir}' is already at {name.split('_', 1)[1].replace('_', ' ')} {now:,}: nothing is "
+                f"left to do under {flag} {limit}. Raise {flag} above it to continue.")
+
+
+def drive_coordinator(
+    cfg: Any,
+    *,
+    mode: str,
+    token: str | None = None,
+    max_env_step: int | None = None,
+    max_train_iter: int | None = None,
+    resume_state: dict[str, Any] | None = None,
+    supervise: Callable[[Coordinator], AbstractContextManager[Supervisor | None]] | None = None,
+    resume_hint: str | None = None,
+) -> dict[str, Any]:
+    """Run the coordinator of compiled parallel config ``cfg`` to the run's end and return its result.
+
+    ``mode`` goes into the result (``'parallel'``, ``'dist'``); ``token`` is the shared secret (None: the config's
+    or the environment's); ``resume_state`` is :func:`read_state`'s of the run continued. ``supervise(coordinator)``
+    is entered once the coordinator listens and left before it closes. ``resume_hint`` is printed after a Ctrl-C.
+    Raises :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C.
+    """
+    from ding.worker import Coordinator
+
+    exp = cfg.main.exp_name
+    eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
+    view = ProgressView(max_env_step=max_env_step or _NO_LIMIT, max_train_iter=max_train_iter or _NO_LIMIT,
+                        stop_value=cfg.main.env.get("stop_value"))
+
+    def on_eval(record: Any) -> None:
+        eval_csv.append(record.train_iter, record.env_step, record.eval_return_mean, record.eval_return_std,
+                        record.wall_time)
+        view.eval(record.eval_return_mean)
+        save_state(None)
+
+    coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
+                              max_train_iter=max_train_iter, resume=resume_state is not None)
+    commander = coordinator.commander
+    if resume_state is not None:
+        commander.load_state_dict(resume_state["commander"])
+        done = resume_state["commander"]
+        print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
+              "latest checkpoint, the coordinator with its saved replay buffer)", flush=True)
+
+    def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
+        atomic_write_text(os.path.join(exp, STATE_FILE),
+                          json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
+    t0 = time.monotonic()
+    interrupted = False
+    with GracefulStop() as stop:
+        try:
+            coordinator.start()
+            with (supervise(coordinator) if supervise is not None else nullcontext(None)) as supervisor:
+                try:
+                    while not coordinator.wait(0.2):
+                        if stop.requested and not interrupted:
+                            interrupted = True
+                            coordinator.end(f"interrupted by {stop.signal_name}")
+                        if supervisor is not None:
+                            supervisor.tick()
+                        status = coordinator.status()
+                        view.update(status["envstep"], status["learner_step"])
+                except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
+                    coordinator.abort("aborted by a second interrupt")
+                    if supervisor is not None:
+                        supervisor.abort()
+                    raise
+                finally:
+                    view.close()
+                    coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
+        except BaseException:
+            coordinator.end("error in the coordinator's process")
+            coordinator.close()
+            raise
+    wall = time.monotonic() - t0
+    result = _result(cfg, coordinator, wall, interrupted, mode)
+    save_state(coordinator.end_reason)
+    atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
+    print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
+          f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
+    if coordinator.fatal_error:
+        raise ParallelRunError(coordinator.fatal_error)
+    if interrupted and resume_hint:
+        print(resume_hint, file=sys.stderr, flush=True)
+    stop.reraise(exp)
+    return result
+
+
+def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: str) -> dict[str, Any]:
+    status = coordinator.status()
+    last = status.get("last_eval") or {}
+    return {
+        "exp_name": cfg.main.exp_name, "mode": mode, "stop_flag": bool(coordinator.commander.reached_stop_value),
+        "interrupted": interrupted, "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
+        "stop_value": cfg.main.env.get("stop_value"), "env_step": int(status["envstep"]),
+        "train_iter": int(status["learner_step"]), "eval_return": last.get("eval_return_mean"),
+        "eval_return_std": last.get("eval_return_std"), "best_eval_return": status.get("best_return"),
+        "wall_time_s": round(wall, 3), "seed": cfg.seed,
+        "train_time_s": None if coordinator.training_seconds is None else round(coordinator.training_seconds, 3),
+        "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())},
+    }

@@ -1,0 +1,149 @@
+"""DataLedger: which data files of a parallel run may be deleted, and deleting them.
+
+Collectors write one file per sample under ``path_data``; the coordinator's replay buffer holds their metadata. A file
+goes when the buffer lets go of its item — but not while a learn task still needs it (the task *pins* the files of the
+batches it carries), and not in the middle of sampling (``max_use`` evicts an item at the moment it is sampled, before
+it is pinned). Files of failed collector tasks and anything left at the end are swept by name.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import stat
+import threading
+from collections.abc import Iterable, Iterator
+
+from ding.utils import DingError
+
+from ..parallel_files import data_path
+from ..parallel_protocol import COLLECT_TASK_PREFIX
+
+
+class DataLedger:
+    """The pins and the doomed files of one ``path_data`` (thread-safe). ``deleted`` counts the files removed."""
+
+    def __init__(self, path_data: str, logger: logging.Logger | None = None,
+                 stats: collections.Counter[str] | None = None) -> None:
+        self.path_data = path_data
+        self._stats = stats  # the owner's counters: 'deleted_files' is kept there too
+        self._logger = logger or logging.getLogger("ding.coordinator")
+        self._lock = threading.Lock()
+        self._pins: collections.Counter[str] = collections.Counter()
+        self._doomed: set[str] = set()  # data ids the buffer let go of whose files are not deleted yet
+        self._sampling = 0
+        self._kept: set[str] = set()  # files a saved buffer state refers to: never deleted (the run may resume)
+        self.deleted = 0
+
+    # ---------------------------------------------------------------- life of a file
+    def check_written(self, data_ids: Iterable[str]) -> str | None:
+        """What is wrong with the files a collector says it wrote (None: each is a regular file under
+        ``path_data``). A directory, a link or a missing file is refused before its metadata enters the buffer."""
+        for data_id in data_ids:
+            try:
+                mode = os.lstat(data_path(self.path_data, data_id)).st_mode
+            except FileNotFoundError:
+                return f"{data_id!r}: no such data file"
+            except (OSError, DingError) as e:
+                return f"{data_id!r}: {e}"
+            if not stat.S_ISREG(mode):
+                return f"{data_id!r}: not a regular file"
+        return None
+
+    @contextlib.contextmanager
+    def sampling(self) -> Iterator[None]:
+        """While sampling (and pinning what was sampled), evicted files are only noted; they go afterwards."""
+        with self._lock:
+            self._sampling += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._sampling -= 1
+            self.flush()
+
+    def pin(self, data_ids: Iterable[str]) -> None:
+        """A learn task needs these files: keep them until :meth:`unpin`."""
+        with self._lock:
+            self._pins.update(data_ids)
+
+    def unpin(self, data_ids: Iterable[str]) -> None:
+        with self._lock:
+            ids = list(data_ids)
+            self._pins.subtract(ids)
+            for i in set(ids):
+                if self._pins[i] <= 0:
+                    del self._pins[i]
+        self.flush()
+
+    def evicted(self, data_ids: Iterable[str]) -> None:
+        """The buffer let go of these items: their files go as soon as no learn task needs them."""
+        with self._lock:
+            self._doomed.update(data_ids)
+            if self._sampling:
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Delete the doomed files no learn task pins."""
+        with self._lock:
+            now = [i for i in self._doomed if self._pins[i] <= 0 and i not in self._kept]
+            self._doomed.difference_update(now)
+        removed = self._delete(now)
+        with self._lock:
+            self.deleted += removed
+            if self._stats is not None:
+                self._stats["deleted_files"] += removed
+
+    def keep(self, data_ids: Iterable[str]) -> None:
+        """Never delete these files (a saved buffer state refers to them: ``--resume`` continues with them)."""
+        with self._lock:
+            self._kept.update(data_ids)
+
+    @property
+    def pinned(self) -> int:
+        with self._lock:
+            return len(self._pins)
+
+    @property
+    def doomed(self) -> int:
+        with self._lock:
+            return len(self._doomed)
+
+    # ---------------------------------------------------------------- sweeping by name
+    def drop_task(self, task_id: str) -> int:
+        """Delete the files a failed collector task wrote (``<task_id>_*``); none of them is in a buffer."""
+        prefix = f"{task_id}_"
+        return self._delete([n for n in self._listdir() if n.startswith(prefix)])
+
+    def sweep(self) -> int:
+        """Delete every collector data file left that is not kept (the run ended, or resumes: no live buffer refers
+        to any of them)."""
+        with self._lock:
+            kept = set(self._kept)
+        return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
+
+    def _listdir(self) -> list[str]:
+        try:
+            return os.listdir(self.path_data)
+        except FileNotFoundError:
+            return []
+
+    def _delete(self, data_ids: list[str]) -> int:
+        """Unlink the files (a missing one is fine); anything that cannot go is logged, never raised."""
+        removed = 0
+        for data_id in data_ids:
+            try:
+                path = data_path(self.path_data, data_id)
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    self._logger.warning(f"data file {data_id!r} under {self.path_data} is not a regular file; "
+                                         "left alone")
+                    continue
+                os.unlink(path)
+                removed += 1
+            except FileNotFoundError:
+                pass
+            except Exception as e:  # noqa: BLE001 -- one file that cannot go must not stop the others
+                self._logger.warning(f"could not delete data file {data_id!r} under {self.path_data}: {e}")
+        return removed
