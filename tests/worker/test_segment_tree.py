@@ -129,14 +129,24 @@ def test_min_tree_when_the_minimum_leaves_are_raised(capacity):
     np.testing.assert_array_equal(tree.values, leaves)
 
 
-def test_min_tree_binary_fanout_gives_the_same_answers():
-    rng = np.random.default_rng(2)
-    wide, binary = MinSegmentTree(1024), MinSegmentTree(1024, fanout_shift=1)
-    for _ in range(20):
-        idx, values = rng.integers(0, 1024, 32), rng.random(32)
-        wide.update(idx, values)
-        binary.update(idx, values)
-        assert wide.min() == binary.min()
+def test_min_tree_with_many_leaves_at_the_minimum():
+    """Equal priorities (a fresh buffer: every item at the max priority) make every leaf a holder of the minimum; the
+    minimum must rise only when the last holder is raised, and fall at once when any leaf goes below it."""
+    tree = MinSegmentTree(256)
+    leaves = np.full(256, 2.0)
+    tree.update(np.arange(256), leaves)
+    for start in range(0, 256, 64):
+        idx = np.arange(start, start + 64)
+        tree.update(idx, np.full(64, 3.0))
+        leaves[idx] = 3.0
+        assert tree.min() == leaves.min()
+    assert tree.min() == 3.0
+    tree.update([7], [0.5])
+    assert tree.min() == 0.5
+    tree.update([7, 9], [np.inf, 0.5])  # the holder moves: still one leaf at 0.5
+    assert tree.min() == 0.5
+    tree.update([9], [np.inf])
+    assert tree.min() == 3.0
 
 
 def test_state_dict_round_trip():

@@ -271,22 +271,22 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             if self._closed or not self._use_priority:
                 return
             current = self._uid[slots] == uid  # empty slots hold -1, which no sampled item carries
-            if not current.all():
+            if not np.logical_and.reduce(current):  # (the ufunc reductions skip ndarray.all's Python wrapper)
                 slots, priority = slots[current], priority[current]
                 if slots.size == 0:
                     return
                 highest = float(priority.max())
             self._max_priority = max(self._max_priority, highest)
-            if slots.size > 1:  # one slot sampled twice: the later entry wins, as a loop over the entries would do
+            # One slot sampled twice: the later entry wins, as a loop over the entries would do. A batch drawn by
+            # sample() comes in slot order, so strictly increasing slots (no repeats) are the common case.
+            if slots.size > 1 and not np.logical_and.reduce(slots[1:] > slots[:-1]):
                 if self._positions.size < slots.size:
                     self._positions = np.arange(slots.size)
                 seen, position = self._last_seen, self._positions[:slots.size]
                 seen[slots] = position  # with repeated slots, any one of their positions lands here...
+                np.maximum.at(seen, slots, position)  # ...so take the largest explicitly
                 last = seen[slots] == position
-                if not last.all():
-                    np.maximum.at(seen, slots, position)  # ...so take the largest explicitly
-                    last = seen[slots] == position
-                    slots, priority = slots[last], priority[last]
+                slots, priority = slots[last], priority[last]
             self._set_priority(slots, priority)
 
     # ------------------------------------------------------------------ data out

@@ -8,18 +8,17 @@ The cost of a batch is a fixed number of numpy calls, not a Python loop per item
   each leaf's change to all its ancestors in one ``np.add.at`` call. Adding deltas accumulates rounding error in the
   inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass that
   costs well under a microsecond per write when amortised).
-* ``MinSegmentTree`` has a fan-out of 64 (three levels above 2^17 leaves), because only its root is ever read on the
-  hot path; an update rescans a touched block only when the changed leaf may have held its minimum (small levels
-  are recomputed in one whole pass).
+* ``MinSegmentTree`` keeps the DI-engine name, but only its overall minimum is ever read on the hot path, so it holds
+  the leaves, their minimum and the number of leaves at the minimum: an update costs a few numpy calls, and one pass
+  over the leaves finds the minimum again only when all of its holders were raised or emptied.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-_MIN_FANOUT_SHIFT = 6  # fan-out 64 for the min tree
-_FULL_RECOMPUTE_SIZE = 4096  # min-tree levels with at most this many nodes are recomputed whole
 _ENTRY_LEVEL = 10  # the sum-tree search starts at the level of 2^10 nodes (measured fastest at 2^17 leaves)
 
 
@@ -177,29 +176,28 @@ class SumSegmentTree:
 
 
 class MinSegmentTree:
-    """Minimum over ``capacity`` leaves (empty leaves hold ``+inf``) with batched update."""
+    """Minimum over ``capacity`` leaves (empty leaves hold ``+inf``) with batched update.
 
-    def __init__(self, capacity: int, fanout_shift: int = _MIN_FANOUT_SHIFT) -> None:
+    Only the minimum of all leaves is read on the hot path, so no tree is kept: the leaves, their minimum and how many
+    leaves hold it. An update lowers the minimum or adds to its holders in a few numpy calls; only when every holder
+    of the minimum is raised is it found again by one pass over the leaves (rare in prioritized replay: the item of
+    the lowest priority is the least likely to be sampled). Ranges other than the whole are read from the leaves.
+    """
+
+    def __init__(self, capacity: int) -> None:
         self.capacity = _check_capacity(capacity)
-        self._levels: list[np.ndarray] = [np.full(self.capacity, np.inf)]
-        self._plan: list[tuple[int, np.ndarray]] = []  # (shift to the next level, this level as rows of children)
-        size = self.capacity
-        while size > 1:
-            shift = min(fanout_shift, size.bit_length() - 1)
-            size >>= shift
-            self._plan.append((shift, self._levels[-1].reshape(-1, 1 << shift)))
-            self._levels.append(np.full(size, np.inf))
-        # The lower levels, as long as they are big, are updated incrementally; the small upper ones in one pass each.
-        self._incremental = sum(1 for _, rows in self._plan if rows.size > _FULL_RECOMPUTE_SIZE)
+        self._leaves = np.full(self.capacity, np.inf)
+        self._min = math.inf
+        self._holders = self.capacity  # leaves equal to the minimum
 
     @property
     def values(self) -> np.ndarray:
-        view = self._levels[0].view()
+        view = self._leaves.view()
         view.flags.writeable = False
         return view
 
     def __getitem__(self, idx: Any) -> Any:
-        return self._levels[0][idx]
+        return self._leaves[idx]
 
     def update(self, idx: Any, values: Any) -> None:
         """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
@@ -209,42 +207,38 @@ class MinSegmentTree:
         """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
         if idx.size == 0:
             return
-        leaves, levels = self._levels[0], self._levels
+        leaves = self._leaves
         old = leaves[idx]
         leaves[idx] = values
-        node = idx
-        for level in range(self._incremental):
-            # An ancestor's minimum can only rise if a changed leaf held it (old value <= the ancestor's): rescan
-            # those blocks. Otherwise the new minimum is min(old minimum, new leaf values).
-            shift, rows = self._plan[level]
-            parent = levels[level + 1]
-            node = node >> shift
-            rescan = old <= parent[node]
-            np.minimum.at(parent, node, values)
-            if rescan.any():
-                again = node[rescan]
-                parent[again] = rows[again].min(axis=1)
-        for level in range(self._incremental, len(self._plan)):  # small levels: one pass beats anything clever
-            self._plan[level][1].min(axis=1, out=levels[level + 1])
+        lowest = float(np.minimum.reduce(values))  # the ufunc reduction skips ndarray.min's Python wrapper
+        if lowest < self._min:
+            self._min, self._holders = lowest, int(np.count_nonzero(values == lowest))
+            return
+        self._holders -= int(np.count_nonzero(old == self._min))  # no old leaf is below the minimum
+        if lowest == self._min:
+            self._holders += int(np.count_nonzero(values == lowest))
+        if self._holders <= 0:
+            self.rebuild()
 
     def min(self, start: int = 0, end: int | None = None) -> float:
         """Minimum of leaves ``[start, end)`` (``inf`` if they are all empty)."""
         if start == 0 and end is None:
-            return float(self._levels[-1][0])
+            return self._min
         end = self.capacity if end is None else end
         if not 0 <= start <= end <= self.capacity:
             raise IndexError(f"min range [{start}, {end}) is outside [0, {self.capacity}]")
-        return float(self._levels[0][start:end].min()) if end > start else float("inf")
+        return float(self._leaves[start:end].min()) if end > start else math.inf
 
     def rebuild(self) -> None:
-        for level, (_, rows) in enumerate(self._plan):
-            self._levels[level + 1][:] = rows.min(axis=1)
+        """Find the minimum and its holders again by one pass over the leaves."""
+        self._min = float(self._leaves.min())
+        self._holders = int(np.count_nonzero(self._leaves == self._min))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"capacity": self.capacity, "leaves": self._levels[0].copy()}
+        return {"capacity": self.capacity, "leaves": self._leaves.copy()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if int(state["capacity"]) != self.capacity:
             raise ValueError(f"min tree state has capacity {state['capacity']}, this tree has {self.capacity}")
-        self._levels[0][:] = state["leaves"]
+        self._leaves[:] = state["leaves"]
         self.rebuild()
