@@ -87,7 +87,7 @@ def test_killed_launcher_leaves_no_role_running(workdir):
     proc.kill()
     proc.wait(timeout=10)
     t0 = time.monotonic()
-    wait_for(lambda: not [p for p in roles if p in processes_mentioning(str(workdir))], 40,
+    wait_for(lambda: not [p for p in roles if p in processes_mentioning(str(workdir))], 60,
              "every role process to exit after the launcher was killed")
     print(f"roles exited {time.monotonic() - t0:.1f} s after the launcher's kill -9")
 
