@@ -118,3 +118,12 @@ def kill_all(cwd) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def eval_rows(cwd, exp_name: str) -> int:
+    """Evaluations the run in ``cwd/exp_name`` has logged so far (rows of its eval.csv)."""
+    path = os.path.join(str(cwd), exp_name, "log", "eval.csv")
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        return max(0, len(f.read().strip().splitlines()) - 1)

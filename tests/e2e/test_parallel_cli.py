@@ -11,7 +11,7 @@ import pytest
 from ._parallel import (
     FAST_FAULTS,
     ding_cmd,
-    kill_all,
+    eval_rows,
     processes_mentioning,
     read_log,
     result,
@@ -24,21 +24,8 @@ from ._parallel import (
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    """The test's working directory; any process of the test still alive at the end is killed (and fails it)."""
-    yield tmp_path
-    left = processes_mentioning(str(tmp_path))
-    kill_all(tmp_path)
-    assert not left, f"processes left behind: {left}"
 
 
-def _eval_rows(workdir, exp):
-    path = os.path.join(str(workdir), exp, "log", "eval.csv")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        return max(0, len(f.read().strip().splitlines()) - 1)
 
 
 @pytest.mark.convergence
@@ -93,7 +80,7 @@ def test_killed_collector_is_detected_and_training_finishes(workdir):
     exp = "killc"
     cfg = write_config(workdir, exp, system=dict(FAST_FAULTS, max_restarts=0))
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "2500"), workdir)
-    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
+    wait_for(lambda: eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
     pid = wait_for(lambda: role_pid(workdir, "collector0"), 10, "collector0's pid")
     os.kill(pid, signal.SIGKILL)
     assert proc.wait(timeout=150) == 0, read_log(workdir)
@@ -119,7 +106,7 @@ def test_collector_started_mid_run_receives_tasks(workdir):
                  env={"DING_AUTH_TOKEN": token})
     coord_log = os.path.join(str(workdir), exp, "log", "coordinator", "coordinator_logger.txt")
     port = wait_for(lambda: _coordinator_port(coord_log), 60, "the coordinator's port", proc=proc)
-    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
+    wait_for(lambda: eval_rows(workdir, exp) >= 1, 90, "the first evaluation", proc=proc)
     joiner = start(ding_cmd("-m", "dist", "--module", "collector", "--module-name", "collector7", "-c",
                             os.path.join(exp, "total_config.py"), "--coordinator-host", "127.0.0.1",
                             "--coordinator-port", str(port)), workdir, env={"DING_AUTH_TOKEN": token},
@@ -127,8 +114,8 @@ def test_collector_started_mid_run_receives_tasks(workdir):
     # joined, then started (its start task done: from then on it gets collect tasks)
     wait_for(lambda: "collector 'collector7' started" in open(coord_log).read(), 90, "collector7 to start",
              proc=proc)
-    rows = _eval_rows(workdir, exp)
-    wait_for(lambda: _eval_rows(workdir, exp) >= rows + 2, 90, "two evaluations after the join", proc=proc)
+    rows = eval_rows(workdir, exp)
+    wait_for(lambda: eval_rows(workdir, exp) >= rows + 2, 90, "two evaluations after the join", proc=proc)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=90) == 130, read_log(workdir)
     assert joiner.wait(timeout=30) == 0, read_log(workdir, "joiner.log")
@@ -148,7 +135,7 @@ def test_stopped_run_resumes_from_the_learners_checkpoint_and_the_coordinators_c
     with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
         state = json.load(f)
     assert state["commander"]["envstep"] == r1["env_step"] and "max_train_iter" in state["ended"]
-    rows1 = _eval_rows(workdir, exp)
+    rows1 = eval_rows(workdir, exp)
     # nothing left to do under the same limit: one clear line, nothing started
     again = subprocess.run(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "200", "--resume"),
                            cwd=str(workdir), capture_output=True, text=True, timeout=120)
@@ -211,7 +198,7 @@ def test_dist_coordinator_drives_the_run_like_the_launcher(workdir):
     assert r["error"] is None and r["train_iter"] > 0 and r["counters"].get("tasks_collector0", 0) > 0, r
     with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
         assert json.load(f)["commander"]["envstep"] == r["env_step"]
-    assert _eval_rows(workdir, exp) >= 1
+    assert eval_rows(workdir, exp) >= 1
     assert not processes_mentioning(str(workdir))
 
 
@@ -259,7 +246,7 @@ def test_ctrl_c_saves_a_checkpoint_and_leaves_nothing_behind(workdir):
     exp = "sigint"
     cfg = write_config(workdir, exp)
     proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
-    wait_for(lambda: _eval_rows(workdir, exp) >= 2, 90, "two evaluations", proc=proc)
+    wait_for(lambda: eval_rows(workdir, exp) >= 2, 90, "two evaluations", proc=proc)
     proc.send_signal(signal.SIGINT)
     code = proc.wait(timeout=90)
     assert code == 130, read_log(workdir)

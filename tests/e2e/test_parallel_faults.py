@@ -12,7 +12,7 @@ import pytest
 from ._parallel import (
     FAST_FAULTS,
     ding_cmd,
-    kill_all,
+    eval_rows,
     processes_mentioning,
     read_log,
     result,
@@ -25,12 +25,6 @@ from ._parallel import (
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    yield tmp_path
-    left = processes_mentioning(str(tmp_path))
-    kill_all(tmp_path)
-    assert not left, f"processes left behind: {left}"
 
 
 def _coordinator_log(workdir, exp) -> str:
@@ -38,12 +32,6 @@ def _coordinator_log(workdir, exp) -> str:
         return f.read()
 
 
-def _eval_rows(workdir, exp) -> int:
-    path = os.path.join(str(workdir), exp, "log", "eval.csv")
-    if not os.path.exists(path):
-        return 0
-    with open(path) as f:
-        return max(0, len(f.read().strip().splitlines()) - 1)
 
 
 def _freeze(pid: int, seconds: float) -> None:
@@ -60,7 +48,7 @@ def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the
     # no stop value: the run ends at its train-iteration limit, which it reaches only if training goes on
     cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=dict(FAST_FAULTS, max_restarts=0))
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "1500"), workdir)
-    wait_for(lambda: _eval_rows(workdir, exp) >= 2, 120, "two evaluations", proc=proc)
+    wait_for(lambda: eval_rows(workdir, exp) >= 2, 120, "two evaluations", proc=proc)
     pid = wait_for(lambda: role_pid(workdir, role), 10, f"{role}'s pid")
     _freeze(pid, 3 * FAST_FAULTS["coordinator"]["heartbeat_timeout"])  # declared lost, then it comes back
     t0 = time.monotonic()
@@ -81,7 +69,7 @@ def test_killed_launcher_leaves_no_role_running(workdir):
     exp = "killlaunch"
     cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=FAST_FAULTS)
     proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
-    wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
+    wait_for(lambda: eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
     roles = [wait_for(lambda n=n: role_pid(workdir, n), 10, f"{n}'s pid") for n in ("learner0", "collector0",
                                                                                   "collector1")]
     proc.kill()
@@ -110,7 +98,7 @@ def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeou
                             "127.0.0.1", "--coordinator-port", str(port)), workdir, env=env, log_name=f"{name}.log")
              for role, name in (("learner", "learner0"), ("collector", "collector0"))]
     try:
-        wait_for(lambda: _eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=coord)
+        wait_for(lambda: eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=coord)
         coord.kill()
         coord.wait(timeout=10)
         t0 = time.monotonic()
@@ -137,7 +125,7 @@ def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(w
     first = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
     buffer_file = os.path.join(str(workdir), exp, "parallel_buffer.dat")
     ckpt_dir = os.path.join(str(workdir), exp, "ckpt")
-    wait_for(lambda: _eval_rows(workdir, exp) >= 3 and os.path.exists(buffer_file) and os.path.isdir(ckpt_dir)
+    wait_for(lambda: eval_rows(workdir, exp) >= 3 and os.path.exists(buffer_file) and os.path.isdir(ckpt_dir)
              and any(f.startswith("iteration_") for f in os.listdir(ckpt_dir)), 120,
              "evaluations, a saved buffer and a learner checkpoint", proc=first)
     first.kill()
