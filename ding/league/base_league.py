@@ -14,8 +14,17 @@ from easydict import EasyDict
 
 from ding.config import find_config_problems
 from ding.config.validation import format_problems
-from ding.utils import LEAGUE_REGISTRY, PLAYER_REGISTRY, CheckpointError, ConfigError, LeagueError, \
-    atomic_write, atomic_write_text, deep_merge_dicts, import_module
+from ding.utils import (
+    LEAGUE_REGISTRY,
+    PLAYER_REGISTRY,
+    CheckpointError,
+    ConfigError,
+    LeagueError,
+    atomic_write,
+    atomic_write_text,
+    deep_merge_dicts,
+    import_module,
+)
 
 from .job import JobResult, LeagueJob
 from .metric import EloRating

@@ -80,7 +80,8 @@ class JobResult:
         ids = job_info.get("player_id")
         if (not isinstance(ids, Sequence) or isinstance(ids, str) or len(ids) != 2
                 or not all(isinstance(i, str) for i in ids)):
-            raise LeagueError(f"{where}.player_id: expected [home_id, away_id] (two player id strings), got {ids!r:.80}")
+            raise LeagueError(f"{where}.player_id: expected [home_id, away_id] (two player id strings), "
+                              f"got {ids!r:.80}")
         raw = job_info.get("result")
         if not isinstance(raw, Sequence) or isinstance(raw, str):
             raise LeagueError(f"{where}.result: expected a list of 'wins'/'draws'/'losses' (or a list of such lists), "

@@ -209,6 +209,10 @@ class ActivePlayer(Player):
     def _get_players(self, select_fn: Callable[[Player], bool]) -> list[Player]:
         return [p for p in self._payoff.players if select_fn(p)]
 
+    def _snapshots_of(self, *parent_ids: str) -> list[Player]:
+        """The historical players snapshotted from any of ``parent_ids``."""
+        return [p for p in self._payoff.players if isinstance(p, HistoricalPlayer) and p.parent_id in parent_ids]
+
     def _get_opponent(self, players: Sequence[Player], p: np.ndarray | None = None) -> Player:
         return players[int(self._rng.choice(len(players), p=p))]
 

@@ -38,18 +38,18 @@ class MainPlayer(ActivePlayer):
         main = self._get_opponent(self._get_players(lambda p: isinstance(p, MainPlayer)))
         if self._payoff[self, main] > 1.0 - self.settings.strong_win_rate:
             return main
-        past = self._get_players(lambda p: _is_historical(p) and p.parent_id == main.player_id)
+        past = self._snapshots_of(main.player_id)
         return self._pfsp_opponent(past, "variance", main)
 
     def _verification_branch(self) -> Player:
         """Check for exploitation (main-exploiter snapshots it loses to) and forgetting (own past it no longer
         beats); with neither, plain 'sp'."""
-        exploiter_ids = {p.player_id for p in self._get_players(lambda p: isinstance(p, MainExploiter))}
-        exploiters = self._get_players(lambda p: _is_historical(p) and p.parent_id in exploiter_ids)
+        exploiter_ids = [p.player_id for p in self._get_players(lambda p: isinstance(p, MainExploiter))]
+        exploiters = self._snapshots_of(*exploiter_ids)
         if exploiters and self._payoff[self, exploiters].min() < 1.0 - self.settings.strong_win_rate:
             return self._pfsp_opponent(exploiters, "squared", self)
         main = self._get_opponent(self._get_players(lambda p: isinstance(p, MainPlayer)))
-        past = self._get_players(lambda p: _is_historical(p) and p.parent_id == main.player_id)
+        past = self._snapshots_of(main.player_id)
         if past and self._payoff[self, past].min() < self.settings.strong_win_rate:
             return self._pfsp_opponent(past, "squared", self)
         return self._sp_branch()
@@ -79,7 +79,7 @@ class MainExploiter(ActivePlayer):
         main = self._get_opponent(self._get_players(lambda p: isinstance(p, MainPlayer)))
         if self._payoff[self, main] >= self.settings.min_valid_win_rate:
             return main
-        past = self._get_players(lambda p: _is_historical(p) and p.parent_id == main.player_id)
+        past = self._snapshots_of(main.player_id)
         return self._pfsp_opponent(past, "variance", main)
 
     def is_trained_enough(self, select_fn: Callable[[Player], bool] | None = None) -> bool:

@@ -18,7 +18,8 @@ self-play), snapshots it, counts the results in its payoff table and ratings. Sm
 converge in two-player zero-sum games to the logit equilibrium (QRE), which for ``TAU`` = 0.1 is P(heads) =
 (0.389, 0.303), within 0.06 of the Nash equilibrium. Tolerance: the mean policy of the last 20 of 300 rounds lies
 within 0.1 of 1/3 in each role (the QRE offset plus sampling noise of 256 games a round; seeds 0-2 land within
-0.063, close to the QRE). A control shows the check can fail: the same learner against a fixed uniform opponent ends far away.
+0.063, close to the QRE). A control shows the check can fail: the same learner against a fixed uniform opponent
+ends far away.
 """
 import json
 
