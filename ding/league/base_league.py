@@ -199,17 +199,20 @@ class BaseLeague:
         if not isinstance(player_info, Mapping) or not isinstance(player_info.get("player_id"), str):
             raise LeagueError(f"update_active_player: expected a dict with a 'player_id' str, got {player_info!r:.80}")
         with self._lock:
-            player = self._active(player_info["player_id"])
-            for key in ("train_iteration", "learner_step"):
-                if key in player_info:
-                    step = player_info[key]
-                    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
-                        raise LeagueError(f"update_active_player: {key} must be an int >= 0, got {step!r}")
-                    player.total_agent_step = int(step)
-                    return False
-            if player_info.get("eval_win"):
-                return player.increment_eval_difficulty()
-            return False
+            return self._update_player(self._active(player_info["player_id"]), player_info)
+
+    def _update_player(self, player: ActivePlayer, player_info: Mapping[str, Any]) -> bool:
+        """What :meth:`update_active_player` does to the player (a subclass may change it, as DI-engine's)."""
+        for key in ("train_iteration", "learner_step"):
+            if key in player_info:
+                step = player_info[key]
+                if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step < 0:
+                    raise LeagueError(f"update_active_player: {key} must be an int >= 0, got {step!r}")
+                player.total_agent_step = int(step)
+                return False
+        if player_info.get("eval_win"):
+            return player.increment_eval_difficulty()
+        return False
 
     def judge_snapshot(self, player_id: str, force: bool = False) -> bool:
         """Freeze a copy of the player if it is trained enough (or ``force``): its checkpoint is copied to the

@@ -46,23 +46,24 @@ class EloRating:
         return PlayerRating(self.elo_init if elo is None else float(elo))
 
     def rate_1vs1(self, home: PlayerRating, away: PlayerRating,
-                  outcomes: Iterable[Outcome]) -> tuple[PlayerRating, PlayerRating]:
-        """Both ratings after the games ``outcomes`` (the home player's view), applied in order."""
+                  outcomes: Iterable[Outcome | str]) -> tuple[PlayerRating, PlayerRating]:
+        """Both ratings after the games ``outcomes`` (the home player's view; an :class:`Outcome` or DI-engine's
+        'wins'/'draws'/'losses'), applied in order."""
         a, b = home.elo, away.elo
         n = 0
         for outcome in outcomes:
-            s = SCORE[outcome]
+            s = SCORE[Outcome(outcome)]
             e_a = expected_score(a, b, self.scale)
             a, b = a + self.k_factor * (s - e_a), b + self.k_factor * ((1.0 - s) - (1.0 - e_a))
             n += 1
         return PlayerRating(a, home.games + n), PlayerRating(b, away.games + n)
 
     def rate_1vsC(self, home: PlayerRating, constant: PlayerRating,  # noqa: N802 (DI-engine's name)
-                  outcomes: Iterable[Outcome]) -> PlayerRating:
+                  outcomes: Iterable[Outcome | str]) -> PlayerRating:
         """``home``'s rating after games against an opponent whose rating stays fixed (a scripted bot, a reference)."""
         a = home.elo
         n = 0
         for outcome in outcomes:
-            a += self.k_factor * (SCORE[outcome] - expected_score(a, constant.elo, self.scale))
+            a += self.k_factor * (SCORE[Outcome(outcome)] - expected_score(a, constant.elo, self.scale))
             n += 1
         return PlayerRating(a, home.games + n)

@@ -51,7 +51,7 @@ def test_elo_updates_match_hand_computed_values():
 def test_rating_against_a_fixed_opponent_moves_only_the_player():
     elo = EloRating(k_factor=10)
     fixed = PlayerRating(1200.0)
-    r = elo.rate_1vsC(PlayerRating(1200.0), fixed, [Outcome.WIN, Outcome.WIN])
+    r = elo.rate_1vsC(PlayerRating(1200.0), fixed, [Outcome.WIN, "wins"])  # DI-engine's strings work too
     # 1200 + 5 = 1205, then E = 1/(1+10^(-5/400)) = 0.507195 -> + 10 * 0.492805
     assert r.elo == pytest.approx(1205 + 4.92805, abs=1e-4)
     assert fixed.elo == 1200.0 and r.games == 2

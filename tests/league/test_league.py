@@ -170,3 +170,37 @@ def test_di_engine_league_keys_load_through_compile_config(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="create_config.league: not a create_config section"):
         compile_config(main, save_cfg=False, auto=True, create_cfg=dict(policy=dict(type="ppo"),
                                                                          league=dict(type="one_vs_one")))
+
+
+def test_a_subclass_written_the_way_di_engine_demo_league_is_works(tmp_path):
+    """DI-engine's dizoo DemoLeague subclasses BaseLeague and overrides _get_job_info (returning a dict),
+    _mutate_player and _update_player ('learner_step'); those hooks are the ones the league calls."""
+    from ding.league import ActivePlayer, BaseLeague
+
+    class DemoStyleLeague(BaseLeague):
+        def _get_job_info(self, player, eval_flag=False):
+            opponent = player.get_job(eval_flag)["opponent"]
+            return {"launch_player": player.player_id, "player_id": [player.player_id, opponent.player_id]}
+
+        def _mutate_player(self, player):
+            for p in self.active_players:
+                if p.mutate({"reset_checkpoint_path": self.reset_checkpoint_path}) is not None:
+                    p.rating = self.metric_env.create_rating()
+
+        def _update_player(self, player, player_info):
+            assert isinstance(player, ActivePlayer)
+            if "learner_step" in player_info:
+                player.total_agent_step = player_info["learner_step"] * 2
+
+    league = DemoStyleLeague(_cfg(tmp_path))
+    for path in league.active_players_ckpts:
+        with open(path, "wb") as f:
+            f.write(b"w")
+    job = league.get_job_info("main_exploiter_default_0")
+    assert job["player_id"] == ["main_exploiter_default_0", "main_player_default_0"]
+    league.update_active_player({"player_id": "main_player_default_0", "learner_step": 3})
+    assert league.active_players[0].total_agent_step == 6
+    league.finish_job({"player_id": job["player_id"], "result": ["wins"]})
+    assert league.active_players[1].rating.elo == 1216.0
+    assert league.judge_snapshot("main_player_default_0", force=True)  # the demo-style mutate resets exploiter
+    assert league.active_players[1].rating.elo == 1200.0
