@@ -220,12 +220,17 @@ class BaseLeague:
         (:meth:`mutate`). False when no snapshot was taken, including a second snapshot at the same step."""
         with self._lock:
             player = self._active(player_id)
+            phase_mark = player.state_dict()["last_enough_step"]
             if not (force or player.is_trained_enough()):
                 return False
             hp = player.snapshot(self.metric_env)
             if any(h.player_id == hp.player_id for h in self.historical_players):
                 return False
-            self.save_checkpoint(player.checkpoint_path, hp.checkpoint_path)
+            try:
+                self.save_checkpoint(player.checkpoint_path, hp.checkpoint_path)
+            except BaseException:
+                player.load_state_dict(dict(player.state_dict(), last_enough_step=phase_mark))  # as if not judged
+                raise
             self.historical_players.append(hp)
             self.payoff.add_player(hp)
             self._mutate_player(player)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ding.league import HistoricalPlayer, MainPlayer, create_league, pfsp
-from ding.utils import ConfigError, RegistryError
+from ding.utils import CheckpointError, ConfigError, RegistryError
 
 
 def _league(tmp_path, **overrides):
@@ -152,3 +152,13 @@ def test_default_league_is_one_naive_self_play_player(tmp_path):
     assert league.get_job_info().opponent_id == "naive_sp_player_default_0"
     assert isinstance(league.active_players[0], MainPlayer) is False
     assert not any(isinstance(p, HistoricalPlayer) for p in league.payoff.players)
+
+
+def test_a_snapshot_without_the_players_checkpoint_fails_and_changes_nothing(tmp_path):
+    league = create_league(dict(path_policy=str(tmp_path), active_players=dict(main_player=1),
+                                main_player=dict(one_phase_step=1)))
+    league.update_active_player({"player_id": "main_player_default_0", "train_iteration": 2})
+    before = league.state_dict()
+    with pytest.raises(CheckpointError, match="main_player_default_0_ckpt.pth' does not exist; save the player's model"):
+        league.judge_snapshot("main_player_default_0")
+    assert league.state_dict() == before and league.historical_players == []
