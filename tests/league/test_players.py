@@ -159,6 +159,6 @@ def test_a_snapshot_without_the_players_checkpoint_fails_and_changes_nothing(tmp
                                 main_player=dict(one_phase_step=1)))
     league.update_active_player({"player_id": "main_player_default_0", "train_iteration": 2})
     before = league.state_dict()
-    with pytest.raises(CheckpointError, match="main_player_default_0_ckpt.pth' does not exist; save the player's model"):
+    with pytest.raises(CheckpointError, match="main_player_default_0_ckpt.pth' does not exist; save the player"):
         league.judge_snapshot("main_player_default_0")
     assert league.state_dict() == before and league.historical_players == []
