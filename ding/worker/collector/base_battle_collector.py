@@ -13,7 +13,8 @@ class BaseBattleCollector(BaseSerialCollector):
 
     Logs, the console line, statistics, ``envstep`` and ``state_dict`` are ``BaseSerialCollector``'s; the episode
     return it logs is the first player's, with every player's mean beside it. A policy object with
-    ``collect_data = False`` only acts: its transitions are not kept (DI-engine's attribute).
+    ``collect_data = False`` only acts: its transitions are not kept (DI-engine's attribute); so does a policy without
+    ``process_transition`` (e.g. a scripted opponent).
     """
 
     def reset_policy(self, _policy: Any = None) -> None:
@@ -25,7 +26,8 @@ class BaseBattleCollector(BaseSerialCollector):
 
     def _on_new_policy(self, policy: Any) -> None:
         super()._on_new_policy(policy)
-        self._collect_data = [bool(getattr(p, "collect_data", True)) for p in policy.policies]
+        self._collect_data = [bool(getattr(p, "collect_data", True)) and callable(getattr(p, "process_transition", None))
+                              for p in policy.policies]
         self._policy_cfg = _policy_attr(policy, "cfg", None)
 
     @property
@@ -53,7 +55,8 @@ class BaseBattleCollector(BaseSerialCollector):
             if is_abnormal(timestep.info):
                 self._drop_episode(env_id, timestep.info)
                 continue
-            record_step(self._caches[env_id], self._policy, sent_obs[env_id], sent_out[env_id], timestep, train_iter)
+            record_step(self._caches[env_id], self._policy, sent_obs[env_id], sent_out[env_id], timestep, train_iter,
+                        self._collect_data)
             self._env_steps[env_id] += 1
             steps += 1
             on_step(env_id, timestep)

@@ -123,11 +123,14 @@ class BattleCache:
 
 
 def record_step(cache: BattleCache, group: PolicyGroup, sent_obs: Any, sent_out: Mapping[str, Any], timestep: Any,
-                train_iter: int) -> None:
+                train_iter: int, collect: Sequence[bool]) -> None:
     """Add one env step to ``cache``: a player who acted opens a decision (closing its previous one), every player's
-    reward joins its open decision; at the end of the episode every open decision becomes a transition."""
+    reward joins its open decision; at the end of the episode every open decision becomes a transition. Players
+    with ``collect[i]`` False only act."""
     done = bool(timestep.done)
     for i, policy in enumerate(group.policies):
+        if not collect[i]:
+            continue
         ts = player_timestep(timestep, i)
         pending = cache.pending[i]
         if player_acted(ts.info):
