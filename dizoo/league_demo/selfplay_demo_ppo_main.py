@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import os
+import runpy
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,11 +20,11 @@ from typing import Any
 import numpy as np
 from tensorboardX import SummaryWriter
 
-from ding.config import compile_config, read_config
+from ding.config import compile_config
 from ding.envs import BaseEnvManager
 from ding.model import VAC
 from ding.policy import PPOPolicy
-from ding.utils import set_pkg_seed
+from ding.utils import ConfigError, set_pkg_seed
 from ding.worker import (
     BaseLearner,
     BattleEpisodeSerialCollector,
@@ -132,8 +133,17 @@ def main(cfg: Any, seed: int = 0, max_train_iter: int = int(1e8), max_env_step: 
     return result
 
 
+def load_config(path: str) -> Any:
+    """The config of a config file: its ``main_config``, or (DI-engine's file) ``selfplay_demo_ppo_config``."""
+    module = runpy.run_path(path)
+    for name in ("main_config", "selfplay_demo_ppo_config"):
+        if name in module:
+            return module[name]
+    raise ConfigError(f"{path}: defines neither main_config nor selfplay_demo_ppo_config")
+
+
 if __name__ == "__main__":
-    config = read_config(sys.argv[1])[0] if len(sys.argv) > 1 else selfplay_demo_ppo_config
+    config = load_config(sys.argv[1]) if len(sys.argv) > 1 else selfplay_demo_ppo_config
     outcome = main(config)
     print(f"stop values reached: {outcome.stopped} after {outcome.envstep} env steps, {outcome.train_iter} train "
           "iterations")
