@@ -2,8 +2,8 @@
 ``selfplay_demo_ppo_main.py``).
 
 Two PPO policies play each other; a ``BattleEpisodeSerialCollector`` returns one sample list per policy, each
-policy's learner trains on its own list; two ``BattleInteractionSerialEvaluator``s play policy 1 against fixed
-opponents (always action 0, and uniform random), each with its own stop value. The run ends when both evaluators
+policy's learner trains on its own list; two ``BattleInteractionSerialEvaluator``s play the first policy against
+fixed opponents (always action 0, and uniform random), each with its own stop value. The run ends when both evaluators
 report their stop value, or at ``max_env_step`` / ``max_train_iter``.
 
 Run: ``python -m dizoo.league_demo.selfplay_demo_ppo_main [config.py]`` (DI-engine's config file works as is).

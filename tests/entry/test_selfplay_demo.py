@@ -34,7 +34,8 @@ def test_di_engine_selfplay_config_compiles_unchanged(in_tmp_dir):
     compiled = compile_config(cfg, BaseEnvManager, PPOPolicy, BaseLearner, BattleEpisodeSerialCollector,
                               BattleInteractionSerialEvaluator, NaiveReplayBuffer, save_cfg=False)
     assert compiled.env.env_type == "prisoner_dilemma" and list(compiled.env.stop_value) == [-10.1, -5.05]
-    assert compiled.policy.collect.collector.type == "episode_1v1" and compiled.policy.collect.collector.get_train_sample
+    collector = compiled.policy.collect.collector
+    assert collector.type == "episode_1v1" and collector.get_train_sample
     assert compiled.policy.eval.evaluator.type == "battle_interaction"
     assert compiled.policy.eval.evaluator.n_episode == 100 and compiled.policy.learn.update_per_collect == 3
     assert load_config(path) == cfg  # the example's command line reads DI-engine's file too

@@ -26,8 +26,8 @@ class BaseBattleCollector(BaseSerialCollector):
 
     def _on_new_policy(self, policy: Any) -> None:
         super()._on_new_policy(policy)
-        self._collect_data = [bool(getattr(p, "collect_data", True)) and callable(getattr(p, "process_transition", None))
-                              for p in policy.policies]
+        self._collect_data = [bool(getattr(p, "collect_data", True))
+                              and callable(getattr(p, "process_transition", None)) for p in policy.policies]
         self._policy_cfg = _policy_attr(policy, "cfg", None)
 
     @property

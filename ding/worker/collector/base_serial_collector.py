@@ -50,8 +50,9 @@ class ISerialCollector(ABC):
         """``reset_env`` + ``reset_policy`` and clear every counter and cache."""
 
     @abstractmethod
-    def collect(self, *args: Any, **kwargs: Any) -> list[Any]:
-        """Collect data (samples or episodes, depending on the collector)."""
+    def collect(self, *args: Any, **kwargs: Any) -> Any:
+        """Collect data: a list of samples or episodes, or for the battle collectors a ``(data, info)`` pair with one
+        list per policy (DI-engine's shape)."""
 
     @property
     @abstractmethod
