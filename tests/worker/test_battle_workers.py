@@ -235,3 +235,28 @@ def test_policy_swap_and_resume_state(in_tmp_dir):
         assert collector.policy.policies[0].__class__ is ScriptedPlayer
         _, info = collector.collect(n_episode=2)
         assert len(info[0]) >= 2
+
+
+class FlakyGame(GameEnv):
+    """Fails its second step (the manager restarts it and reports an abnormal timestep)."""
+
+    def __init__(self):
+        super().__init__("prisoner_dilemma")
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 2:
+            raise RuntimeError("boom")
+        return super().step(action)
+
+
+def test_abnormal_episode_is_dropped(in_tmp_dir):
+    manager = BaseEnvManager([FlakyGame], EasyDict(max_retry=2, retry_waiting_time=0))
+    with BattleEpisodeSerialCollector(EasyDict(get_train_sample=True), manager, [Fixed(1), Fixed(1)],
+                                      exp_name="battle") as collector:
+        data, info = collector.collect(n_episode=3)
+    assert len(data[0]) == len(data[1]) == len(info[0]) == 3  # the failed step is neither a sample nor an episode
+    assert collector.envstep == 3
+    with open("battle/log/collector/collector_logger.txt") as f:
+        assert "abnormal episode dropped" in f.read()

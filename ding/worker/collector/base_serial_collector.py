@@ -254,7 +254,7 @@ class BaseSerialCollector(ISerialCollector):
         """An abnormal episode (the env failed): forget its unprocessed transitions; the manager has reset it."""
         self._logger.info(f"env {env_id}: abnormal episode dropped ({len(self._caches[env_id])} cached transitions); "
                           f"error: {str(info.get('error', ''))[-300:]}")
-        self._caches[env_id].clear()
+        self._caches[env_id] = self._new_cache()
         self._env_steps[env_id] = 0
         self._env_samples[env_id] = 0
         self._episode_open[env_id] = False
