@@ -75,7 +75,7 @@ def c4_envs(n, **cfg):
 
 def test_episode_collector_returns_one_sample_list_per_policy(in_tmp_dir):
     p0, p1 = Fixed(1, n_episode=6), Fixed(0)
-    cfg = EasyDict(get_train_sample=True)
+    cfg = EasyDict(get_train_sample=True, collect_print_freq=0)
     with BattleEpisodeSerialCollector(cfg, game_envs(3), [p0, p1], exp_name="battle") as collector:
         data, info = collector.collect(train_iter=7)
         assert len(data) == 2 and len(info) == 2
@@ -87,6 +87,9 @@ def test_episode_collector_returns_one_sample_list_per_policy(in_tmp_dir):
         assert [i["result"] for i in info[0]] == ["wins"] * 6 and [i["result"] for i in info[1]] == ["losses"] * 6
         data, _ = collector.collect(n_episode=3)
         assert len(data[0]) == 3 and collector.envstep == 9
+    with open("battle/log/collector/collector_logger.txt") as f:
+        log = f.read()
+    assert "6 episodes, return 0 (min 0, max 0)" in log and "player returns 0 / -20" in log  # the shared log line
     # raw episodes without get_train_sample
     with BattleEpisodeSerialCollector(EasyDict(), game_envs(2), [Fixed(0), Fixed(0)], exp_name="battle") as c:
         data, _ = c.collect(n_episode=2)

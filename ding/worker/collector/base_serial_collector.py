@@ -313,6 +313,8 @@ class BaseSerialCollector(ISerialCollector):
         if returns.size:
             line += (f", return {stats['episode_return_mean']:.4g} (min {stats['episode_return_min']:.4g}, "
                      f"max {stats['episode_return_max']:.4g})")
+        if player_returns.size:
+            line += ", player returns " + " / ".join(f"{m:.4g}" for m in player_returns.mean(axis=0))
         line += (f", length {stats['episode_length_mean']:.4g} | {stats['envstep_per_sec']:,.0f} steps/s, "
                  f"{stats['sample_per_sec']:,.0f} samples/s")
         self._logger.info(line)
