@@ -78,8 +78,8 @@ class BattleSampleSerialCollector(BaseBattleCollector):
             cache = self._caches[env_id]
             for i in range(players):
                 if not self._collect_data[i]:
-                    cache.transitions[i].clear()
-                elif timestep.done or len(cache.transitions[i]) >= traj_len + self._nsteps[i] - 1:
+                    continue
+                if timestep.done or len(cache.transitions[i]) >= traj_len + self._nsteps[i] - 1:
                     flush(env_id, i, bool(timestep.done))
             if timestep.done:
                 self._finish_episode(env_id, timestep, train_iter, return_info)
