@@ -93,8 +93,11 @@ def main(cfg: Any, seed: int = 0, max_train_iter: int = int(1e8), max_env_step: 
 
     policies = [PPOPolicy(cfg.policy, model=VAC(**cfg.policy.model)) for _ in range(2)]
     tb_logger = SummaryWriter(os.path.join(cfg.exp_name, "log", "serial"))
+    # each learner keeps its checkpoints apart: <exp_name>/ckpt/learner1/, <exp_name>/ckpt/learner2/
     learners = [BaseLearner(cfg.policy.learn.learner, p.learn_mode, tb_logger, exp_name=cfg.exp_name,
-                            instance_name=f"learner{i + 1}") for i, p in enumerate(policies)]
+                            instance_name=f"learner{i + 1}",
+                            ckpt_dir=os.path.join(cfg.exp_name, "ckpt", f"learner{i + 1}"))
+                for i, p in enumerate(policies)]
     collector = BattleEpisodeSerialCollector(cfg.policy.collect.collector, collector_env,
                                              [p.collect_mode for p in policies], tb_logger, exp_name=cfg.exp_name)
     # The evaluators play policy 1's collect mode (it samples its actions) against a fixed opponent each.

@@ -53,7 +53,7 @@ def test_selfplay_loop_reaches_both_stop_values_ci(in_tmp_dir):
     assert fixed.return_mean >= -10.1 and uniform.return_mean >= -5.05  # player 0 defects (nearly) always
     first = [i for n, i in result.evals if n == "uniform_evaluator"][0].players[0]
     assert first.return_mean < -5.05  # the untrained policy did not reach it
-    assert os.path.isfile(os.path.join(cfg.exp_name, "ckpt", "ckpt_best.pth.tar"))
+    assert os.path.isfile(os.path.join(cfg.exp_name, "ckpt", "learner1", "ckpt_best.pth.tar"))
 
 
 @pytest.mark.slow
