@@ -71,7 +71,8 @@ def test_bad_cost_is_one_clear_error(cfg, match):
         StepCostCartPoleEnv(cfg)
 
 
-def test_config_compile_names_the_bad_kind():
+def test_config_compile_names_the_bad_kind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
 
     main = copy.deepcopy(main_config)
@@ -79,4 +80,4 @@ def test_config_compile_names_the_bad_kind():
     create = copy.deepcopy(create_config)
     create.env = dict(type="cartpole_step_cost", import_names=[MODULE])
     with pytest.raises(ConfigError, match=r"step_cost_kind.*sleep"):
-        compile_config(main, create_cfg=create, seed=0)
+        compile_config(main, create_cfg=create, seed=0, auto=True, save_cfg=False)
