@@ -134,3 +134,29 @@ def test_state_round_trip_continues_counters_but_not_pacing(commander, in_tmp_di
     status = fresh.status()
     assert status["envstep"] == 10 and status["best_return"] == 42.0 and status["pushed"] == 0
     assert fresh.eval_history == c.eval_history
+
+
+def test_evaluation_is_recorded_at_the_env_steps_its_policy_was_trained_with(commander):
+    """Collectors go on collecting while an evaluation runs; the record carries the env steps collected when the
+    evaluated policy was published (what trained it, as in serial mode), not the count when the evaluation ended."""
+    c = commander
+
+    def collect():  # the learner consumes what pacing allows, then one more collect task (10 env steps)
+        while c.learner_may_train(buffer_count=c.status()["pushed"]):
+            c.batch_served()
+        _finish_collect(c, c.get_collector_task("collector1"))
+
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
+    assert c.eval_history[-1].env_step == 0
+    collect(), collect()
+    c.update_learner_info("t", LearnInfo(learner_step=10, policy_iter=10))  # published at 20 env steps
+    collect()
+    c.update_learner_info("t", LearnInfo(learner_step=20, policy_iter=20))  # published at 30
+    collect(), collect()  # 50 when the evaluations end
+    assert c.status()["envstep"] == 50
+    for i, it in enumerate((10, 20, 30)):  # 30: not heard of yet (published after the last learn result)
+        c.finish_collector_task(f"e{i}", EvalResult.from_json({"eval_flag": True, "eval_return_mean": 11.0,
+                                                                "policy_iter": it}))
+    assert [(r.train_iter, r.env_step) for r in c.eval_history[1:]] == [(10, 20), (20, 30), (30, 50)]
