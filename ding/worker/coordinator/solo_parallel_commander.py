@@ -52,7 +52,7 @@ class SoloCommander(BaseCommander):
         learner_task_space=1,  # learner tasks running at once (one learner is built so far)
         eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
-        collect_ahead_samples=None,  # how far collection may run ahead; None: batch_size + 2 * n_sample * collectors
+        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2 * n_sample * collectors)
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -191,7 +191,10 @@ class SoloCommander(BaseCommander):
             return True
         ahead = self._ahead
         if ahead is None:
-            ahead = self._batch_size + 2 * self._n_sample * max(1, self._collectors)
+            # two tasks per collector (one running, one waiting for the learner): collectors never wait on a busy
+            # learner's round trip, and the data they collect is at most that far ahead of the policy that collects
+            # it (policy lag); at least a batch, so the learner can start
+            ahead = max(self._batch_size, 2 * self._n_sample * max(1, self._collectors))
         planned = self._pushed + sum(self._in_flight.values())
         return planned < self._served_batches / self._ratio + ahead
 
