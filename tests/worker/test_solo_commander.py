@@ -160,3 +160,53 @@ def test_evaluation_is_recorded_at_the_env_steps_its_policy_was_trained_with(com
         c.finish_collector_task(f"e{i}", EvalResult.from_json({"eval_flag": True, "eval_return_mean": 11.0,
                                                                 "policy_iter": it}))
     assert [(r.train_iter, r.env_step) for r in c.eval_history[1:]] == [(10, 20), (20, 30), (30, 50)]
+
+
+def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(commander):
+    """eval_freq 20, eval_lead 2: after 40 batches past the last evaluation the learner waits until the next one is
+    handed out -- unless there is nothing newer to evaluate (then it never waits for one that cannot come)."""
+    c = commander
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    ev = c.get_collector_task("collector0")
+    assert ev["eval_flag"] is True  # handed out at 0 batches served
+    c._pushed = 1000  # plenty of data: only the evaluation gate can stop the learner
+    served = 0
+    while c.learner_may_train(buffer_count=1000):
+        c.batch_served()
+        served += 1
+        c.update_learner_info("t", LearnInfo(learner_step=served, policy_iter=served))
+    assert served == 40  # the evaluation of policy 0 is still running
+    assert not c.learner_may_train(buffer_count=1000)
+    c.finish_collector_task(ev["task_id"], _eval(10.0))  # policy 0 evaluated; 40 is published: one is due
+    assert not c.learner_may_train(buffer_count=1000)
+    ev2 = c.get_collector_task("collector0")
+    assert ev2["eval_flag"] is True and c.learner_may_train(buffer_count=1000)  # handed out: the learner goes on
+    c.finish_collector_task(ev2["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 10.0,
+                                                                  "policy_iter": 40}))
+    for _ in range(40):
+        c.batch_served()  # 80 served, nothing newer than policy 40 published: no evaluation can come, no wait
+    assert c.learner_may_train(buffer_count=1000)
+
+
+def test_eval_lead_zero_never_waits_and_a_bad_one_is_a_config_error(in_tmp_dir):
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+    from ding.utils import ConfigError
+
+    main, create, system = (copy.deepcopy(x) for x in (main_config, create_config, system_config))
+    main.policy.other.commander.eval_lead = -1
+    with pytest.raises(ConfigError, match="eval_lead"):
+        SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
+    main.policy.other.commander.eval_lead = 0
+    main.policy.other.commander.learner_iter_per_sample = 0
+    c = SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    c.increase_collector_task_space()
+    assert c.get_collector_task("collector0")["eval_flag"] is True
+    for i in range(5000):
+        c.batch_served()
+        c.update_learner_info("t", LearnInfo(learner_step=i, policy_iter=i))
+    assert c.learner_may_train(buffer_count=1000)

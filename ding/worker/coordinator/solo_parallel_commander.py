@@ -53,6 +53,10 @@ class SoloCommander(BaseCommander):
         eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
         collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2 * n_sample * collectors)
+        # the learner waits for the next evaluation to start once it is this many eval_freq periods past the last one
+        # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
+        # 0: never waits (evaluations then come as often as a free collector allows)
+        eval_lead=2,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -82,6 +86,12 @@ class SoloCommander(BaseCommander):
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
+        lead = self._commander_cfg.get("eval_lead", 2)
+        if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not lead >= 0:
+            raise ConfigError(f"policy.other.commander.eval_lead: expected a number >= 0 of eval_freq periods, "
+                              f"got {lead!r}")
+        self._eval_lead_batches = float(lead) * self._eval_freq  # 0: the learner never waits for an evaluation
+        self._served_at_eval = 0  # batches served when the last evaluation was handed out
         space = self._commander_cfg.get("collector_task_space")
         self._fixed_space = space is not None
         self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
@@ -161,7 +171,18 @@ class SoloCommander(BaseCommander):
         with self._lock:
             if self._end_reason is not None or buffer_count < self._batch_size:
                 return False
+            if self._waits_for_eval():
+                return False
             return self._ratio == 0 or self._served_batches < self._ratio * self._pushed
+
+    def _waits_for_eval(self) -> bool:
+        """The learner is ``eval_lead`` eval periods past the last evaluation and one is running or can start (a
+        newer policy is published): it waits until the next one is handed out, so the run evaluates about as many
+        policies per train iteration as serial mode and does not train past a policy that reached the stop value
+        without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
+        if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
+            return False
+        return self._eval_running or self._policy_iter > self._evaluated_policy
 
     def batch_served(self) -> None:
         with self._lock:
@@ -214,6 +235,7 @@ class SoloCommander(BaseCommander):
                 self._eval_running = True
                 self._last_eval_iter = self._learner_step
                 self._last_eval_time = time.monotonic()
+                self._served_at_eval = self._served_batches
                 return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                 train_iter=self._learner_step, envstep=self._envstep,
                                 best_return=None if self._best_return == -math.inf else self._best_return,
