@@ -189,12 +189,12 @@ def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(command
 
 
 def test_eval_lead_zero_never_waits_and_a_bad_one_is_a_config_error(in_tmp_dir):
+    from ding.utils import ConfigError
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
         main_config,
         system_config,
     )
-    from ding.utils import ConfigError
 
     main, create, system = (copy.deepcopy(x) for x in (main_config, create_config, system_config))
     main.policy.other.commander.eval_lead = -1

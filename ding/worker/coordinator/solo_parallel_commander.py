@@ -52,7 +52,7 @@ class SoloCommander(BaseCommander):
         learner_task_space=1,  # learner tasks running at once (one learner is built so far)
         eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
-        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2 * n_sample * collectors)
+        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
         # the learner waits for the next evaluation to start once it is this many eval_freq periods past the last one
         # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
         # 0: never waits (evaluations then come as often as a free collector allows)
