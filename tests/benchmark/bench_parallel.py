@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -69,8 +69,7 @@ if MODE == 'serial':
 '''
 
 
-@dataclass(frozen=True)
-class Setup:
+class Setup(NamedTuple):
     """One line of the summary: a mode, its collectors, the env's step cost and the env manager."""
 
     key: str  # 'a', 'b', 'c'
