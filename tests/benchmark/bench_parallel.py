@@ -122,6 +122,10 @@ def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | No
             result = json.load(f)
         row = _reached(eval_csv, stop_value)
         left = _processes_in(tmp)
+        deadline = time.monotonic() + 10.0  # a subprocess env manager's workers may still be on their way out
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = _processes_in(tmp)
         if left:
             raise RuntimeError(f"{mode} run left processes behind: {left}")
     # training time without process start-up on both sides: a serial run's wall_time_s starts once its components
