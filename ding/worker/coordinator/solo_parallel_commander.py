@@ -44,6 +44,9 @@ class SoloCommander(BaseCommander):
 
     **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
     ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
+    The learner waits for the next one once it is ``eval_lead`` eval periods past the last (a run stops only at an
+    evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
+    is recorded at the env steps its policy was published with.
     The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
     """
 
