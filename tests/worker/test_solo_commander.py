@@ -210,3 +210,20 @@ def test_eval_lead_zero_never_waits_and_a_bad_one_is_a_config_error(in_tmp_dir):
         c.batch_served()
         c.update_learner_info("t", LearnInfo(learner_step=i, policy_iter=i))
     assert c.learner_may_train(buffer_count=1000)
+
+
+def test_one_evaluation_at_a_time_per_two_collectors_each_on_a_newer_policy(commander):
+    c = commander  # 2 collectors: one evaluation at a time
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    assert c.get_collector_task("collector0")["eval_flag"] is True
+    c.update_learner_info("t", LearnInfo(learner_step=20, policy_iter=20))
+    assert c.get_collector_task("collector1")["eval_flag"] is False
+    c.increase_collector_task_space()
+    c.increase_collector_task_space()  # 4 collectors: two at once, the second on a newer policy than the first
+    second = c.get_collector_task("collector2")
+    assert second["eval_flag"] is True
+    assert c.get_collector_task("collector3")["eval_flag"] is False  # two running: no third
+    c.finish_collector_task(second["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 9.0,
+                                                                      "policy_iter": 20}))
+    c.update_learner_info("t", LearnInfo(learner_step=40, policy_iter=40))
+    assert c.get_collector_task("collector2")["eval_flag"] is True

@@ -60,6 +60,8 @@ class SoloCommander(BaseCommander):
         # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
         # 0: never waits (evaluations then come as often as a free collector allows)
         eval_lead=2,
+        # evaluations running at once, each on its own collector; None: one per two connected collectors (at least 1)
+        eval_task_space=None,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -95,6 +97,11 @@ class SoloCommander(BaseCommander):
                               f"got {lead!r}")
         self._eval_lead_batches = float(lead) * self._eval_freq  # 0: the learner never waits for an evaluation
         self._served_at_eval = 0  # batches served when the last evaluation was handed out
+        evals = self._commander_cfg.get("eval_task_space")
+        if evals is not None and (isinstance(evals, bool) or not isinstance(evals, int) or evals < 1):
+            raise ConfigError(f"policy.other.commander.eval_task_space: expected an int >= 1 (evaluations at once) or "
+                              f"None (one per two collectors), got {evals!r}")
+        self._eval_space: int | None = evals
         space = self._commander_cfg.get("collector_task_space")
         self._fixed_space = space is not None
         self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
@@ -108,7 +115,8 @@ class SoloCommander(BaseCommander):
         self._pushed = 0
         self._served_batches = 0
         self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
-        self._eval_running = False
+        self._evals_running = 0
+        self._handed_policy = -1  # newest published policy when the last evaluation was handed out
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
         self._evaluated_policy = -1
@@ -154,6 +162,7 @@ class SoloCommander(BaseCommander):
                 self._policy_envstep.clear()  # a restarted learner's iterations may go back
                 self._published(info.policy_iter)
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
+                self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
 
     def _published(self, policy_iter: int) -> None:
@@ -185,7 +194,7 @@ class SoloCommander(BaseCommander):
         without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
         if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
             return False
-        return self._eval_running or self._policy_iter > self._evaluated_policy
+        return self._evals_running > 0 or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
 
     def batch_served(self) -> None:
         with self._lock:
@@ -205,7 +214,8 @@ class SoloCommander(BaseCommander):
                 self._collector_space.decrease_space()
 
     def _eval_due(self) -> bool:
-        if self._eval_running or self._policy_iter <= self._evaluated_policy:
+        space = self._eval_space if self._eval_space is not None else max(1, self._collectors // 2)
+        if self._evals_running >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
             return False
         return (self._learner_step - self._last_eval_iter >= self._eval_freq
                 or time.monotonic() - self._last_eval_time >= self._eval_interval)
@@ -235,7 +245,8 @@ class SoloCommander(BaseCommander):
             info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
                     "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
-                self._eval_running = True
+                self._evals_running += 1
+                self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
                 self._last_eval_iter = self._learner_step
                 self._last_eval_time = time.monotonic()
                 self._served_at_eval = self._served_batches
@@ -261,7 +272,7 @@ class SoloCommander(BaseCommander):
             return False
 
     def _finish_eval(self, finished: EvalResult) -> bool:
-        self._eval_running = False
+        self._evals_running = max(0, self._evals_running - 1)
         mean = finished.eval_return_mean
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
@@ -277,7 +288,8 @@ class SoloCommander(BaseCommander):
         self._collector_space.release_space()
         with self._lock:
             if isinstance(task, EvalTask):
-                self._eval_running = False  # the evaluation is handed out again as soon as a collector is free
+                self._evals_running = max(0, self._evals_running - 1)  # handed out again once a collector is free
+                self._handed_policy = self._evaluated_policy
                 self._last_eval_iter = -math.inf
             else:
                 self._in_flight.pop(task.task_id, None)
