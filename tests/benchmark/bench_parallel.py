@@ -203,7 +203,7 @@ def to_stop(setups: list[Setup], seeds: list[int]) -> list[dict]:
         rec["time_ratio"] = rec["median_time_s"] / _median(serial, "time_to_stop_s")
         rec["env_step_ratio"] = rec["median_env_step"] / _median(serial, "env_step_to_stop")
         rec["time_ratio_to"] = {o.label: rec["median_time_s"] / _median(runs[o], "time_to_stop_s")
-                                for o in setups if o.mode == "serial" and o != s}
+                                for o in setups[1:] if o.mode == "serial" and o != s}
         out.append(rec)
     return out
 
