@@ -22,7 +22,7 @@ from ._parallel import (
     write_config,
 )
 
-# Each test states its bound (pytest-timeout; past it the test fails and its processes are killed): about twice the
+# Each test states its bound (pytest-timeout; past it the test fails and its processes are killed): 1.7-2.4 times its
 # slowest of 5 runs in a row on the loaded shared 2-core machine (tests/e2e/repeat.py, table in docs/parallel.md).
 
 
