@@ -90,7 +90,7 @@ def resolve_token(value: Any = None, where: str = "system_config.auth_token") ->
         raise ConfigError(f"{where}: the auth token must be a string, got {type(token).__name__}")
     if len(token) < 16:
         source = token_source(value, where)
-        got = "nothing" if not token else f"a {len(token)}-character token from {source}"
+        got = f"nothing from {source}" if not token else f"{len(token)} characters from {source}"
         raise ConfigError(
             f"{where}: parallel mode needs a shared secret of at least 16 characters (got {got}); set "
             f"{where} or the environment variable {TOKEN_ENV} to the same value on every role "
