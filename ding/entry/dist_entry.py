@@ -118,6 +118,9 @@ def run_dist_module(args: Any) -> int:
         port = args.learner_port if module == "learner" else args.collector_port
         cfg = role_config(system, module, name, coordinator_host=args.coordinator_host,
                           coordinator_port=args.coordinator_port, host=host, port=port)
+        from ding.interaction import resolve_token
+
+        resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")  # names the file
         return run_role(module, name, cfg, token_source=_token_source(system, args.config))
     from ding.config import compile_config_parallel, rename_experiment
     from ding.interaction import resolve_token
