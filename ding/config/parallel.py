@@ -80,7 +80,7 @@ COORDINATOR_CONFIG = dict(
 )
 
 # ``-P slurm``: how the launcher places every role's step (a role's own partition/node/cpus/memory win).
-SLURM_CONFIG = dict(
+SLURM_CONFIG: dict[str, Any] = dict(
     partition=None,  # srun --partition of every step (None: the cluster's default, or the job's)
     cpus=1,  # srun --cpus-per-task of every step
     memory=None,  # srun --mem of every step, e.g. '4G' or 4096 (MB); None: Slurm's default

@@ -20,7 +20,6 @@ from easydict import EasyDict
 
 from ding.engine.role_process import die_with_parent, set_process_name
 
-
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 
 
@@ -54,7 +53,8 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
 
     Exits with a one-line error when no coordinator answers at its address within ``master_lost_timeout``, when the
     coordinator refuses its token (``token_source`` says where the token came from) or when its port is taken."""
-    from ding.interaction import RequestRejected, resolve_advertise_host, token_source as source_of
+    from ding.interaction import RequestRejected, resolve_advertise_host
+    from ding.interaction import token_source as source_of
     from ding.utils import ConfigError, setup_torch_threads
     from ding.worker import create_comm_collector, create_comm_learner
 
@@ -64,14 +64,12 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     die_with_parent()
     setup_torch_threads()
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
-        from ding.utils import ConfigError
-
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
                           "system_config.coordinator.host/port in the config given with -c)")
-    cfg = EasyDict(dict(cfg))
-    cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg.coordinator_host))
+    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
+    role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
     create = create_comm_learner if role == "learner" else create_comm_collector
-    comm: Any = create(cfg, name=name)
+    comm: Any = create(role_cfg, name=name)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -82,7 +80,7 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         try:
             comm.start()
         except RequestRejected as e:
-            where = f"{cfg.coordinator_host}:{cfg.coordinator_port}"
+            where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
             if e.code != 401:
                 raise
             raise ConfigError(

@@ -2,6 +2,7 @@
 
 See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
 """
+from .addresses import local_address, resolve_advertise_host
 from .base import (
     API_PREFIX,
     TOKEN_ENV,
@@ -20,7 +21,6 @@ from .base import (
     resolve_token,
     token_source,
 )
-from .addresses import local_address, resolve_advertise_host
 from .client import HttpClient
 from .master import Master, SlaveConnection, TaskHandle
 from .slave import Slave

@@ -10,8 +10,16 @@ import time
 
 import pytest
 
-from tests.e2e._parallel import ding_cmd, eval_rows, processes_mentioning, read_log, result, start, wait_for, \
-    write_config
+from tests.e2e._parallel import (
+    ding_cmd,
+    eval_rows,
+    processes_mentioning,
+    read_log,
+    result,
+    start,
+    wait_for,
+    write_config,
+)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(420)]
 
