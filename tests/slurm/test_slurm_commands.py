@@ -120,3 +120,18 @@ def test_auto_advertise_host_is_the_address_that_routes_to_the_peer():
     assert resolve_advertise_host("auto", towards="127.0.0.1") == "127.0.0.1"
     assert resolve_advertise_host("10.1.2.3", towards="127.0.0.1") == "10.1.2.3"
     assert resolve_advertise_host(None) is None
+
+
+def test_without_srun_the_launcher_says_where_to_run_and_writes_nothing(in_tmp_dir, monkeypatch):
+    import os
+
+    from ding.entry.parallel_entry import parallel_pipeline
+
+    config = os.path.join(os.path.dirname(__file__), "..", "..", CONFIG)
+    monkeypatch.setenv("PATH", str(in_tmp_dir))  # no srun here
+    with pytest.raises(ConfigError, match="-P slurm: srun is not on PATH; run the launcher on a Slurm login node or "
+                                          "inside an sbatch/salloc allocation"):
+        parallel_pipeline(config, seed=0, platform="slurm")
+    with pytest.raises(ConfigError, match="platform must be 'local' or 'slurm', got 'k8s'"):
+        parallel_pipeline(config, seed=0, platform="k8s")
+    assert os.listdir(in_tmp_dir) == []
