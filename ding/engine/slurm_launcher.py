@@ -146,8 +146,11 @@ class SlurmSteps:
     def cancel_all(self, grace: float = 0.0) -> None:
         """Wait ``grace`` seconds for the steps to end by themselves; then cancel what is left (srun's SIGTERM
         cancels its step; SIGKILL after 10 s), ``scancel`` whatever Slurm still lists, and wait until it lists
-        none (up to 30 s)."""
-        self.wait_all(grace)
+        none (up to 30 s). A Ctrl-C during the grace period cuts it short, not the cancelling."""
+        try:
+            self.wait_all(grace)
+        except KeyboardInterrupt:
+            pass
         for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
             left = self.alive()
             if not left:
