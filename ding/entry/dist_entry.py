@@ -18,7 +18,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.engine.role_process import die_with_parent, set_process_name
+from ding.engine.role_process import die_with_parent, prefer_batch_scheduling, set_process_name
 
 
 def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
@@ -54,6 +54,7 @@ def run_role(role: str, name: str, cfg: Mapping) -> int:
         raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
+    prefer_batch_scheduling()  # before any thread starts: they inherit it
     setup_torch_threads()
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
         from ding.utils import ConfigError

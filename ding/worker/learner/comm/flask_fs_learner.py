@@ -115,7 +115,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
+        prefetch_batches=32,  # batches the coordinator keeps queued here, sent in learn tasks of a quarter of this
+        # (fewer, larger tasks: fewer round trips and wake-ups per iteration; priorities lag by at most this many)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
         max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
