@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup run test test-all lint clean
+.PHONY: setup run test test-all test-e2e-repeat lint clean
 
 setup: $(VENV)/.ding-installed
 
@@ -27,6 +27,10 @@ test: setup
 # everything, including the slow convergence runs of every shipped config
 test-all: setup
 	$(PY) -m pytest -q -m "" tests
+
+# the parallel-mode e2e fault tests 5 times in a row: each test's slowest run against its bound (docs/parallel.md)
+test-e2e-repeat: setup
+	nice -n 10 $(PY) tests/e2e/repeat.py --runs 5
 
 lint: setup
 	$(PY) -m pip install --quiet -e ".[dev]"
