@@ -49,7 +49,8 @@ PARALLEL_MAIN_EXTRA = dict(
     policy=dict(
         learn=dict(learner=dict(
             learner_num=1,  # learner processes (one is built so far)
-            send_policy_freq=1,  # publish the policy for the collectors every N train iterations
+            send_policy_freq=1,  # publish the policy for the collectors every N train iterations ...
+            send_policy_interval=0.05,  # ... and at most every this many seconds (0: every send_policy_freq)
         )),
         collect=dict(collector=dict(
             collector_num=2,  # collector processes `ding -m parallel` starts (more may join later)

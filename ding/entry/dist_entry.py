@@ -18,7 +18,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.engine.role_process import die_with_parent, set_process_name
+from ding.engine.role_process import die_with_parent, prefer_batch_scheduling, set_process_name
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 
@@ -62,6 +62,7 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
+    prefer_batch_scheduling()  # before any thread starts: they inherit it
     setup_torch_threads()
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "

@@ -5,8 +5,13 @@ Task flow (all started by the coordinator; the records are in :mod:`ding.worker.
 coordinator names one) and starts its training thread; a ``GetDataTask`` returns the learner's next data demand; a
 ``LearnTask`` hands over sampled metadata and answers, once the learner trained on it, with the learn info (train
 iteration, priorities); a ``LearnerCloseTask`` stops training and writes a checkpoint. A training thread that fails
-is reported, with its own traceback, by the next task. The training thread reads the data files named by the
-metadata and publishes the policy to ``path_policy/<policy_id>`` every ``send_policy_freq`` iterations.
+is reported, with its own traceback, by the next task.
+
+The training thread does nothing but train (the learner's speed in a parallel run is the run's speed): the data files
+a learn task names are read and decoded by that task's own thread as it arrives, so the training thread takes ready
+batches; a learn task's thread is woken once, when its last batch is trained, and turns the learn infos into records
+itself; the policy is published to ``path_policy/<policy_id>`` by a publisher thread from a snapshot, every
+``send_policy_freq`` iterations but at most every ``send_policy_interval`` seconds.
 """
 from __future__ import annotations
 
@@ -43,28 +48,40 @@ from ..base_learner import BaseLearner
 from ..checkpoint import find_latest_checkpoint
 from ..learner_hook import LearnerHook
 from .base_comm_learner import BaseCommLearner
+from .policy_publisher import PolicyPublisher
 
 _STOPPED = object()
 
 
-class _Slot:
-    """Where the learn info of one batch goes (the learn task that brought the batch waits on it)."""
+class _TaskSlot:
+    """Where the learn infos of one learn task's batches go. The training thread adds one per batch; the task's thread
+    waits on ``event``, which is set once, when the last batch is in (one wake-up per task, not one per iteration)."""
 
-    def __init__(self) -> None:
+    def __init__(self, n: int) -> None:
         self.event = threading.Event()
-        self.info: LearnInfo | None = None
+        self.left = n
+        self.infos: list[Any] = []  # LearnInfo, or (learn_info, policy_iter, stats) for the task's thread to convert
+
+    def add(self, info: Any) -> None:
+        self.infos.append(info)
+        self.left -= 1
+        if self.left <= 0:
+            self.event.set()
 
 
 class SendPolicyHook(LearnerHook):
-    """Publish the policy every ``send_policy_freq`` iterations of the comm learner (after_iter)."""
+    """Publish the policy every ``send_policy_freq`` iterations of the comm learner, at most every
+    ``send_policy_interval`` seconds (after_iter)."""
 
     def __init__(self, comm: FlaskFileSystemLearner) -> None:
         super().__init__("send_policy", 30, position="after_iter")
         self._comm = comm
 
     def __call__(self, engine: BaseLearner) -> None:
-        if engine.train_iter % self._comm.send_policy_freq == 0:
-            self._comm.send_policy(engine.policy.state_dict())
+        comm = self._comm
+        if (engine.train_iter - comm.published_iter >= comm.send_policy_freq
+                and time.monotonic() - comm.published_at >= comm.send_policy_interval):
+            comm.publish_soon(engine.policy.state_dict(), engine.train_iter)
 
 
 class SendLearnInfoHook(LearnerHook):
@@ -98,7 +115,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        prefetch_batches=16,  # batches the coordinator keeps queued here (hides round trips; priorities lag by these)
+        prefetch_batches=32,  # batches the coordinator keeps queued here, sent in learn tasks of a quarter of this
+        # (fewer, larger tasks: fewer round trips and wake-ups per iteration; priorities lag by at most this many)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
         max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
@@ -116,19 +134,19 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             LearnerCloseTask: self.deal_with_learner_close,
         }, self.deal_with_resource(), self._logger)
         self.send_policy_freq = 1  # set from the learner config by the start task
+        self.send_policy_interval = 0.0
+        self._publisher: PolicyPublisher | None = None
         self._learner: BaseLearner | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
         self._demand: LearnerDemand | None = None  # the learner's data demand: kept, so a re-admitted role answers it
         self._demand_set = threading.Event()
-        self._data: queue.Queue = queue.Queue()
-        self._local: collections.deque = collections.deque()  # batches received but not yet handed to the learner
+        self._data: queue.Queue = queue.Queue()  # (samples, task slot, envstep): batches read, not yet trained
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
         self._path_data = ""
-        self._policy_path = ""
-        self._policy_iter = -1
         self._skipped_files = 0
+        self._load_lock = threading.Lock()  # learn tasks' threads read files and share the cache
         self._cache: collections.OrderedDict = collections.OrderedDict()
         self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
         self._cache_size = 0
@@ -152,6 +170,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self._thread.join(timeout=timeout)
         if self._learner is not None and (self._thread is None or not self._thread.is_alive()):
             self._learner.close()
+        if self._publisher is not None:
+            self._publisher.close()
 
     # ---------------------------------------------------------------- tasks
     def deal_with_resource(self) -> dict:
@@ -161,7 +181,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         with self._start_lock:
             if self._learner is not None:
                 if self._thread is not None and self._thread.is_alive():
-                    return LearnerStarted(learner_step=self._learner.train_iter, policy_iter=self._policy_iter,
+                    return LearnerStarted(learner_step=self._learner.train_iter, policy_iter=self.policy_iter,
                                           already_started=True)
                 raise RuntimeError(f"learner '{self.name}' already ran a learner task; start a new process")
             return self._start_learning(task)
@@ -173,19 +193,19 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         exp_name = cfg.exp_name
         self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
         path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "LearnerStartTask.path_policy")
-        self._policy_path = policy_path(path_policy, task.policy_id)
+        self._publisher = PolicyPublisher(policy_path(path_policy, task.policy_id))
         ckpt_dir = os.path.join(exp_name, "ckpt")
         load_path = learner_load_path(task.load_path, ckpt_dir)
         size = self._cfg.sample_cache_size
         self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(path_policy, exist_ok=True)
+        # (no data loader thread by default: the learn tasks' threads read the files, batches arrive ready)
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
-        learner_cfg.dataloader = dict(learner_cfg.get("dataloader", {}), num_workers=max(
-            1, int(learner_cfg.get("dataloader", {}).get("num_workers", 0))))  # prefetch: hide the round trips
         learner = build_learning(cfg, seed=task.seed, learner_cfg=learner_cfg, exp_name=exp_name,
                                  instance_name=self.name, data_source=self.get_data, ckpt_dir=ckpt_dir,
                                  log_dir=os.path.join(exp_name, "log", self.name)).learner
         self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
+        self.send_policy_interval = max(0.0, float(learner_cfg.get("send_policy_interval", 0.0)))
         for hook in self.hooks4call:
             learner.register_hook(hook)
         if load_path:  # the learner's own directory, tensors only (nothing there is unpickled)
@@ -200,7 +220,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
         learner.info(f"learner task {task.task_id} started at train_iter {learner.train_iter}")
-        return LearnerStarted(learner_step=learner.train_iter, policy_iter=self._policy_iter,
+        return LearnerStarted(learner_step=learner.train_iter, policy_iter=self.policy_iter,
                               loaded=bool(load_path) and learner.train_iter > 0)
 
     def _train(self) -> None:
@@ -238,20 +258,25 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         return DemandAnswer(demand=self._demand)
 
     def deal_with_learner_learn(self, task: LearnTask) -> LearnResult:
-        """Hand over batches of metadata; answer with the learn info of each once the learner trained on it."""
+        """Read the batches' data files (here, in the task's thread: the training thread only trains), queue them for
+        the learner, answer with the learn info of each once the learner trained on all of them."""
         self._check_alive()
-        slots = []
-        for batch in task.batches():
-            slot = _Slot()
-            slots.append(slot)
-            self._data.put((batch, slot, task.envstep))
+        batches = task.batches()
+        slot = _TaskSlot(len(batches))
+        learner = self._learner
+        for batch in batches:
+            samples = self._load(batch)
+            if samples:
+                self._data.put((samples, slot, task.envstep))
+            else:  # every file of the batch was missing or damaged: nothing to train
+                slot.add(LearnInfo(learner_step=learner.train_iter if learner else 0, skipped=True))
         deadline = time.monotonic() + task.wait_s
-        for slot in slots:
-            while not slot.event.wait(0.1):
-                if self._stop.is_set() or time.monotonic() > deadline:
-                    break
+        while not slot.event.wait(0.1):
+            if self._stop.is_set() or time.monotonic() > deadline:
+                break
         self._check_alive()
-        infos = [s.info for s in slots if s.info is not None]
+        infos = [i if isinstance(i, LearnInfo) else LearnInfo.from_learner(i[0], i[1], i[2], _jsonable)
+                 for i in list(slot.infos)]
         return LearnResult(infos=infos, trained=len(infos), skipped_files=self._take_skipped())
 
     def deal_with_learner_close(self, task: LearnerCloseTask) -> LearnerClosed:
@@ -261,55 +286,42 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         if learner is None:
             return LearnerClosed(learner_step=0)
         if self._error is None:
-            self.send_policy(learner.policy.state_dict())
+            self.send_policy(learner.policy.state_dict())  # the final policy, written at once
         return LearnerClosed(learner_step=learner.train_iter, ckpt_name=learner.ckpt_name)
 
     def _take_skipped(self) -> int:
-        n, self._skipped_files = self._skipped_files, 0
+        with self._load_lock:
+            n, self._skipped_files = self._skipped_files, 0
         return n
 
     # ---------------------------------------------------------------- the learner's side
     def get_data(self, batch_size: int) -> list | None:
-        """The learner's data source: one batch of samples, read from the data files the coordinator sampled.
+        """The learner's data source: the next batch of samples, already read from the data files the coordinator
+        sampled (by the learn task that brought it). None when stopping.
 
         The coordinator keeps up to ``prefetch_batches`` batches queued here (the demand sent at start tells it the
         batch size and that number), so training never waits for a round trip while data is available.
         """
         while True:
-            if not self._local and not self._receive():
-                return None
-            batch, slot, envstep = self._local.popleft()
-            samples = self._load(batch)
-            if samples:
-                self._slots.append((slot, envstep))
-                if envstep >= 0 and self._learner is not None:
-                    self._learner.collector_envstep = envstep
-                return samples
-            slot.info = LearnInfo(learner_step=self._learner.train_iter if self._learner else 0, skipped=True)
-            slot.event.set()
-
-    def _receive(self) -> bool:
-        """Wait for the batches of one learn task (they arrive together); False when stopping."""
-        while True:
             try:
                 item = self._data.get(timeout=0.1)
             except queue.Empty:
                 if self._stop.is_set():
-                    return False
+                    return None
                 continue
             if item is _STOPPED:
-                return False
-            self._local.append(item)
-            while True:  # take the rest of the same task without waiting
-                try:
-                    more = self._data.get_nowait()
-                except queue.Empty:
-                    return True
-                if more is _STOPPED:
-                    return bool(self._local)
-                self._local.append(more)
+                return None
+            samples, slot, envstep = item
+            self._slots.append((slot, envstep))
+            if envstep >= 0 and self._learner is not None:
+                self._learner.collector_envstep = envstep
+            return samples
 
     def _load(self, batch: list) -> list:
+        with self._load_lock:
+            return self._load_locked(batch)
+
+    def _load_locked(self, batch: list) -> list:
         from ding.worker.parallel_files import read_data
 
         samples = []
@@ -347,24 +359,42 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         return samples
 
     def send_learn_info(self, learn_info: dict) -> None:
+        """Give the iteration's learn info to its learn task (the task's thread makes the record from it)."""
         if not self._slots:
             return  # an iteration not fed by a learn task (cannot happen in start(); harmless)
         slot, _ = self._slots.popleft()
         learner = self._learner
-        stats = learner.log_buffer.get("scalar", {}) if learner is not None else {}
-        slot.info = LearnInfo.from_learner(learn_info, self._policy_iter, stats, _jsonable)
-        slot.event.set()
+        stats = dict(learner.log_buffer.get("scalar", {})) if learner is not None else {}  # the buffer is reused
+        slot.add((learn_info, self.policy_iter, stats))
 
     def send_policy(self, state_dict: dict) -> None:
-        from ding.worker.parallel_files import write_policy
-
+        """Publish the learner's policy now (at start and at the end; during training :meth:`publish_soon`)."""
+        if self._publisher is None:
+            raise RuntimeError(f"learner '{self.name}' has no policy path yet (a LearnerStartTask first)")
         learner = self._learner
-        it = learner.train_iter if learner is not None else 0
-        write_policy(self._policy_path, state_dict["model"], it)
-        self._policy_iter = it
+        self._publisher.publish_now(state_dict["model"], learner.train_iter if learner is not None else 0)
+
+    def publish_soon(self, state_dict: dict, policy_iter: int) -> None:
+        """Hand a snapshot of the policy to the publisher thread (the training thread does not wait for the file)."""
+        assert self._publisher is not None
+        self._publisher.publish_soon(state_dict["model"], policy_iter)
+
+    @property
+    def policy_iter(self) -> int:
+        """The iteration of the published policy file (-1: none yet)."""
+        return self._publisher.written_iter if self._publisher is not None else -1
+
+    @property
+    def published_iter(self) -> int:
+        return self._publisher.handed_iter if self._publisher is not None else -1
+
+    @property
+    def published_at(self) -> float:
+        return self._publisher.handed_at if self._publisher is not None else float("-inf")
 
     @property
     def hooks4call(self) -> list:
         """The hooks the learner this comm learner builds gets (registered at the start task): publish the policy
-        every ``send_policy_freq`` iterations, hand each iteration's learn info to the learn task waiting for it."""
+        every ``send_policy_freq`` iterations (at most every ``send_policy_interval`` seconds), hand each iteration's
+        learn info to the learn task waiting for it."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
