@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup run test test-all lint clean
+.PHONY: setup run test test-all test-e2e-repeat test-slurm lint clean
 
 setup: $(VENV)/.ding-installed
 
@@ -24,9 +24,18 @@ run: setup
 test: setup
 	$(PY) -m pytest -q tests
 
-# everything, including the slow convergence runs of every shipped config
+# everything, including the slow convergence runs of every shipped config (and the Slurm tests where they can run)
 test-all: setup
 	$(PY) -m pytest -q -m "" tests
+
+# the parallel-mode e2e fault tests 5 times in a row: each test's slowest run against its bound (docs/parallel.md)
+test-e2e-repeat: setup
+	nice -n 10 $(PY) tests/e2e/repeat.py --runs 5
+
+# `ding -m dist -P slurm` on a real single-node Slurm cluster that the tests start and remove (needs root; installs
+# Debian's slurm-wlm and munge when missing); fails, not skips, where the machine cannot run it
+test-slurm: setup
+	DING_REQUIRE_SLURM=1 $(PY) -m pytest -q -m slurm tests/slurm
 
 lint: setup
 	$(PY) -m pip install --quiet -e ".[dev]"

@@ -155,9 +155,12 @@ def _compile(cfg: Mapping, given: dict[str, Any], seed: int, auto: bool, create_
             if isinstance(value, _RegistryDefault):
                 value, names[name] = _resolve_default(value, by_name), value.type_name
             classes[name] = value
+        for part in parts:  # a part no argument names (the league): found by its section, as in auto mode
+            if part.optional and part.name not in given:
+                _add_optional_class(part, user_main, user_create, src, classes, names)
 
     types = _types(classes, names, user_create, parts)
-    schema, open_paths, closed_paths = _schema(classes, types, user_main, user_create, seed, parts)
+    schema, open_paths, closed_paths = _schema(classes, types, names, user_main, user_create, seed, parts)
     if extra_defaults:
         schema = _merge_under(extra_defaults, schema)
     problems = find_config_problems(user_main, schema, open_paths, src, closed_paths=closed_paths)
@@ -224,9 +227,14 @@ def _create_section_problems(user_create: Mapping, src: str, by_name: Mapping[st
     problems = []
     for name, section in user_create.items():
         if name not in by_name:
-            close = difflib.get_close_matches(str(name), list(by_name), n=1, cutoff=0.6)
-            hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(by_name)}"
+            known = [n for n, p in by_name.items() if p.type_key == "type"]
+            close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+            hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(known)}"
             problems.append(f"create_config.{name}: unknown section (in {src}); {hint}")
+        elif by_name[name].type_key != "type":
+            part = by_name[name]
+            problems.append(f"create_config.{name}: not a create_config section (in {src}); name the {name} type in "
+                            f"main_config's {part.place}.{part.type_key}")
         elif not isinstance(section, Mapping):
             problems.append(f"create_config.{name}: expected a dict like dict(type='...', import_names=[...]), got "
                             f"{type(section).__name__} {section!r} (in {src})")
@@ -245,7 +253,7 @@ def _type_name(part: Part, main: Mapping, create: Mapping, src: str) -> tuple[An
     section = create.get(part.name) or {}
     main_section = get_path(main, part.place)
     main_section = main_section if isinstance(main_section, Mapping) else {}
-    t_create, t_main = section.get("type"), main_section.get("type")
+    t_create, t_main = section.get("type"), main_section.get(part.type_key)
     if t_create is not None and t_main is not None and t_create != t_main:
         raise ConfigError(
             f"create_config.{part.name}.type is {t_create!r} but {part.place}.type is {t_main!r} (in {src}); "
@@ -256,8 +264,22 @@ def _type_name(part: Part, main: Mapping, create: Mapping, src: str) -> tuple[An
     if t_create is not None:
         return t_create, f"create_config.{part.name}.type (in {src})", imports
     if t_main is not None:
-        return t_main, f"{part.place}.type (in {src})", imports
+        return t_main, f"{part.place}.{part.type_key} (in {src})", imports
     return None, None, imports
+
+
+def _add_optional_class(part: Part, main: Mapping, create: Mapping, src: str, classes: dict[str, Any],
+                        names: dict[str, str]) -> None:
+    """The class of an optional part (None unless ``main`` has its section): the type it names, else the default."""
+    name, where, imports = _type_name(part, main, create, src)
+    if not isinstance(get_path(main, part.place), Mapping) or (name is None and part.default_type is None):
+        classes[part.name] = None
+        return
+    if name is None:
+        name, where = part.default_type, f"default {part.name} type of {part.place} (in {src})"
+    assert where is not None
+    classes[part.name] = lookup_type(part, name, imports, where)
+    names[part.name] = name
 
 
 def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any], src: str,
@@ -269,6 +291,9 @@ def _auto_classes(main: Mapping, create: Mapping, given: dict[str, Any], src: st
         explicit = given.get(part.name)
         if explicit is not None and not isinstance(explicit, _RegistryDefault):
             classes[part.name] = explicit  # a class passed by the caller wins over the registry
+            continue
+        if part.optional:
+            _add_optional_class(part, main, create, src, classes, names)
             continue
         name, where, imports = _type_name(part, main, create, src)
         if name is None:
@@ -305,6 +330,8 @@ def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Ma
     """The create_config to save: per part, its type (as the config named it, or its registered name) + import_names."""
     types = EasyDict()
     for part in parts:
+        if part.type_key != "type":  # named in the main config only (the league's league_type)
+            continue
         section = user_create.get(part.name) or {}
         cls = classes.get(part.name)
         named = section.get("type")
@@ -326,8 +353,8 @@ def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Ma
     return types
 
 
-def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user_create: Mapping,
-            seed: int, parts: tuple[Part, ...]) -> tuple[EasyDict, list[str], list[str]]:
+def _schema(classes: Mapping[str, Any], types: Mapping, names: Mapping[str, str], user_main: Mapping,
+            user_create: Mapping, seed: int, parts: tuple[Part, ...]) -> tuple[EasyDict, list[str], list[str]]:
     """The merged defaults (the schema user keys are checked against) and the open / closed section paths."""
     schema = EasyDict(env=EasyDict(), policy=EasyDict())
     open_paths: list[str] = []
@@ -348,6 +375,10 @@ def _schema(classes: Mapping[str, Any], types: Mapping, user_main: Mapping, user
     for part in parts:
         section = get_path(schema, part.place)
         if not isinstance(section, dict):  # sections of the EasyDict schema are EasyDicts
+            continue
+        if part.type_key != "type":
+            if part.name in names:
+                section[part.type_key] = names[part.name]
             continue
         if part.name in types:
             section.update(copy.deepcopy(types[part.name]))  # type (+ import_names)

@@ -11,6 +11,7 @@ from ding.utils import (
     BUFFER_REGISTRY,
     ENV_MANAGER_REGISTRY,
     ENV_REGISTRY,
+    LEAGUE_REGISTRY,
     LEARNER_REGISTRY,
     POLICY_REGISTRY,
     REWARD_MODEL_REGISTRY,
@@ -34,6 +35,11 @@ class Part:
     place: str  # dotted path of its config inside main_config
     registry: Registry
     default_type: str | None  # auto mode: the type used when no config names one (None: the part is skipped)
+    # The key of its main_config section that names its type. A part named by another key (the league's DI-engine
+    # 'league_type') has no create_config section: its type lives in the main config only.
+    type_key: str = "type"
+    # Compiled only where the user's main_config has its section (then in every mode, ``default_type`` if unnamed).
+    optional: bool = False
 
 
 # Outer sections come before the sections nested in them (env before env.manager, policy before its workers).
@@ -48,6 +54,8 @@ PARTS: tuple[Part, ...] = (
     Part("evaluator", "policy.eval.evaluator", SERIAL_EVALUATOR_REGISTRY, "interaction"),
     Part("replay_buffer", "policy.other.replay_buffer", BUFFER_REGISTRY, "advanced"),
     Part("commander", "policy.other.commander", SERIAL_COMMANDER_REGISTRY, "base"),
+    # DI-engine's league_demo keeps its league here; its keys are checked against the league type's defaults.
+    Part("league", "policy.other.league", LEAGUE_REGISTRY, "one_vs_one", type_key="league_type", optional=True),
     Part("reward_model", "reward_model", REWARD_MODEL_REGISTRY, None),
     Part("world_model", "world_model", WORLD_MODEL_REGISTRY, None),
 )

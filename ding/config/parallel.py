@@ -73,6 +73,19 @@ COORDINATOR_CONFIG = dict(
     operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
     learner=dict(),  # slaves to connect at start, {name: [name, host, port]}; others join by themselves
     collector=dict(),
+    partition=None,  # -P slurm: the coordinator step's partition, node, CPUs and memory (None: system_config.slurm's)
+    node=None,
+    cpus=None,
+    memory=None,
+)
+
+# ``-P slurm``: how the launcher places every role's step (a role's own partition/node/cpus/memory win).
+SLURM_CONFIG: dict[str, Any] = dict(
+    partition=None,  # srun --partition of every step (None: the cluster's default, or the job's)
+    cpus=1,  # srun --cpus-per-task of every step
+    memory=None,  # srun --mem of every step, e.g. '4G' or 4096 (MB); None: Slurm's default
+    srun_args=[],  # more srun arguments for every step, e.g. ['--account=rl', '--time=02:00:00']
+    start_timeout=300.0,  # seconds to wait for the coordinator's step to start and announce its address
 )
 
 SYSTEM_CONFIG = dict(
@@ -87,9 +100,27 @@ SYSTEM_CONFIG = dict(
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),
+    slurm=SLURM_CONFIG,
 )
+PLATFORMS = ("local", "slurm")
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
 _PORT = between(0, 65535, integer=True, hint="0 picks a free port")
+
+
+class _SlurmMemory:
+    """srun --mem: a whole number of MB, or a string like '512M' / '4G'."""
+
+    def problem(self, value: Any) -> str | None:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return None
+        if isinstance(value, str) and re.fullmatch(r"\d+[KMGT]?", value.strip()) and int(re.sub(r"\D", "", value)):
+            return None
+        return f"{value!r} is not a memory size for srun --mem (a number of MB >= 1, or e.g. '512M', '4G')"
+
+
+_PLACEMENT_KEYS = ("partition", "node", "cpus", "memory")  # a role's step under -P slurm (DI-engine: node, partition)
+_CPUS = at_least(1, integer=True, hint="srun --cpus-per-task")
+_PLACEMENT_RANGES: dict[str, Constraint] = {"cpus": _CPUS, "memory": _SlurmMemory()}
 # Allowed values of the system config (checked on the laid-out config, so flags such as --coordinator-port count).
 SYSTEM_RANGES: dict[str, Constraint] = {
     "coordinator.port": _PORT,
@@ -100,8 +131,11 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     "heartbeat_interval": greater_than(0),
     "master_lost_timeout": greater_than(0),
     "max_restarts": at_least(0, integer=True),
+    "slurm.start_timeout": greater_than(0),
+    **{f"slurm.{k}": c for k, c in _PLACEMENT_RANGES.items()},
+    **{f"coordinator.{k}": c for k, c in _PLACEMENT_RANGES.items()},
 }
-_ROLE_RANGES: dict[str, Constraint] = {"port": _PORT}
+_ROLE_RANGES: dict[str, Constraint] = {"port": _PORT, **_PLACEMENT_RANGES}
 
 
 def compile_config_parallel(
@@ -129,16 +163,16 @@ def compile_config_parallel(
     one entry per role. Saved (``save_cfg``) to ``./<exp_name>/total_config.py`` with all three sections.
     """
     src = os.fspath(source) if source else "<dict>"
-    if platform != "local":
-        hint = (" (the Slurm launcher is not built yet: start each role with `ding -m dist --module "
-                "coordinator|learner|collector` in your sbatch/srun script)" if platform == "slurm" else "")
-        raise ConfigError(f"platform {platform!r}: parallel mode runs on 'local' so far{hint}")
+    if platform not in PLATFORMS:
+        raise ConfigError(f"platform {platform!r}: parallel mode runs on {' or '.join(map(repr, PLATFORMS))} (k8s is "
+                          "not built)")
     create = EasyDict(copy.deepcopy(dict(create_cfg or {})))
     comm_types = {name: _comm_type(name, create.pop(name, None), system_cfg, src) for name in _COMM_PARTS}
     user_system = EasyDict(copy.deepcopy(dict(system_cfg or {})))
     roles = {k: user_system.pop(k) for k in list(user_system) if _ROLE_KEY.match(str(k))}
     problems = find_config_problems(user_system, SYSTEM_CONFIG, ["coordinator.learner", "coordinator.collector",
-                                                                 "coordinator.operator_server"], src,
+                                                                 "coordinator.operator_server", "slurm.srun_args"],
+                                    src,
                                     shown_path="system_config")
     if problems:
         raise ConfigError(format_problems(problems))
@@ -196,7 +230,8 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
     out = EasyDict(copy.deepcopy(dict(system)))
     out.path_data = _under_exp(system.path_data, original_exp, main.exp_name, "data")
     out.path_policy = _under_exp(system.path_policy, original_exp, main.exp_name, "policy")
-    allowed = {role: set(comm_types[f"comm_{role}"].pop("keys")) | {"type", "import_names", "path_data", "path_policy"}
+    allowed = {role: set(comm_types[f"comm_{role}"].pop("keys")) | {"type", "import_names", "path_data", "path_policy",
+                                                                   *_PLACEMENT_KEYS}
                for role in ("learner", "collector")}
     out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
     problems = []
@@ -212,6 +247,11 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
                 problems.append(f"system_config.{name}.{key}: unknown key ({src}); {hint}")
     if problems:
         raise ConfigError(format_problems(problems))
+    if platform == "slurm":  # every role binds all interfaces and advertises its node's address, found at start
+        if out.coordinator.host == "127.0.0.1":  # loopback cannot reach other nodes
+            out.coordinator.host = "0.0.0.0"
+        if out.coordinator.advertise_host is None:
+            out.coordinator.advertise_host = "auto"
     host, port = addresses["coordinator"]
     if host is not None:
         out.coordinator.host = host
@@ -224,6 +264,8 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
             name = f"{role}{i}"
             entry = EasyDict(type=comm.type, import_names=list(comm.import_names), host="127.0.0.1", port=0,
                              path_data=out.path_data, path_policy=out.path_policy)
+            if platform == "slurm":
+                entry.host, entry.advertise_host = "0.0.0.0", "auto"
             entry.update(roles.get(name) or {})
             if host is not None:
                 entry.host = host

@@ -110,6 +110,10 @@ def drive_coordinator(
         view.eval(record.eval_return_mean)
         save_state(None)
 
+    from ding.interaction import resolve_advertise_host
+
+    coordinator_cfg = cfg.system.coordinator
+    coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here
     coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
                               max_train_iter=max_train_iter, resume=resume_state is not None)
     commander = coordinator.commander

@@ -235,6 +235,11 @@ def _parallel_arguments(p: Any) -> None:
       examples=("ding -m parallel -c config/parallel/cartpole_dqn.py -s 0",
                 "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --resume"))
 def run_parallel(args: argparse.Namespace) -> int:
+    return _run_parallel_seeds(args, platform="local")
+
+
+def _run_parallel_seeds(args: argparse.Namespace, platform: str) -> int:
+    """Run ``parallel_pipeline`` on ``platform`` for each ``-s`` seed; after Ctrl-C say how to go on."""
     from ding.config import read_config_with_system, rename_experiment
     from ding.engine.training_view import TrainingInterrupted
 
@@ -250,9 +255,13 @@ def run_parallel(args: argparse.Namespace) -> int:
             rename_experiment(main_cfg, system_cfg, name)
         try:
             parallel_pipeline((main_cfg, create_cfg, system_cfg), seed=seed, max_env_step=args.env_step,
-                              max_train_iter=args.train_iter, resume=args.resume, extend=args.extend,
-                              source=args.config)
+                              max_train_iter=args.train_iter, resume=getattr(args, "resume", False),
+                              extend=getattr(args, "extend", False), source=args.config, platform=platform)
         except TrainingInterrupted as e:
+            if platform != "local":
+                print(f"ding: run ./{e.exp_dir}/ stopped; every step it started has ended", file=sys.stderr)
+                _print_seeds_left(args, seeds[i + 1:])
+                return 130
             default = _exp_name(given if isinstance(given, str) else "", None, seed, 1)
             print(resume_hint(args, seed, e.exp_dir, default), file=sys.stderr)
             _print_seeds_left(args, seeds[i + 1:])
@@ -266,7 +275,9 @@ def _dist_arguments(p: Any) -> None:
     limit_arguments(p)
     p.add_argument("-M", "--module", default=None, help="the role to start: config | coordinator | learner | collector")
     p.add_argument("--module-name", default=None, help="name of a learner/collector (e.g. learner0, collector3)")
-    p.add_argument("-P", "--platform", default="local", help="launcher platform (only 'local' is built)")
+    p.add_argument("-P", "--platform", default="local", choices=("local", "slurm"),
+                   help="'slurm' without --module: start the whole run (coordinator, learners, collectors) as Slurm "
+                        "steps; see docs/distributed.md")
     p.add_argument("-cdh", "--coordinator-host", default=None, help="the coordinator's address")
     p.add_argument("-cdp", "--coordinator-port", type=int, default=None, help="the coordinator's port")
     p.add_argument("-lh", "--learner-host", default=None, help="address a learner binds and advertises")
@@ -277,10 +288,14 @@ def _dist_arguments(p: Any) -> None:
 
 @mode("dist", help="start one role of a multi-process run (config, coordinator, learner or collector)",
       add_arguments=_dist_arguments,
-      examples=("ding -m dist --module config -c config/parallel/cartpole_dqn.py",
+      examples=("ding -m dist -P slurm -c config/parallel/cartpole_dqn.py",
+                "ding -m dist --module config -c config/parallel/cartpole_dqn.py",
                 "ding -m dist --module collector --module-name collector5 -c cartpole_dqn_parallel_seed0/"
                 "total_config.py -cdh 10.0.0.1 -cdp 22000"))
 def run_dist(args: argparse.Namespace) -> int:
     from .dist_entry import run_dist_module
+
+    if args.module is None and args.platform == "slurm":
+        return _run_parallel_seeds(args, platform="slurm")
 
     return run_dist_module(args)

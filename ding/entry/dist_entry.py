@@ -20,6 +20,8 @@ from easydict import EasyDict
 
 from ding.engine.role_process import die_with_parent, set_process_name
 
+_NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
+
 
 def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
                 coordinator_port: int | None = None, host: str | None = None, port: int | None = None) -> EasyDict:
@@ -34,7 +36,8 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
             cfg[key] = system[key]
     cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
     coordinator = system.get("coordinator") or {}
-    cfg.coordinator_host = coordinator_host or coordinator.get("advertise_host") or coordinator.get("host")
+    known = [h for h in (coordinator.get("advertise_host"), coordinator.get("host")) if h not in _NOT_AN_ADDRESS]
+    cfg.coordinator_host = coordinator_host or (known[0] if known else None)
     cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
     if host is not None:
         cfg.host = host
@@ -45,9 +48,14 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     return cfg
 
 
-def run_role(role: str, name: str, cfg: Mapping) -> int:
-    """Run a learner or collector process until the coordinator ends the run (or a signal arrives)."""
-    from ding.utils import setup_torch_threads
+def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None) -> int:
+    """Run a learner or collector process until the coordinator ends the run (or a signal arrives).
+
+    Exits with a one-line error when no coordinator answers at its address within ``master_lost_timeout``, when the
+    coordinator refuses its token (``token_source`` says where the token came from) or when its port is taken."""
+    from ding.interaction import RequestRejected, resolve_advertise_host
+    from ding.interaction import token_source as source_of
+    from ding.utils import ConfigError, setup_torch_threads
     from ding.worker import create_comm_collector, create_comm_learner
 
     if role not in ("learner", "collector"):
@@ -56,12 +64,12 @@ def run_role(role: str, name: str, cfg: Mapping) -> int:
     die_with_parent()
     setup_torch_threads()
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
-        from ding.utils import ConfigError
-
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
                           "system_config.coordinator.host/port in the config given with -c)")
+    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
+    role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
     create = create_comm_learner if role == "learner" else create_comm_collector
-    comm: Any = create(cfg, name=name)
+    comm: Any = create(role_cfg, name=name)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -69,7 +77,16 @@ def run_role(role: str, name: str, cfg: Mapping) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        comm.start()
+        try:
+            comm.start()
+        except RequestRejected as e:
+            where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
+            if e.code != 401:
+                raise
+            raise ConfigError(
+                f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came from "
+                f"{token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator the same "
+                "token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
         while not comm.wait(0.2):
             if stop.is_set():
                 break
@@ -87,7 +104,8 @@ def run_dist_module(args: Any) -> int:
 
     module = args.module
     if module not in ("config", "coordinator", "learner", "collector"):
-        raise ConfigError(f"-m dist: --module must be config, coordinator, learner or collector (got {module!r})")
+        raise ConfigError(f"-m dist: --module must be config, coordinator, learner or collector (got {module!r}); "
+                          "or start the whole run on Slurm with -P slurm and no --module")
     if not args.config:
         raise ConfigError(f"-m dist --module {module}: give the config file with -c (for learners and collectors, "
                           "the coordinator's address can also come from --coordinator-host/--coordinator-port)")
@@ -98,12 +116,16 @@ def run_dist_module(args: Any) -> int:
         port = args.learner_port if module == "learner" else args.collector_port
         cfg = role_config(system, module, name, coordinator_host=args.coordinator_host,
                           coordinator_port=args.coordinator_port, host=host, port=port)
-        return run_role(module, name, cfg)
+        from ding.interaction import resolve_token
+
+        resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")  # names the file
+        return run_role(module, name, cfg, token_source=_token_source(system, args.config))
     from ding.config import compile_config_parallel, rename_experiment
     from ding.interaction import resolve_token
 
     if module == "coordinator":
-        resolve_token(system.get("auth_token"))  # fail before any directory is created
+        resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")  # before any
+        # directory is created
     seed = (args.seed or [0])[0]
     if args.exp_name:
         rename_experiment(main, system, args.exp_name)
@@ -124,23 +146,54 @@ def run_dist_module(args: Any) -> int:
     from ding.utils import DirLock
 
     with DirLock(cfg.main.exp_name, what="run"):
-        return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter)
+        return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter,
+                               token_source=_token_source(system, args.config))
 
 
-def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None) -> int:
-    """Run a coordinator alone: learners and collectors join it (or it connects the configured ones)."""
-    from ding.engine.coordinator_driver import drive_coordinator
+def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,
+                    token_source: str = "system_config.auth_token or DING_AUTH_TOKEN") -> int:
+    """Run a coordinator alone: learners and collectors join it (or it connects the configured ones). Its address
+    goes to ``<exp_dir>/coordinator.json`` once it listens."""
+    from ding.engine.coordinator_driver import ParallelRunError, drive_coordinator
+    from ding.engine.slurm_launcher import write_address
     from ding.utils import setup_torch_threads
 
     setup_torch_threads()
     set_process_name("ding-coordinator")
 
+    seen: list[Any] = []
+
     @contextmanager
     def announce(coordinator: Any) -> Iterator[None]:
+        seen.append(coordinator)
+        write_address(cfg.main.exp_name, coordinator.host, coordinator.port)
         print(f"ding: coordinator of run ./{cfg.main.exp_name}/ listening on {coordinator.host}:{coordinator.port}; "
               f"start learners and collectors with --coordinator-host {coordinator.host} --coordinator-port "
               f"{coordinator.port}", flush=True)
         yield None
 
-    drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter, supervise=announce)
+    try:
+        drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter,
+                          supervise=announce)
+    except ParallelRunError as e:
+        refused = _refused_requests(seen[0]) if seen else 0
+        if not refused:
+            raise
+        raise ParallelRunError(f"{e}; {refused} request(s) reached this coordinator with a missing or wrong auth "
+                               f"token: its token came from {token_source}, give every role the same "
+                               "one") from None
     return 0
+
+
+def _token_source(system: Mapping, config_path: str | None) -> str:
+    from ding.interaction import token_source
+
+    return token_source(system.get("auth_token"), f"system_config.auth_token in {config_path}")
+
+
+def _refused_requests(coordinator: Any) -> int:
+    """Requests the coordinator's server refused for their token (0 when it cannot tell)."""
+    server = getattr(getattr(getattr(coordinator, "_comm", None), "master", None), "_server", None)
+    counts = getattr(getattr(server, "refusals", None), "counts", {})
+    return int(counts.get("rejected request", 0)) if isinstance(counts, dict) else 0
+

@@ -30,7 +30,7 @@ from ding.engine.coordinator_driver import (  # noqa: F401 -- ParallelRunError: 
 from ding.engine.resume import lock_run_dir, resume_dir
 from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
-from ding.utils import DirLock, ResumeError, setup_torch_threads
+from ding.utils import ConfigError, DirLock, ResumeError, setup_torch_threads
 from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 
 
@@ -148,6 +148,7 @@ def parallel_pipeline(
     resume: bool = False,
     extend: bool = False,
     source: str | None = None,
+    platform: str = "local",
 ) -> dict[str, Any]:
     """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result.
 
@@ -159,6 +160,9 @@ def parallel_pipeline(
     its latest checkpoint (weights, optimizer, train_iter), the coordinator from its saved counters (env steps, and so
     the exploration schedule; best return; evaluations). The replay buffer starts empty and refills: a warm resume,
     not a bit-exact one (parallel collection is asynchronous, so no two parallel runs are identical anyway).
+
+    ``platform='slurm'`` runs every role (the coordinator too) as a Slurm step instead of local processes (see
+    :mod:`ding.engine.slurm_launcher` and docs/distributed.md); it does not resume.
     ``extend=True`` (``--resume --extend``) also continues a run that reached its stop value, up to ``max_env_step`` /
     ``max_train_iter`` (the stop value then no longer ends it).
     """
@@ -170,6 +174,16 @@ def parallel_pipeline(
                           "longer ends it): give one of them")
     main, create, system, path = _load(input_cfg)
     source = source or path
+    if platform not in ("local", "slurm"):
+        raise ConfigError(f"parallel_pipeline: platform must be 'local' or 'slurm', got {platform!r}")
+    if platform == "slurm":
+        if resume:
+            raise ResumeError("platform='slurm' does not resume a run yet: resume it with ding -m parallel --resume "
+                              "or start a new one")
+        from ding.engine.slurm_launcher import run_slurm
+
+        return run_slurm(main, create, system, seed=seed, source=source, max_env_step=max_env_step,
+                         max_train_iter=max_train_iter)
     if not resume:
         cfg = compile_config_parallel(main, create, system, seed=seed, source=source)  # claims ./<exp_name>/
         with DirLock(cfg.main.exp_name, what="run"):  # held for the run's life: no other ding run writes it

@@ -2,6 +2,7 @@
 
 See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
 """
+from .addresses import local_address, resolve_advertise_host
 from .base import (
     API_PREFIX,
     TOKEN_ENV,
@@ -18,6 +19,7 @@ from .base import (
     find_free_port,
     new_token,
     resolve_token,
+    token_source,
 )
 from .client import HttpClient
 from .master import Master, SlaveConnection, TaskHandle
@@ -26,6 +28,6 @@ from .slave import Slave
 __all__ = [
     "API_PREFIX", "TOKEN_ENV", "TOKEN_HEADER", "ApiError", "InteractionError", "JsonServer", "PeerUnreachable",
     "RequestRejected", "SlaveLost", "TaskCancelled", "TaskFailed", "TaskTimeout", "find_free_port", "new_token",
-    "resolve_token",
+    "resolve_token", "token_source", "local_address", "resolve_advertise_host",
     "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
 ]

@@ -7,6 +7,7 @@ both cases the handler never runs.
 """
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
@@ -77,13 +78,19 @@ def new_token() -> str:
     return secrets.token_hex(24)
 
 
+def token_source(value: Any = None, where: str = "system_config.auth_token") -> str:
+    """Where :func:`resolve_token` takes the secret from, in words (for an error message: never the secret)."""
+    return where if value not in (None, "") else f"the environment variable {TOKEN_ENV}"
+
+
 def resolve_token(value: Any = None, where: str = "system_config.auth_token") -> str:
     """The shared secret: ``value`` (from config) if set, else the ``DING_AUTH_TOKEN`` environment variable."""
     token = value if value not in (None, "") else os.environ.get(TOKEN_ENV, "")
     if not isinstance(token, str):
         raise ConfigError(f"{where}: the auth token must be a string, got {type(token).__name__}")
     if len(token) < 16:
-        got = "nothing" if not token else f"a {len(token)}-character token"
+        source = token_source(value, where)
+        got = f"nothing from {source}" if not token else f"{len(token)} characters from {source}"
         raise ConfigError(
             f"{where}: parallel mode needs a shared secret of at least 16 characters (got {got}); set "
             f"{where} or the environment variable {TOKEN_ENV} to the same value on every role "
@@ -193,9 +200,13 @@ class JsonServer:
             sock.listen(128)
         except OSError as e:
             sock.close()
+            if e.errno == errno.EADDRNOTAVAIL:
+                what = (f"this host has no address {self.host}: bind one of its own addresses (0.0.0.0: all of "
+                        "them; advertise_host: the address the others use)")
+            else:
+                what = "choose another port (or 0 for a free one) or stop the process that holds it"
             raise InteractionError(
-                f"{self.name}: cannot listen on {self.host}:{self._requested_port} ({e.strerror or e}); "
-                "choose another port (or 0 for a free one) or stop the process that holds it"
+                f"{self.name}: cannot listen on {self.host}:{self._requested_port} ({e.strerror or e}); {what}"
             ) from e
         try:
             self._server = BoundedWSGIServer(self.host, sock.getsockname()[1], self.app, fd=sock.fileno(),

@@ -40,6 +40,9 @@ class PPOPolicy(ActorCriticPolicy):
         learn=dict(
             # Passes over the collected samples per collect.
             epoch_per_collect=10,
+            # Accepted for DI-engine configs: loops built by hand (DI-engine's self-play and league demos) call
+            # learner.train this many times per collect; the on-policy pipeline trains once per collect.
+            update_per_collect=1,
             batch_size=64,
             learning_rate=3e-4,
             # None, or dict(epoch_num=N, min_lr_lambda=f): the learning rate falls linearly to f * lr over N
@@ -65,6 +68,7 @@ class PPOPolicy(ActorCriticPolicy):
     )
     config_ranges = {
         "learn.epoch_per_collect": at_least(1, integer=True),
+        "learn.update_per_collect": at_least(1, integer=True),
         "learn.clip_ratio": greater_than(0),
         "learn.dual_clip": greater_than(1),
         "learn.grad_clip_type": one_of(*GRAD_CLIP_TYPES),

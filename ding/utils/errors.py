@@ -53,6 +53,10 @@ class CallbackError(DingError, RuntimeError):
     """User callback code raised; the message names the callback class and method (the original is the cause)."""
 
 
+class LeagueError(DingError, ValueError):
+    """A league was asked about a player it does not have, or given a game result it cannot read."""
+
+
 class ProtocolError(DingError, ValueError):
     """A message between processes does not match its record (see :mod:`ding.utils.json_record`): ``record``,
     ``field`` and ``peer`` say which, ``problem`` what is wrong."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Any
 
 from .lock import guard_run_dir
@@ -59,8 +60,15 @@ class WorkerLogs:
         self.logger = build_worker_logger(exp_name, instance_name, log_dir)
         self.own_tb = tb_logger is None and make_tb
         self.tb_logger = build_tb_logger(exp_name, instance_name, log_dir) if self.own_tb else tb_logger
+        self._closed = False
+        self._close_lock = threading.Lock()
 
     def close(self) -> None:
+        """Idempotent (a coordinator that failed to start is closed by its error path and its shutdown thread)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
         if self.tb_logger is not None:
             self.tb_logger.flush()
             if self.own_tb:

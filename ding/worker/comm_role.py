@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ding.interaction import Slave, resolve_token
+from ding.interaction import PeerUnreachable, Slave, resolve_token
 
 from .parallel_protocol import ProtocolError, Record, decode_task
 
@@ -66,7 +67,36 @@ def start_slave(slave: Slave, cfg: Mapping[str, Any]) -> None:
     slave.start()
     host, port = cfg.get("coordinator_host"), cfg.get("coordinator_port")
     if host and port:
-        slave.join(str(host), int(port))
+        join_coordinator(slave, str(host), int(port))
+
+
+def join_coordinator(slave: Slave, host: str, port: int) -> None:
+    """Join the coordinator at ``host:port``, retrying while nothing answers there (it may still be starting) for at
+    most ``master_lost_timeout`` seconds; then a :class:`PeerUnreachable` naming the address. A refusal (a wrong
+    token: 401) raises :class:`RequestRejected` at once."""
+    deadline = time.monotonic() + slave.master_lost_timeout
+    while True:
+        try:
+            slave.join(host, port)
+            return
+        except PeerUnreachable as e:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PeerUnreachable(
+                    f"{slave.role} '{slave.name}': no coordinator answers at {host}:{port} ({_why(e)}; tried for "
+                    f"{slave.master_lost_timeout:g} s, master_lost_timeout). Check --coordinator-host/"
+                    "--coordinator-port (or system_config.coordinator.host/port), that the coordinator runs, and "
+                    "that this host can reach that address") from None
+            time.sleep(min(1.0, left))
+
+
+def _why(e: Exception) -> str:
+    text = str(e)
+    for known in ("Connection refused", "timed out", "Name or service not known", "No route to host",
+                  "Network is unreachable", "Temporary failure in name resolution"):
+        if known.lower() in text.lower():
+            return known.lower()
+    return type(e.__cause__ or e).__name__
 
 
 class SlaveBacked:

@@ -1,23 +1,34 @@
-"""Parallel CartPole DQN next to the serial pipeline on the same hyperparameters, in one run.
+"""Parallel mode next to the serial pipeline on the same hyperparameters, in one run (issue #16, item 5).
 
-    python tests/benchmark/bench_parallel.py             # 3 seeds to eval >= 195 + throughput, 1 and 2 collectors
-    python tests/benchmark/bench_parallel.py --smoke     # tiny budgets, used by the test suite
+    python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
+    python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
+    python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
 
-Every run is a whole process (``ding -m serial`` / ``ding -m parallel``) timed from start to exit, so imports, process
-start-up and shutdown count. Two measurements:
+Every run is a whole process (``ding -m serial`` / ``ding -m parallel``), so imports, process start-up and the
+evaluations count. The setups:
 
-* **to 195**: process wall time and env steps until an evaluation reaches the stop value, per seed (medians);
-* **throughput**: a fixed budget of train iterations with the stop value out of reach; env steps collected per second
-  and learner iterations per second over the run's training time, without process start-up on either side (serial:
-  ``result.wall_time_s``, from the built components to the end; parallel: ``result.train_time_s``, from the first
-  collector's start to the end of the shutdown).
+* **(a) CartPole**, plain: time and env steps to eval >= 195 with 1 and 2 collectors, and **throughput**: a fixed
+  budget of train iterations with the stop value out of reach; env steps collected per second and learner iterations
+  per second over the run's training time, without process start-up on either side (serial: ``result.wall_time_s``,
+  from the built components to the end; parallel: ``result.train_time_s``, from the first collector's start to the
+  end of the shutdown).
+* **(b) 2 ms of CPU per step** (``cartpole_step_cost``, ``step_cost_kind='cpu'``: Python work holding the GIL),
+  1 learner + 2 collectors against serial, both with the ``base`` env manager: time and env steps to 195.
+* **(c) 2 ms of waiting per step** (``step_cost_kind='wait'``, like a remote simulator), 4 collectors with the
+  ``base`` env manager against serial with the ``base`` manager and serial with the ``subprocess`` manager.
 
-The serial runs use the parallel config's hyperparameters (n_sample, update_per_collect, batch size, eps schedule,
-eval_freq), minus the parallel-only keys. Each run must exit 0 with no process left behind.
+**Time to 195** is from the process start until the evaluation that reached it is in ``log/eval.csv`` (so the
+shutdown after it does not count; the process wall time is in the JSON lines too). **Env steps to 195** is that
+evaluation's ``env_step``: in serial mode the env steps collected before it, in parallel mode the env steps collected
+when the evaluated policy was published (collection that goes on while an evaluation runs did not train it).
+Serial and parallel runs of one seed run back to back, so a change in the machine's load hits both. The serial runs
+use the parallel config's hyperparameters (n_sample, update_per_collect, batch size, eps schedule, eval_freq), minus
+the parallel-only keys. Each run must exit 0 with no process left behind.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import statistics
@@ -25,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,6 +46,7 @@ from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
     main_config as _m, create_config as _c, system_config as _s)
 
 MODE = {mode!r}
+STEP_COST = {step_cost!r}
 main_config = copy.deepcopy(_m)
 main_config.exp_name = {exp!r}
 main_config.env.stop_value = {stop_value!r}
@@ -42,6 +55,11 @@ system_config = copy.deepcopy(_s)
 system_config.path_data = './{exp}/data'
 system_config.path_policy = './{exp}/policy'
 main_config.policy.collect.collector.collector_num = {collectors}
+create_config.env_manager.type = {manager!r}
+if STEP_COST is not None:
+    create_config.env.type = 'cartpole_step_cost'
+    create_config.env.import_names = ['dizoo.classic_control.cartpole.envs.step_cost_cartpole_env']
+    main_config.env.step_cost_ms, main_config.env.step_cost_kind = STEP_COST
 if MODE == 'serial':
     del main_config.policy.learn.learner['learner_num'], main_config.policy.learn.learner['send_policy_freq']
     main_config.policy.collect.collector = dict()
@@ -51,34 +69,90 @@ if MODE == 'serial':
 '''
 
 
-def run(mode: str, seed: int, collectors: int = 2, stop_value: float = 195.0, train_iter: int | None = None) -> dict:
+class Setup(NamedTuple):
+    """One line of the summary: a mode, its collectors, the env's step cost and the env manager."""
+
+    key: str  # 'a', 'b', 'c'
+    mode: str  # 'serial' or 'parallel'
+    collectors: int = 0  # parallel only
+    step_cost: tuple[float, str] | None = None  # (ms, 'cpu' | 'wait'); None: plain CartPole
+    manager: str = "base"
+
+    @property
+    def label(self) -> str:
+        who = f"parallel, {self.collectors} collector{'s' if self.collectors > 1 else ''}" if self.mode == "parallel" \
+            else "serial"
+        return f"{who} ({self.manager})"
+
+
+def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | None = None) -> dict:
+    mode = setup.mode
     with tempfile.TemporaryDirectory() as tmp:
         exp = f"bench_{mode}"
         path = os.path.join(tmp, "cfg.py")
         with open(path, "w") as f:
-            f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=collectors))
+            f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=max(setup.collectors, 1),
+                                  manager=setup.manager, step_cost=setup.step_cost))
         cmd = [sys.executable, "-m", "ding", "-m", mode, "-c", path, "-s", str(seed)]
         if train_iter is not None:
             cmd += ["--train-iter", str(train_iter)]
+        eval_csv = os.path.join(tmp, exp, "log", "eval.csv")
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True,
-                              text=True, timeout=900)
-        wall = time.perf_counter() - t0
+        reached_at: float | None = None
+        with open(os.path.join(tmp, "out.txt"), "w+") as out:
+            proc = subprocess.Popen(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=out,
+                                    stderr=subprocess.STDOUT, text=True)
+            try:
+                while proc.poll() is None:  # watch eval.csv: the time the stop value was reached, without shutdown
+                    if reached_at is None and _reached(eval_csv, stop_value) is not None:
+                        reached_at = time.perf_counter() - t0
+                    if time.perf_counter() - t0 > 900:
+                        raise RuntimeError(f"{mode} run (seed {seed}) took over 900 s")
+                    time.sleep(0.05)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            wall = time.perf_counter() - t0
+            out.seek(0)
+            text = out.read()
         if proc.returncode != 0:
-            raise RuntimeError(f"{mode} run failed (seed {seed}, exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
-                               f"{proc.stderr[-3000:]}")
+            raise RuntimeError(f"{mode} run failed (seed {seed}, exit {proc.returncode}):\n{text[-4000:]}")
         with open(os.path.join(tmp, exp, "result")) as f:
             result = json.load(f)
+        row = _reached(eval_csv, stop_value)
         left = _processes_in(tmp)
+        deadline = time.monotonic() + 10.0  # a subprocess env manager's workers may still be on their way out
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = _processes_in(tmp)
         if left:
             raise RuntimeError(f"{mode} run left processes behind: {left}")
     # training time without process start-up on both sides: a serial run's wall_time_s starts once its components
     # are built; a parallel run's train_time_s once its first collector started (the roles' imports are over)
     train_wall = max(result.get("train_time_s") or result["wall_time_s"], 1e-9)
-    return {"mode": mode, "collectors": collectors if mode == "parallel" else 0, "seed": seed, "wall_s": wall,
+    return {"setup": setup.key, "mode": mode, "collectors": setup.collectors, "manager": setup.manager,
+            "step_cost": setup.step_cost, "seed": seed, "wall_s": wall,
+            "time_to_stop_s": (reached_at if reached_at is not None else wall) if row is not None else None,
+            "env_step_to_stop": int(row["env_step"]) if row is not None else None,
             "train_wall_s": train_wall, "env_step": result["env_step"], "train_iter": result["train_iter"],
             "stop_flag": result["stop_flag"], "best_eval_return": result.get("best_eval_return"),
             "env_steps_per_s": result["env_step"] / train_wall, "iters_per_s": result["train_iter"] / train_wall}
+
+
+def _reached(eval_csv: str, stop_value: float) -> dict | None:
+    """The first row of ``eval.csv`` at or above the stop value (None: none yet)."""
+    try:
+        with open(eval_csv, newline="") as f:
+            for row in csv.DictReader(f):
+                try:
+                    if float(row["eval_return_mean"]) >= stop_value:
+                        return row
+                except (KeyError, TypeError, ValueError):
+                    continue  # a row being written
+    except OSError:
+        pass
+    return None
 
 
 def _processes_in(directory: str) -> list[int]:
@@ -94,7 +168,96 @@ def _processes_in(directory: str) -> list[int]:
 
 
 def _median(rows: list[dict], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.median(values) if values else float("nan")
+
+
+# the targets of issue #16 item 5, for the parallel line of a setup: (time, env steps) as ratios to the setup's first
+# serial line, at most (None: no target)
+TARGETS: dict[str, tuple[float, float | None]] = {"b": (0.7, 1.5), "c": (0.4, None)}
+CPU2, WAIT2 = (2.0, "cpu"), (2.0, "wait")
+SETUPS = {
+    "a": [Setup("a", "serial"), Setup("a", "parallel", 1), Setup("a", "parallel", 2)],
+    "b": [Setup("b", "serial", step_cost=CPU2), Setup("b", "parallel", 2, step_cost=CPU2)],
+    "c": [Setup("c", "serial", step_cost=WAIT2), Setup("c", "serial", step_cost=WAIT2, manager="subprocess"),
+          Setup("c", "parallel", 4, step_cost=WAIT2)],
+}
+
+
+def to_stop(setups: list[Setup], seeds: list[int]) -> list[dict]:
+    """Time and env steps to 195 for each setup; the setups of one seed run back to back."""
+    runs: dict[Setup, list[dict]] = {s: [] for s in setups}
+    for seed in seeds:
+        for s in setups:
+            r = run(s, seed)
+            runs[s].append(r)
+            print(f"  ({s.key}) {s.label:<32} seed {seed}: {r['time_to_stop_s'] or float('nan'):6.1f} s to 195, "
+                  f"{r['env_step_to_stop'] or 0:7,} env steps (process {r['wall_s']:.1f} s)", flush=True)
+    out = []
+    serial = runs[setups[0]]
+    for s, rows in runs.items():
+        rec = {"bench": "parallel_to_195", "setup": s.key, "label": s.label, "mode": s.mode,
+               "collectors": s.collectors, "manager": s.manager, "step_cost": s.step_cost, "runs": rows,
+               "median_time_s": _median(rows, "time_to_stop_s"), "median_env_step": _median(rows, "env_step_to_stop"),
+               "median_wall_s": _median(rows, "wall_s"), "reached": sum(bool(r["stop_flag"]) for r in rows)}
+        rec["time_ratio"] = rec["median_time_s"] / _median(serial, "time_to_stop_s")
+        rec["env_step_ratio"] = rec["median_env_step"] / _median(serial, "env_step_to_stop")
+        rec["time_ratio_to"] = {o.label: rec["median_time_s"] / _median(runs[o], "time_to_stop_s")
+                                for o in setups[1:] if o.mode == "serial" and o != s}
+        out.append(rec)
+    return out
+
+
+def throughput(setups: list[Setup], seeds: list[int], iters: int) -> list[dict]:
+    out: list[dict] = []
+    serial_rate = None
+    for s in setups:
+        rows = [run(s, seed, stop_value=1e9, train_iter=iters) for seed in seeds]
+        rec = {"bench": "parallel_throughput", "setup": s.key, "label": s.label, "mode": s.mode,
+               "collectors": s.collectors, "step_cost": s.step_cost, "runs": rows,
+               "env_steps_per_s": _median(rows, "env_steps_per_s"), "iters_per_s": _median(rows, "iters_per_s")}
+        if s.mode == "serial":
+            serial_rate = rec["env_steps_per_s"]
+        rec["ratio_to_serial"] = rec["env_steps_per_s"] / serial_rate if serial_rate else None
+        out.append(rec)
+        ratio = f"{rec['ratio_to_serial']:.2f}x serial" if rec["ratio_to_serial"] else ""
+        print(f"  {s.label:<32} {rec['env_steps_per_s']:8,.0f} env steps/s  {rec['iters_per_s']:7,.0f} iters/s  "
+              f"{ratio}", flush=True)
+    return out
+
+
+def summary(out: list[dict]) -> str:
+    """One table: every setup's medians, the ratio to its serial reference and the target next to it."""
+    lines = ["", "summary (medians over the seeds; ratios are to the first serial line of the same setup, measured "
+             "in this run):",
+             f"  {'setup':<28} {'mode':<32} {'time to 195':>11} {'env steps':>9} {'reached':>7} {'time':>6} "
+             f"{'steps':>6}  target"]
+    names = {"a": "(a) CartPole", "b": "(b) 2 ms CPU per step", "c": "(c) 2 ms wait per step"}
+    for rec in out:
+        if rec["bench"] == "parallel_to_195":
+            target = _target(rec) if rec["mode"] == "parallel" else ""
+            lines.append(f"  {names[rec['setup']]:<28} {rec['label']:<32} {rec['median_time_s']:9.1f} s "
+                         f"{rec['median_env_step']:9,.0f} {rec['reached']:>4}/{len(rec['runs'])} "
+                         f"{rec['time_ratio']:5.2f}x {rec['env_step_ratio']:5.2f}x  {target}")
+    for rec in out:
+        if rec["bench"] == "parallel_throughput":
+            target = "throughput >= 0.9x serial" if rec["mode"] == "parallel" else ""
+            ratio = f"{rec['ratio_to_serial']:.2f}x" if rec["ratio_to_serial"] else "-"
+            lines.append(f"  {'(a) throughput':<28} {rec['label']:<32} {rec['env_steps_per_s']:7,.0f} env steps/s "
+                         f"{rec['iters_per_s']:6,.0f} iters/s {ratio:>6}  {target}")
+    return "\n".join(lines)
+
+
+def _target(rec: dict) -> str:
+    """The target next to a parallel line, and whether this run met it; also its ratio to the other serial lines."""
+    text = "; ".join(f"{r:.2f}x {label}" for label, r in rec.get("time_ratio_to", {}).items() if "serial" in label)
+    text = f"(time {text})  " if text else ""
+    if rec["setup"] not in TARGETS:
+        return text
+    time_max, steps_max = TARGETS[rec["setup"]]
+    met = rec["time_ratio"] <= time_max and (steps_max is None or rec["env_step_ratio"] <= steps_max)
+    goal = f"time <= {time_max:.2f}x" + (f", env steps <= {steps_max:.1f}x" if steps_max is not None else "")
+    return f"{text}target {goal}: {'met' if met else 'NOT met'}"
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -102,37 +265,30 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--smoke", action="store_true", help="tiny budgets (CI): one seed, no convergence runs")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1500, help="train iterations of the throughput runs")
+    ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
     args = ap.parse_args(argv)
-    setups = [("serial", 0), ("parallel", 1), ("parallel", 2)]
+    keys = [k.strip() for k in args.setups.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in SETUPS]
+    if unknown:
+        ap.error(f"--setups: unknown setup(s) {unknown}; choose from {sorted(SETUPS)}")
     out: list[dict] = []
     seeds = [0] if args.smoke else list(range(args.seeds))
-    if not args.smoke:
-        print("to eval >= 195 (process wall, env steps):")
-        for mode, n in setups:
-            rows = [run(mode, s, collectors=max(n, 1)) for s in seeds]
-            rec = {"bench": "parallel_to_195", "mode": mode, "collectors": n, "runs": rows,
-                   "median_wall_s": _median(rows, "wall_s"), "median_env_step": _median(rows, "env_step"),
-                   "all_reached": all(r["stop_flag"] for r in rows)}
-            out.append(rec)
-            print(f"  {mode:<8} collectors={n}  median {rec['median_wall_s']:6.1f} s  "
-                  f"{rec['median_env_step']:8,.0f} env steps  reached {sum(r['stop_flag'] for r in rows)}/"
-                  f"{len(rows)}  walls {[round(r['wall_s'], 1) for r in rows]}")
-    iters = 60 if args.smoke else args.iters
-    print(f"throughput ({iters} train iterations, stop value out of reach):")
-    serial_rate = None
-    for mode, n in setups if not args.smoke else [("serial", 0), ("parallel", 2)]:
-        rows = [run(mode, s, collectors=max(n, 1), stop_value=1e9, train_iter=iters) for s in seeds]
-        rec = {"bench": "parallel_throughput", "mode": mode, "collectors": n, "runs": rows,
-               "env_steps_per_s": _median(rows, "env_steps_per_s"), "iters_per_s": _median(rows, "iters_per_s")}
-        if mode == "serial":
-            serial_rate = rec["env_steps_per_s"]
-        rec["ratio_to_serial"] = rec["env_steps_per_s"] / serial_rate if serial_rate else None
-        out.append(rec)
-        ratio = f"{rec['ratio_to_serial']:.2f}x serial" if rec["ratio_to_serial"] else ""
-        print(f"  {mode:<8} collectors={n}  {rec['env_steps_per_s']:8,.0f} env steps/s  "
-              f"{rec['iters_per_s']:7,.0f} iters/s  {ratio}")
+    if args.smoke:
+        iters = 60
+        print(f"throughput ({iters} train iterations, stop value out of reach):")
+        out += throughput([Setup("a", "serial"), Setup("a", "parallel", 2)], seeds, iters)
+        print("step-cost env (30 train iterations, 2 ms CPU per step):")
+        out += throughput([Setup("b", "parallel", 2, step_cost=CPU2)], seeds, 30)
+        return out
+    for key in keys:
+        print(f"({key}) to eval >= 195:", flush=True)
+        out += to_stop(SETUPS[key], seeds)
+        if key == "a":
+            print(f"(a) throughput ({args.iters} train iterations, stop value out of reach):", flush=True)
+            out += throughput(SETUPS["a"], seeds, args.iters)
     for rec in out:
         print(json.dumps({k: v for k, v in rec.items() if k != "runs"}))
+    print(summary(out))
     return out
 
 

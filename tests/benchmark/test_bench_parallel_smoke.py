@@ -11,8 +11,10 @@ from ._bench_loader import load_bench_module
 def test_bench_parallel_smoke(capsys):
     module = load_bench_module("bench_parallel")
     out = module.main(["--smoke"])
-    modes = {(r["mode"], r["collectors"]) for r in out}
-    assert modes == {("serial", 0), ("parallel", 2)}
-    for rec in out:
-        assert rec["runs"][0]["train_iter"] >= 60 and rec["env_steps_per_s"] > 0
+    assert [(r["mode"], r["collectors"], r["step_cost"]) for r in out] == [
+        ("serial", 0, None), ("parallel", 2, None), ("parallel", 2, (2.0, "cpu"))]
+    for rec, iters in zip(out, (60, 60, 30)):
+        assert rec["runs"][0]["train_iter"] >= iters and rec["env_steps_per_s"] > 0
     assert "env steps/s" in capsys.readouterr().out
+    summary = module.summary([dict(out[0], bench="parallel_throughput")])
+    assert "(a) throughput" in summary

@@ -116,9 +116,9 @@ def test_rename_experiment_moves_the_shared_directories(in_tmp_dir):
     assert system.path_data == "/shared/data"  # a directory outside the experiment stays where it is
 
 
-def test_platform_other_than_local_is_refused(in_tmp_dir):
-    with pytest.raises(ConfigError, match="platform 'slurm'.*not built yet.*ding -m dist"):
-        compile_config_parallel(*_configs(), save_cfg=False, platform="slurm")
+def test_platform_other_than_local_and_slurm_is_refused(in_tmp_dir):
+    with pytest.raises(ConfigError, match="platform 'k8s': parallel mode runs on 'local' or 'slurm'"):
+        compile_config_parallel(*_configs(), save_cfg=False, platform="k8s")
 
 
 def test_role_not_in_the_config_gets_defaults(in_tmp_dir):

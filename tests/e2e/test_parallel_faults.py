@@ -22,7 +22,8 @@ from ._parallel import (
     write_config,
 )
 
-pytestmark = pytest.mark.timeout(300)
+# Each test states its bound (pytest-timeout; past it the test fails and its processes are killed): 1.7-2.4 times its
+# slowest of 5 runs in a row on the loaded shared 2-core machine (tests/e2e/repeat.py, table in docs/parallel.md).
 
 
 
@@ -42,6 +43,7 @@ def _freeze(pid: int, seconds: float) -> None:
         os.kill(pid, signal.SIGCONT)
 
 
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize("role", ["learner0", "collector0"])
 def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the_run(workdir, role):
     exp = f"freeze_{role}"
@@ -63,6 +65,7 @@ def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the
     assert not processes_mentioning(str(workdir))
 
 
+@pytest.mark.timeout(150)
 def test_killed_launcher_leaves_no_role_running(workdir):
     """kill -9 of `ding -m parallel` (the coordinator's process): no goodbye reaches the roles, yet every one exits
     within a bounded time (the parent-death signal on Linux; master_lost_timeout elsewhere)."""
@@ -80,6 +83,7 @@ def test_killed_launcher_leaves_no_role_running(workdir):
     print(f"roles exited {time.monotonic() - t0:.1f} s after the launcher's kill -9")
 
 
+@pytest.mark.timeout(180)
 def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeout(workdir):
     """Roles started by hand (`ding -m dist`) have no parent to die with: they exit after master_lost_timeout."""
     import re
@@ -114,6 +118,7 @@ def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeou
                 p.kill()
 
 
+@pytest.mark.timeout(300)
 def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(workdir):
     """kill -9 of `ding -m parallel` mid-run, then --resume: the coordinator's buffer metadata (saved at evaluations)
     and the data files it names were kept, so training continues with the replay buffer instead of an empty one."""

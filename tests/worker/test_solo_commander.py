@@ -134,3 +134,96 @@ def test_state_round_trip_continues_counters_but_not_pacing(commander, in_tmp_di
     status = fresh.status()
     assert status["envstep"] == 10 and status["best_return"] == 42.0 and status["pushed"] == 0
     assert fresh.eval_history == c.eval_history
+
+
+def test_evaluation_is_recorded_at_the_env_steps_its_policy_was_trained_with(commander):
+    """Collectors go on collecting while an evaluation runs; the record carries the env steps collected when the
+    evaluated policy was published (what trained it, as in serial mode), not the count when the evaluation ended."""
+    c = commander
+
+    def collect():  # the learner consumes what pacing allows, then one more collect task (10 env steps)
+        while c.learner_may_train(buffer_count=c.status()["pushed"]):
+            c.batch_served()
+        _finish_collect(c, c.get_collector_task("collector1"))
+
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    ev = c.get_collector_task("collector0")
+    c.finish_collector_task(ev["task_id"], _eval(10.0))
+    assert c.eval_history[-1].env_step == 0
+    collect(), collect()
+    c.update_learner_info("t", LearnInfo(learner_step=10, policy_iter=10))  # published at 20 env steps
+    collect()
+    c.update_learner_info("t", LearnInfo(learner_step=20, policy_iter=20))  # published at 30
+    collect(), collect()  # 50 when the evaluations end
+    assert c.status()["envstep"] == 50
+    for i, it in enumerate((10, 20, 30)):  # 30: not heard of yet (published after the last learn result)
+        c.finish_collector_task(f"e{i}", EvalResult.from_json({"eval_flag": True, "eval_return_mean": 11.0,
+                                                                "policy_iter": it}))
+    assert [(r.train_iter, r.env_step) for r in c.eval_history[1:]] == [(10, 20), (20, 30), (30, 50)]
+
+
+def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(commander):
+    """eval_freq 20, eval_lead 2: after 40 batches past the last evaluation the learner waits until the next one is
+    handed out -- unless there is nothing newer to evaluate (then it never waits for one that cannot come)."""
+    c = commander
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    ev = c.get_collector_task("collector0")
+    assert ev["eval_flag"] is True  # handed out at 0 batches served
+    c._pushed = 1000  # plenty of data: only the evaluation gate can stop the learner
+    served = 0
+    while c.learner_may_train(buffer_count=1000):
+        c.batch_served()
+        served += 1
+        c.update_learner_info("t", LearnInfo(learner_step=served, policy_iter=served))
+    assert served == 40  # the evaluation of policy 0 is still running
+    assert not c.learner_may_train(buffer_count=1000)
+    c.finish_collector_task(ev["task_id"], _eval(10.0))  # policy 0 evaluated; 40 is published: one is due
+    assert not c.learner_may_train(buffer_count=1000)
+    ev2 = c.get_collector_task("collector0")
+    assert ev2["eval_flag"] is True and c.learner_may_train(buffer_count=1000)  # handed out: the learner goes on
+    c.finish_collector_task(ev2["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 10.0,
+                                                                  "policy_iter": 40}))
+    for _ in range(40):
+        c.batch_served()  # 80 served, nothing newer than policy 40 published: no evaluation can come, no wait
+    assert c.learner_may_train(buffer_count=1000)
+
+
+def test_eval_lead_zero_never_waits_and_a_bad_one_is_a_config_error(in_tmp_dir):
+    from ding.utils import ConfigError
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main, create, system = (copy.deepcopy(x) for x in (main_config, create_config, system_config))
+    main.policy.other.commander.eval_lead = -1
+    with pytest.raises(ConfigError, match="eval_lead"):
+        SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
+    main.policy.other.commander.eval_lead = 0
+    main.policy.other.commander.learner_iter_per_sample = 0
+    c = SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    c.increase_collector_task_space()
+    assert c.get_collector_task("collector0")["eval_flag"] is True
+    for i in range(5000):
+        c.batch_served()
+        c.update_learner_info("t", LearnInfo(learner_step=i, policy_iter=i))
+    assert c.learner_may_train(buffer_count=1000)
+
+
+def test_one_evaluation_at_a_time_per_two_collectors_each_on_a_newer_policy(commander):
+    c = commander  # 2 collectors: one evaluation at a time
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    assert c.get_collector_task("collector0")["eval_flag"] is True
+    c.update_learner_info("t", LearnInfo(learner_step=20, policy_iter=20))
+    assert c.get_collector_task("collector1")["eval_flag"] is False
+    c.increase_collector_task_space()
+    c.increase_collector_task_space()  # 4 collectors: two at once, the second on a newer policy than the first
+    second = c.get_collector_task("collector2")
+    assert second["eval_flag"] is True
+    assert c.get_collector_task("collector3")["eval_flag"] is False  # two running: no third
+    c.finish_collector_task(second["task_id"], EvalResult.from_json({"eval_flag": True, "eval_return_mean": 9.0,
+                                                                      "policy_iter": 20}))
+    c.update_learner_info("t", LearnInfo(learner_step=40, policy_iter=40))
+    assert c.get_collector_task("collector2")["eval_flag"] is True

@@ -21,6 +21,7 @@ from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
 from .call_timeout import CallTimeout, TimedCalls
 from .manager_utils import (
+    _OTHER_MANAGER_KEYS,
     EnvState,
     abnormal_timestep,
     apply_seed,
@@ -55,6 +56,8 @@ class BaseEnvManager:
         reset_timeout=None,
         retry_waiting_time=0.1,  # seconds to wait before recovering a failed env
     )
+    # Keys of the other built-in managers, accepted (and ignored) so one env.manager dict works for every type.
+    open_config_keys = tuple(sorted(_OTHER_MANAGER_KEYS))
     config_ranges = {
         "episode_num": greater_than(0),
         "max_retry": at_least(1, integer=True),

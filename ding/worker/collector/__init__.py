@@ -1,4 +1,5 @@
-"""Serial collectors (``sample``, ``episode``), evaluators (``interaction``, ``metric``) and episode callbacks."""
+"""Serial collectors (``sample``, ``episode``, battle ``sample_1v1`` / ``episode_1v1``), evaluators (``interaction``,
+``metric``, ``battle_interaction``) and episode callbacks."""
 from .base_parallel_collector import BaseParallelCollector, create_parallel_collector, get_parallel_collector_cls
 from .base_serial_collector import (
     INF,
@@ -15,6 +16,9 @@ from .base_serial_evaluator import (
     create_serial_evaluator,
     get_serial_evaluator_cls,
 )
+from .battle_episode_serial_collector import BattleEpisodeSerialCollector
+from .battle_interaction_serial_evaluator import BattleEvalInfo, BattleInteractionSerialEvaluator, PlayerEvalStats
+from .battle_sample_serial_collector import BattleSampleSerialCollector
 from .comm import BaseCommCollector, FlaskFileSystemCollector, NaiveCollector, create_comm_collector
 from .episode_callback import EpisodeCallback, build_episode_callbacks
 from .episode_serial_collector import EpisodeSerialCollector
@@ -30,5 +34,6 @@ __all__ = [
     "InteractionSerialEvaluator", "MetricSerialEvaluator", "IMetric", "create_serial_evaluator",
     "get_serial_evaluator_cls", "BaseParallelCollector", "ZerglingParallelCollector", "create_parallel_collector",
     "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "NaiveCollector",
-    "create_comm_collector",
+    "create_comm_collector", "BattleSampleSerialCollector", "BattleEpisodeSerialCollector",
+    "BattleInteractionSerialEvaluator", "BattleEvalInfo", "PlayerEvalStats",
 ]

@@ -50,8 +50,9 @@ class ISerialCollector(ABC):
         """``reset_env`` + ``reset_policy`` and clear every counter and cache."""
 
     @abstractmethod
-    def collect(self, *args: Any, **kwargs: Any) -> list[Any]:
-        """Collect data (samples or episodes, depending on the collector)."""
+    def collect(self, *args: Any, **kwargs: Any) -> Any:
+        """Collect data: a list of samples or episodes, or for the battle collectors a ``(data, info)`` pair with one
+        list per policy (DI-engine's shape)."""
 
     @property
     @abstractmethod
@@ -141,13 +142,23 @@ class BaseSerialCollector(ISerialCollector):
 
     def _reset_episodes(self) -> None:
         n = self._env_num
-        self._caches: list[list[dict]] = [[] for _ in range(n)]
+        self._caches: list[Any] = [self._new_cache() for _ in range(n)]
         self._env_steps = [0] * n  # steps of each env's current episode
         self._env_samples = [0] * n  # train samples from each env's current episode
         self._episode_open = [False] * n  # on_episode_start fired for the current episode
         # observe -> act -> step; it keeps the observation and policy output each env last acted on (sent_obs/out)
         self._core = EnvStepCore(self._env, bool(self._cfg.get("deepcopy_obs", False)),
                                  bool(self._cfg.get("transform_obs", False)))
+
+    def _new_cache(self) -> Any:
+        """An env's empty trajectory cache (a list of transitions; the battle collectors keep one per player)."""
+        return []
+
+    def _cache_state(self, cache: Any) -> Any:
+        return list(cache)
+
+    def _load_cache(self, state: Any) -> Any:
+        return list(state)
 
     def _check_ready(self, where: str) -> None:
         if self._closed:
@@ -206,8 +217,10 @@ class BaseSerialCollector(ISerialCollector):
         return episodes
 
     # ------------------------------------------------------------------ episode bookkeeping
-    def _end_episode(self, env_id: int, info: Mapping, train_iter: int) -> None:
-        """Record a finished episode, reset the policy's per-env state and fire ``on_episode_end``."""
+    def _end_episode(self, env_id: int, info: Mapping, train_iter: int,
+                     player_returns: list[float] | None = None) -> None:
+        """Record a finished episode, reset the policy's per-env state and fire ``on_episode_end``
+        (``player_returns``: every player's return, for the battle collectors; ``info`` is the first player's)."""
         ret = info.get("eval_episode_return")
         if ret is None and not self._missing_return_warned:
             self._missing_return_warned = True
@@ -219,6 +232,8 @@ class BaseSerialCollector(ISerialCollector):
             "train_sample": self._env_samples[env_id],
             "train_iter": train_iter,
         }
+        if player_returns is not None:
+            episode["player_returns"] = list(player_returns)
         if self._callbacks:
             custom: dict[str, float] = {}
             for cb in self._callbacks:
@@ -239,7 +254,7 @@ class BaseSerialCollector(ISerialCollector):
         """An abnormal episode (the env failed): forget its unprocessed transitions; the manager has reset it."""
         self._logger.info(f"env {env_id}: abnormal episode dropped ({len(self._caches[env_id])} cached transitions); "
                           f"error: {str(info.get('error', ''))[-300:]}")
-        self._caches[env_id].clear()
+        self._caches[env_id] = self._new_cache()
         self._env_steps[env_id] = 0
         self._env_samples[env_id] = 0
         self._episode_open[env_id] = False
@@ -290,11 +305,16 @@ class BaseSerialCollector(ISerialCollector):
                 custom.setdefault(k, []).append(float(v))
         for k, vs in custom.items():
             stats[f"custom/{k}"] = float(np.mean(vs))
+        player_returns = np.asarray([e["player_returns"] for e in eps if "player_returns" in e], dtype=np.float64)
+        for i, mean in enumerate(player_returns.mean(axis=0) if player_returns.size else ()):
+            stats[f"player{i}_return_mean"] = float(mean)
         line = (f"[{self._instance_name}] iter {train_iter:,} | env steps {self._total_envstep_count:,} | "
                 f"{len(eps)} episodes")
         if returns.size:
             line += (f", return {stats['episode_return_mean']:.4g} (min {stats['episode_return_min']:.4g}, "
                      f"max {stats['episode_return_max']:.4g})")
+        if player_returns.size:
+            line += ", player returns " + " / ".join(f"{m:.4g}" for m in player_returns.mean(axis=0))
         line += (f", length {stats['episode_length_mean']:.4g} | {stats['envstep_per_sec']:,.0f} steps/s, "
                  f"{stats['sample_per_sec']:,.0f} samples/s")
         self._logger.info(line)
@@ -329,7 +349,7 @@ class BaseSerialCollector(ISerialCollector):
             "episode_count": self._total_episode_count,
             "train_sample_count": self._total_train_sample_count,
             "last_log_iter": self._last_log_iter,
-            "caches": [list(c) for c in self._caches],
+            "caches": [self._cache_state(c) for c in self._caches],
             "env_steps": list(self._env_steps),
             "env_samples": list(self._env_samples),
             "episode_open": list(self._episode_open),
@@ -350,7 +370,7 @@ class BaseSerialCollector(ISerialCollector):
         self._total_episode_count = state["episode_count"]
         self._total_train_sample_count = state["train_sample_count"]
         self._last_log_iter = state["last_log_iter"]
-        self._caches = [list(c) for c in state["caches"]]
+        self._caches = [self._load_cache(c) for c in state["caches"]]
         self._env_steps = list(state["env_steps"])
         self._env_samples = list(state["env_samples"])
         self._episode_open = list(state["episode_open"])

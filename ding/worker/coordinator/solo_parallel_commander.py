@@ -1,6 +1,7 @@
 """SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 import math
@@ -43,6 +44,9 @@ class SoloCommander(BaseCommander):
 
     **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
     ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
+    The learner waits for the next one once it is ``eval_lead`` eval periods past the last (a run stops only at an
+    evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
+    is recorded at the env steps its policy was published with.
     The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
     """
 
@@ -51,7 +55,13 @@ class SoloCommander(BaseCommander):
         learner_task_space=1,  # learner tasks running at once (one learner is built so far)
         eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
-        collect_ahead_samples=None,  # how far collection may run ahead; None: batch_size + 2 * n_sample * collectors
+        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
+        # the learner waits for the next evaluation to start once it is this many eval_freq periods past the last one
+        # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
+        # 0: never waits (evaluations then come as often as a free collector allows)
+        eval_lead=2,
+        # evaluations running at once, each on its own collector; None: one per two connected collectors (at least 1)
+        eval_task_space=None,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -81,6 +91,17 @@ class SoloCommander(BaseCommander):
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
+        lead = self._commander_cfg.get("eval_lead", 2)
+        if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not lead >= 0:
+            raise ConfigError(f"policy.other.commander.eval_lead: expected a number >= 0 of eval_freq periods, "
+                              f"got {lead!r}")
+        self._eval_lead_batches = float(lead) * self._eval_freq  # 0: the learner never waits for an evaluation
+        self._served_at_eval = 0  # batches served when the last evaluation was handed out
+        evals = self._commander_cfg.get("eval_task_space")
+        if evals is not None and (isinstance(evals, bool) or not isinstance(evals, int) or evals < 1):
+            raise ConfigError(f"policy.other.commander.eval_task_space: expected an int >= 1 (evaluations at once) or "
+                              f"None (one per two collectors), got {evals!r}")
+        self._eval_space: int | None = evals
         space = self._commander_cfg.get("collector_task_space")
         self._fixed_space = space is not None
         self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
@@ -94,10 +115,14 @@ class SoloCommander(BaseCommander):
         self._pushed = 0
         self._served_batches = 0
         self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
-        self._eval_running = False
+        self._evals_running = 0
+        self._handed_policy = -1  # newest published policy when the last evaluation was handed out
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
         self._evaluated_policy = -1
+        # (published policy iteration, env steps collected by then), ascending: an evaluation is recorded at the env
+        # steps its policy was trained with, as in serial mode, not counting what collectors gathered meanwhile
+        self._policy_envstep: list[tuple[int, int]] = []
         self._best_return = -math.inf
         self._end_reason: str | None = None
         self._buffer_id = "buffer0"
@@ -122,8 +147,9 @@ class SoloCommander(BaseCommander):
     def update_learner_info(self, task_id: str, info: LearnInfo) -> None:
         with self._lock:
             self._learner_step = max(self._learner_step, info.learner_step)
-            if info.policy_iter >= 0:
-                self._policy_iter = max(self._policy_iter, info.policy_iter)
+            if info.policy_iter > self._policy_iter:
+                self._policy_iter = info.policy_iter
+                self._published(info.policy_iter)
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
@@ -133,15 +159,42 @@ class SoloCommander(BaseCommander):
             self._learner_step = info.learner_step
             if info.policy_iter >= 0:
                 self._policy_iter = info.policy_iter
+                self._policy_envstep.clear()  # a restarted learner's iterations may go back
+                self._published(info.policy_iter)
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
+                self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
+
+    def _published(self, policy_iter: int) -> None:
+        self._policy_envstep.append((policy_iter, self._envstep))
+        if len(self._policy_envstep) > 4096:  # no evaluation for long: older policies map to a later (higher) count
+            del self._policy_envstep[:2048]
+
+    def _envstep_of_policy(self, policy_iter: int) -> int:
+        """The env steps collected when ``policy_iter`` was published (at most: what trained it); the current count
+        for a policy not heard of yet."""
+        i = bisect.bisect_left(self._policy_envstep, (policy_iter, -1))
+        step = self._policy_envstep[i][1] if i < len(self._policy_envstep) else self._envstep
+        del self._policy_envstep[:i]  # evaluations go forward: older policies are not asked for again
+        return min(step, self._envstep)
 
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
         with self._lock:
             if self._end_reason is not None or buffer_count < self._batch_size:
                 return False
+            if self._waits_for_eval():
+                return False
             return self._ratio == 0 or self._served_batches < self._ratio * self._pushed
+
+    def _waits_for_eval(self) -> bool:
+        """The learner is ``eval_lead`` eval periods past the last evaluation and one is running or can start (a
+        newer policy is published): it waits until the next one is handed out, so the run evaluates about as many
+        policies per train iteration as serial mode and does not train past a policy that reached the stop value
+        without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
+        if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
+            return False
+        return self._evals_running > 0 or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
 
     def batch_served(self) -> None:
         with self._lock:
@@ -161,7 +214,8 @@ class SoloCommander(BaseCommander):
                 self._collector_space.decrease_space()
 
     def _eval_due(self) -> bool:
-        if self._eval_running or self._policy_iter <= self._evaluated_policy:
+        space = self._eval_space if self._eval_space is not None else max(1, self._collectors // 2)
+        if self._evals_running >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
             return False
         return (self._learner_step - self._last_eval_iter >= self._eval_freq
                 or time.monotonic() - self._last_eval_time >= self._eval_interval)
@@ -171,7 +225,10 @@ class SoloCommander(BaseCommander):
             return True
         ahead = self._ahead
         if ahead is None:
-            ahead = self._batch_size + 2 * self._n_sample * max(1, self._collectors)
+            # two tasks per collector (one running, one waiting for the learner): collectors never wait on a busy
+            # learner's round trip, and the data they collect is at most that far ahead of the policy that collects
+            # it (policy lag); at least a batch, so the learner can start
+            ahead = max(self._batch_size, 2 * self._n_sample * max(1, self._collectors))
         planned = self._pushed + sum(self._in_flight.values())
         return planned < self._served_batches / self._ratio + ahead
 
@@ -188,9 +245,11 @@ class SoloCommander(BaseCommander):
             info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
                     "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
-                self._eval_running = True
+                self._evals_running += 1
+                self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
                 self._last_eval_iter = self._learner_step
                 self._last_eval_time = time.monotonic()
+                self._served_at_eval = self._served_batches
                 return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                 train_iter=self._learner_step, envstep=self._envstep,
                                 best_return=None if self._best_return == -math.inf else self._best_return,
@@ -213,11 +272,12 @@ class SoloCommander(BaseCommander):
             return False
 
     def _finish_eval(self, finished: EvalResult) -> bool:
-        self._eval_running = False
+        self._evals_running = max(0, self._evals_running - 1)
         mean = finished.eval_return_mean
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
-        self.eval_history.append(EvalRecord(train_iter=finished.policy_iter, env_step=self._envstep,
+        self.eval_history.append(EvalRecord(train_iter=finished.policy_iter,
+                                            env_step=self._envstep_of_policy(finished.policy_iter),
                                             eval_return_mean=mean, eval_return_std=finished.eval_return_std))
         if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
@@ -228,7 +288,8 @@ class SoloCommander(BaseCommander):
         self._collector_space.release_space()
         with self._lock:
             if isinstance(task, EvalTask):
-                self._eval_running = False  # the evaluation is handed out again as soon as a collector is free
+                self._evals_running = max(0, self._evals_running - 1)  # handed out again once a collector is free
+                self._handed_policy = self._evaluated_policy
                 self._last_eval_iter = -math.inf
             else:
                 self._in_flight.pop(task.task_id, None)

@@ -1,0 +1,1 @@
+"""Two-player board games."""

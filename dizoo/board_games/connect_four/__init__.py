@@ -1,0 +1,1 @@
+"""Connect Four on a small board, for self-play."""
