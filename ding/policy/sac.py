@@ -195,8 +195,8 @@ class SACPolicy(Policy):
         return output
 
     def _sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logit = self._model.compute_actor(obs)["logit"]
-        return squashed_gaussian_sample(logit["mu"], logit["sigma"])
+        mu, sigma = self._model.compute_actor(obs)["logit"]
+        return squashed_gaussian_sample(mu, sigma)
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["cur_lr_q", "critic_loss", "policy_loss", "alpha", "entropy", "q_value", "td_error"]
@@ -244,8 +244,8 @@ class SACPolicy(Policy):
         env_ids, obs = batch_obs(data, self._device, self._obs_shape, "SACPolicy collect_mode.forward")
         self._set_train(False)
         with torch.inference_mode():
-            logit = self._model.compute_actor(obs)["logit"]
-            action = squashed_gaussian_sample(logit["mu"], logit["sigma"])[0].cpu().numpy()
+            mu, sigma = self._model.compute_actor(obs)["logit"]
+            action = squashed_gaussian_sample(mu, sigma)[0].cpu().numpy()
         return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
 
     def _process_transition(self, obs: Any, policy_output: dict[str, Any], timestep: Any) -> dict[str, Any]:
@@ -267,7 +267,7 @@ class SACPolicy(Policy):
         env_ids, obs = batch_obs(data, self._device, self._obs_shape, "SACPolicy eval_mode.forward")
         self._set_train(False)
         with torch.inference_mode():
-            action = squashed_gaussian_mode(self._model.compute_actor(obs)["logit"]["mu"]).cpu().numpy()
+            action = squashed_gaussian_mode(self._model.compute_actor(obs)["logit"][0]).cpu().numpy()
         return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
 
 

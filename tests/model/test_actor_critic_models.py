@@ -42,7 +42,9 @@ def test_continuous_qac_reparameterization_and_1d_action():
     model = create_model({"type": "continuous_qac", "obs_shape": 3, "action_shape": 1,
                           "action_space": "reparameterization"})
     logit = model(torch.randn(4, 3), "compute_actor")["logit"]
-    assert logit["mu"].shape == (4, 1) and (logit["sigma"] > 0).all()
+    assert isinstance(logit, list) and len(logit) == 2  # DI-engine's contract: mu, sigma = out['logit']
+    mu, sigma = logit
+    assert mu.shape == (4, 1) and sigma.shape == (4, 1) and (sigma > 0).all()
     q = model({"obs": torch.randn(4, 3), "action": torch.randn(4)}, "compute_critic")["q_value"]
     assert q.shape == (4,)
     with pytest.raises(ValueError, match="ContinuousQAC action_space: unknown 'hybrid'"):

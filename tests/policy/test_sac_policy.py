@@ -63,10 +63,10 @@ def test_critic_regresses_on_the_min_of_the_target_twins_with_the_entropy_term()
     obs, next_obs, action = (torch.tensor(np.stack([d[k] for d in data])) for k in ("obs", "next_obs", "action"))
     reward = torch.tensor([d["reward"][0] for d in data])
     with torch.no_grad():
-        logit = net.compute_actor(next_obs)["logit"]
-        eps = torch.randn_like(logit["mu"])
-        u = logit["mu"] + logit["sigma"] * eps
-        log_prob = (-0.5 * eps**2 - logit["sigma"].log() - 0.5 * math.log(2 * math.pi)
+        mu, sigma = net.compute_actor(next_obs)["logit"]
+        eps = torch.randn_like(mu)
+        u = mu + sigma * eps
+        log_prob = (-0.5 * eps**2 - sigma.log() - 0.5 * math.log(2 * math.pi)
                     - torch.log(1 - torch.tanh(u) ** 2)).sum(-1)
         q1_next, q2_next = net.compute_critic({"obs": next_obs, "action": torch.tanh(u)})["q_value"]
         target = reward + 0.99 * (torch.minimum(q1_next, q2_next) - 0.5 * log_prob)
@@ -101,7 +101,7 @@ def test_collect_samples_eval_is_deterministic_tanh_mu():
     assert all(-1 < out["action"][0] < 1 for out in first.values())
     eval_a, eval_b = policy.eval_mode.forward(obs), policy.eval_mode.forward(obs)
     assert all(np.array_equal(eval_a[i]["action"], eval_b[i]["action"]) for i in obs)
-    mu = policy._get_attribute("model").compute_actor(torch.tensor(obs[2])[None])["logit"]["mu"]
+    mu = policy._get_attribute("model").compute_actor(torch.tensor(obs[2])[None])["logit"][0]
     assert eval_a[2]["action"] == pytest.approx(torch.tanh(mu).detach().numpy()[0], abs=1e-6)
 
 

@@ -22,7 +22,8 @@ class ContinuousQAC(nn.Module):
     """Actor and Q critic(s) for continuous actions.
 
     ``forward(obs, 'compute_actor')``: ``'regression'`` -> ``{'action'}`` in (-1, 1) (DDPG/TD3);
-    ``'reparameterization'`` -> ``{'logit': {'mu', 'sigma'}}`` (SAC). ``forward({'obs', 'action'},
+    ``'reparameterization'`` -> ``{'logit': [mu, sigma]}`` (SAC; a two-item list, as DI-engine's SAC unpacks it:
+    ``mu, sigma = out['logit']``). ``forward({'obs', 'action'},
     'compute_critic')`` -> ``{'q_value'}``: (B,), or a list of two (B,) tensors with ``twin_critic``.
     """
 
@@ -86,7 +87,7 @@ class ContinuousQAC(nn.Module):
         out = self.actor(obs)
         if self.action_space == "regression":
             return {"action": out["pred"]}
-        return {"logit": {"mu": out["mu"], "sigma": out["sigma"]}}
+        return {"logit": [out["mu"], out["sigma"]]}
 
     def compute_critic(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, Any]:
         action = inputs["action"]
