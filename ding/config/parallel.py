@@ -48,7 +48,7 @@ PARALLEL_MAIN_EXTRA = dict(
     ),
     policy=dict(
         learn=dict(learner=dict(
-            learner_num=1,  # learner processes (one is built so far)
+            learner_num=1,  # learner processes; > 1: a group sharing gradients (docs/distributed.md, Several learners)
             send_policy_freq=1,  # publish the policy for the collectors every N train iterations ...
             send_policy_interval=0.05,  # ... and at most every this many seconds (0: every send_policy_freq)
         )),
@@ -223,9 +223,12 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
             addresses: dict, src: str) -> EasyDict:
     learner_num = int(main.policy.learn.learner.get("learner_num", 1))
     collector_num = int(main.policy.collect.collector.get("collector_num", 1))
-    if learner_num != 1:
-        raise ConfigError(f"policy.learn.learner.learner_num: parallel mode runs one learner so far, got "
-                          f"{learner_num} ({src}); set it to 1")
+    if learner_num < 1:
+        raise ConfigError(f"policy.learn.learner.learner_num: must be >= 1, got {learner_num} ({src})")
+    if learner_num > 1 and comm_types["comm_learner"].type != "flask_fs":
+        raise ConfigError(f"policy.learn.learner.learner_num: {learner_num} learners share gradients through "
+                          f"ding's LearnerAggregator, which is a 'flask_fs' comm learner; create_config.comm_learner "
+                          f"is {comm_types['comm_learner'].type!r} ({src}): use 'flask_fs' or learner_num=1")
     if collector_num < 1:
         raise ConfigError(f"policy.collect.collector.collector_num: must be >= 1, got {collector_num} ({src})")
     out = EasyDict(copy.deepcopy(dict(system)))
@@ -234,6 +237,7 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
     allowed = {role: set(comm_types[f"comm_{role}"].pop("keys")) | {"type", "import_names", "path_data", "path_policy",
                                                                    *_PLACEMENT_KEYS}
                for role in ("learner", "collector")}
+    allowed["learner"].add("group_timeout")  # several learners (ding/worker/adapter/learner_aggregator.py)
     out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
     problems = []
     for name, entry in roles.items():
@@ -267,6 +271,8 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
                              path_data=out.path_data, path_policy=out.path_policy)
             if platform == "slurm":
                 entry.host, entry.advertise_host = "0.0.0.0", "auto"
+            if role == "learner" and learner_num > 1:  # a group: learner0 leads, the others follow it
+                entry.learner_num, entry.learner_rank = learner_num, i
             entry.update(roles.get(name) or {})
             if host is not None:
                 entry.host = host
@@ -275,7 +281,8 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
             if entry.port in ("auto", None):
                 entry.port = 0
             out[name] = entry
-            if entry.port:  # a fixed address: the coordinator connects it (port 0: the role joins by itself)
+            if entry.port and (role == "collector" or i == 0):  # a fixed address: the coordinator connects it
+                # (port 0: the role joins by itself; learner1.. talk to learner0 only, never to the coordinator)
                 out.coordinator[role][name] = [name, entry.get("advertise_host") or entry.host, int(entry.port)]
     for name, entry in roles.items():
         if name not in out:

@@ -69,8 +69,15 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
                           "system_config.coordinator.host/port in the config given with -c)")
     role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
     role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
-    create = create_comm_learner if role == "learner" else create_comm_collector
-    comm: Any = create(role_cfg, name=name)
+    if role == "learner" and int(cfg.get("learner_num", 1)) > 1:  # one of several learners sharing gradients
+        from ding.worker.adapter import LearnerAggregator, run_group_member
+
+        if int(cfg.get("learner_rank", 0)) > 0:  # learner1..: follows learner0 through the learner group only
+            return run_group_member(role_cfg, name)
+        comm: Any = LearnerAggregator(role_cfg, name=name)  # learner0: the coordinator's one learner
+    else:
+        create = create_comm_learner if role == "learner" else create_comm_collector
+        comm = create(role_cfg, name=name)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:

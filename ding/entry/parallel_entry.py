@@ -239,6 +239,13 @@ def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
         assert child.proc is not None
         code = child.proc.returncode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        group = [c for c in procs.children.values() if c.role == "learner"]
+        if child.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
+            child.proc = None
+            coordinator._fatal(f"learner '{child.name}' (one of {len(group)} learners sharing gradients) {how}; a "
+                               "learner group is not rebuilt (docs/distributed.md, Several learners): the run ends, "
+                               f"resume it with --resume. Last lines of {child.log_path}:\n{child.tail()}")
+            continue
         if child.restarts >= procs.max_restarts:
             others = [c for c in procs.alive() if c.role == child.role]
             child.proc = None

@@ -308,6 +308,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             except queue.Empty:
                 if self._stop.is_set():
                     return None
+                self.on_idle()
                 continue
             if item is _STOPPED:
                 return None
@@ -316,6 +317,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             if envstep >= 0 and self._learner is not None:
                 self._learner.collector_envstep = envstep
             return samples
+
+    def on_idle(self) -> None:
+        """Called by :meth:`get_data` about every 0.1 s while no batch is there (a subclass's keep-alive)."""
 
     def _load(self, batch: list) -> list:
         with self._load_lock:
