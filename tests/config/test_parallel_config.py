@@ -59,8 +59,8 @@ def test_system_config_typo_names_the_key_and_the_fix(in_tmp_dir):
 
 def test_unsupported_values_are_clear_errors(in_tmp_dir):
     main, create, system = _configs()
-    main.policy.learn.learner.learner_num = 2
-    with pytest.raises(ConfigError, match="learner_num: parallel mode runs one learner"):
+    main.policy.learn.learner.learner_num = 0
+    with pytest.raises(ConfigError, match="learner_num: must be >= 1, got 0"):
         compile_config_parallel(main, create, system, save_cfg=False)
     main, create, system = _configs()
     system.communication_mode = "grpc"
@@ -183,3 +183,19 @@ def test_shared_directory_that_cannot_be_created_is_one_clear_error(in_tmp_dir):
     cfg = compile_config_parallel(main, create, system, seed=0)
     with pytest.raises(ConfigError, match=r"system_config.path_data: cannot create the shared directory './a_file/data'"):
         Coordinator(cfg, token="t" * 32)
+
+
+def test_several_learners_are_one_group_led_by_learner0(in_tmp_dir):
+    main, create, system = _configs()
+    main.policy.learn.learner.learner_num = 2
+    system.learner1 = dict(group_timeout=60.0)
+    cfg = compile_config_parallel(main, create, system, save_cfg=False, learner_port=23000)
+    assert (cfg.system.learner0.learner_num, cfg.system.learner0.learner_rank) == (2, 0)
+    assert (cfg.system.learner1.learner_num, cfg.system.learner1.learner_rank) == (2, 1)
+    assert cfg.system.learner1.group_timeout == 60.0
+    assert list(cfg.system.coordinator.learner) == ["learner0"]  # learner1 talks to learner0 only
+    main, create, system = _configs()
+    main.policy.learn.learner.learner_num = 2
+    create.comm_learner = dict(type="my_learner", import_names=[])
+    with pytest.raises(Exception, match="my_learner"):
+        compile_config_parallel(main, create, system, save_cfg=False)

@@ -23,7 +23,8 @@ PARALLEL_MODULES = (
     "ding/worker/collector/comm/base_comm_collector.py", "ding/worker/collector/comm/flask_fs_collector.py",
     "ding/worker/collector/comm/naive_collector.py", "ding/worker/collector/base_parallel_collector.py",
     "ding/worker/collector/zergling_parallel_collector.py", "ding/worker/learner/comm/base_comm_learner.py",
-    "ding/worker/learner/comm/flask_fs_learner.py",
+    "ding/worker/learner/comm/flask_fs_learner.py", "ding/worker/adapter/learner_aggregator.py",
+    "ding/worker/adapter/learner_group.py",
 )
 # (module, literal) -> why that string is not a payload key there.
 ALLOWED = {
@@ -34,6 +35,7 @@ ALLOWED = {
     ("ding/worker/learner/comm/flask_fs_learner.py", "path_data"): "the role config's own path_data (confinement)",
     ("ding/worker/learner/comm/flask_fs_learner.py", "path_policy"): "the role config's own path_policy (confinement)",
     ("ding/worker/collector/comm/flask_fs_collector.py", "path_data"): "the role config's own path_data (confinement)",
+    ("ding/worker/adapter/learner_aggregator.py", "path_data"): "the role config's own path_data (rendezvous file)",
     ("ding/worker/collector/comm/flask_fs_collector.py", "path_policy"): "the role config's own path_policy",
     ("ding/worker/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter of that name (result file)",
     ("ding/worker/collector/zergling_parallel_collector.py", "priority"): "a collected sample's own key (policy data)",

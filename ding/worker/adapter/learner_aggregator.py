@@ -232,7 +232,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
     # ---------------------------------------------------------------- the group
     def _start_learning(self, task: LearnerStartTask) -> LearnerStarted:
         cfg = EasyDict(task.main_config)
-        batch_size = int(cfg.policy.learn.get("batch_size", self._size))
+        batch_size = int(cfg.policy.learn.batch_size)
         if batch_size < self._size:
             raise ConfigError(f"policy.learn.batch_size ({batch_size}) is smaller than learner_num ({self._size}): "
                               "each learner trains on a share of each batch")

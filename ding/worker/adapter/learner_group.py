@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from datetime import timedelta
 from typing import Any
@@ -211,10 +212,18 @@ class LearnerGroup:
         try:
             fn()
         except Exception as e:  # noqa: BLE001 -- gloo/nccl errors: a member left (killed, lost host) or timed out
-            raise LearnerGroupError(f"{self.name} (rank {self.rank} of {self.size}): the learner group broke: "
-                                    f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}. A learner was "
-                                    "lost; the group is not rebuilt (see docs/distributed.md, Several learners): "
-                                    "the run ends, resume it from its last checkpoint") from e
+            raise LearnerGroupError(f"{self.name} (rank {self.rank} of {self.size}): the learner group broke "
+                                    f"({_short_cause(e)}): a learner was lost; the group is not rebuilt (see "
+                                    "docs/distributed.md, Several learners): the run ends, resume it from its last "
+                                    "checkpoint") from e
+
+
+def _short_cause(e: BaseException) -> str:
+    """gloo's message without its source location and advice: 'Read error [127.0.0.1]:45977: Connection reset by
+    peer'."""
+    text = (str(e).splitlines() or [""])[0]
+    text = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", text)
+    return text.split(" This is typically")[0].rstrip(". ") or type(e).__name__
 
 
 def _remove(path: str) -> None:
