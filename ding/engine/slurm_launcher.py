@@ -316,6 +316,12 @@ def _watch(steps: SlurmSteps, specs: Sequence[StepSpec], total: str, address: tu
             step.proc = None
             continue
         how = f"ended with srun exit code {_code(step)}"
+        group = [s for s in specs if s.role == "learner"]
+        if spec.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
+            step.proc = None
+            return (f"learner step '{spec.name}' (one of {len(group)} learners sharing gradients) {how}; a learner "
+                    "group is not rebuilt (docs/distributed.md, Several learners). Last lines of "
+                    f"{step.log_path}:\n{step.tail()}")
         if step.restarts >= max_restarts:
             others = [s for s in steps.alive() if s.spec.role == spec.role]
             step.proc = None

@@ -2,6 +2,7 @@
 
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
+    python tests/benchmark/bench_parallel.py --setups d       # 1 learner next to 2 learners (learner iterations/s)
     python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
 
 Every run is a whole process (``ding -m serial`` / ``ding -m parallel``), so imports, process start-up and the
@@ -16,6 +17,11 @@ evaluations count. The setups:
   1 learner + 2 collectors against serial, both with the ``base`` env manager: time and env steps to 195.
 * **(c) 2 ms of waiting per step** (``step_cost_kind='wait'``, like a remote simulator), 4 collectors with the
   ``base`` env manager against serial with the ``base`` manager and serial with the ``subprocess`` manager.
+
+* **(d) several learners**: CartPole with 2 collectors, 1 learner next to 2 learners sharing gradients
+  (``learner_num=2``, the LearnerAggregator and a gloo group): learner iterations per second over the run's training
+  time for a fixed budget of train iterations (stop value out of reach), and its ratio to the 1-learner line. The
+  learner is not paced by collection here (``learner_iter_per_sample=0``), so the figure is the learners' own speed.
 
 **Time to 195** is from the process start until the evaluation that reached it is in ``log/eval.csv`` (so the
 shutdown after it does not count; the process wall time is in the JSON lines too). **Env steps to 195** is that
@@ -55,6 +61,9 @@ system_config = copy.deepcopy(_s)
 system_config.path_data = './{exp}/data'
 system_config.path_policy = './{exp}/policy'
 main_config.policy.collect.collector.collector_num = {collectors}
+main_config.policy.learn.learner.learner_num = {learners}
+if {unpaced!r}:  # (d): the learner trains as fast as it can on what the buffer holds
+    main_config.policy.other.commander.learner_iter_per_sample = 0
 create_config.env_manager.type = {manager!r}
 if STEP_COST is not None:
     create_config.env.type = 'cartpole_step_cost'
@@ -77,11 +86,15 @@ class Setup(NamedTuple):
     collectors: int = 0  # parallel only
     step_cost: tuple[float, str] | None = None  # (ms, 'cpu' | 'wait'); None: plain CartPole
     manager: str = "base"
+    learners: int = 1  # parallel only: policy.learn.learner.learner_num
+    unpaced: bool = False  # parallel only: learner_iter_per_sample = 0 (training not paced by collection)
 
     @property
     def label(self) -> str:
         who = f"parallel, {self.collectors} collector{'s' if self.collectors > 1 else ''}" if self.mode == "parallel" \
             else "serial"
+        if self.learners > 1:
+            who += f", {self.learners} learners"
         return f"{who} ({self.manager})"
 
 
@@ -92,7 +105,8 @@ def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | No
         path = os.path.join(tmp, "cfg.py")
         with open(path, "w") as f:
             f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=max(setup.collectors, 1),
-                                  manager=setup.manager, step_cost=setup.step_cost))
+                                  manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
+                                  unpaced=setup.unpaced))
         cmd = [sys.executable, "-m", "ding", "-m", mode, "-c", path, "-s", str(seed)]
         if train_iter is not None:
             cmd += ["--train-iter", str(train_iter)]
@@ -181,6 +195,7 @@ SETUPS = {
     "b": [Setup("b", "serial", step_cost=CPU2), Setup("b", "parallel", 2, step_cost=CPU2)],
     "c": [Setup("c", "serial", step_cost=WAIT2), Setup("c", "serial", step_cost=WAIT2, manager="subprocess"),
           Setup("c", "parallel", 4, step_cost=WAIT2)],
+    "d": [Setup("d", "parallel", 2, unpaced=True), Setup("d", "parallel", 2, learners=2, unpaced=True)],
 }
 
 
@@ -226,6 +241,22 @@ def throughput(setups: list[Setup], seeds: list[int], iters: int) -> list[dict]:
     return out
 
 
+def learners(setups: list[Setup], seeds: list[int], iters: int) -> list[dict]:
+    """(d): learner iterations/s of each setup (medians over the seeds), as a ratio to the first (1 learner). The
+    setups of one seed run back to back."""
+    runs: dict[Setup, list[dict]] = {s: [] for s in setups}
+    for seed in seeds:
+        for s in setups:
+            r = run(s, seed, stop_value=1e9, train_iter=iters)
+            runs[s].append(r)
+            print(f"  (d) {s.label:<44} seed {seed}: {r['iters_per_s']:6.1f} iters/s "
+                  f"({r['train_iter']} iterations in {r['train_wall_s']:.1f} s)", flush=True)
+    one = _median(runs[setups[0]], "iters_per_s")
+    return [{"bench": "parallel_learners", "setup": s.key, "label": s.label, "learners": s.learners, "runs": rows,
+             "iters_per_s": _median(rows, "iters_per_s"), "env_steps_per_s": _median(rows, "env_steps_per_s"),
+             "ratio_to_one_learner": _median(rows, "iters_per_s") / one} for s, rows in runs.items()]
+
+
 def summary(out: list[dict]) -> str:
     """One table: every setup's medians, the ratio to its serial reference and the target next to it."""
     lines = ["", "summary (medians over the seeds; ratios are to the first serial line of the same setup, measured "
@@ -245,6 +276,10 @@ def summary(out: list[dict]) -> str:
             ratio = f"{rec['ratio_to_serial']:.2f}x" if rec["ratio_to_serial"] else "-"
             lines.append(f"  {'(a) throughput':<28} {rec['label']:<32} {rec['env_steps_per_s']:7,.0f} env steps/s "
                          f"{rec['iters_per_s']:6,.0f} iters/s {ratio:>6}  {target}")
+    for rec in out:
+        if rec["bench"] == "parallel_learners":
+            lines.append(f"  {'(d) learners':<28} {rec['label']:<44} {rec['iters_per_s']:6.1f} iters/s "
+                         f"{rec['ratio_to_one_learner']:5.2f}x one learner")
     return "\n".join(lines)
 
 
@@ -281,6 +316,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         out += throughput([Setup("b", "parallel", 2, step_cost=CPU2)], seeds, 30)
         return out
     for key in keys:
+        if key == "d":
+            print(f"(d) learner iterations/s ({args.iters} train iterations, stop value out of reach):", flush=True)
+            out += learners(SETUPS["d"], seeds, args.iters)
+            continue
         print(f"({key}) to eval >= 195:", flush=True)
         out += to_stop(SETUPS[key], seeds)
         if key == "a":
