@@ -64,16 +64,18 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     die_with_parent()
     prefer_batch_scheduling()  # before any thread starts: they inherit it
     setup_torch_threads()
+    if role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0:
+        from ding.worker.adapter import run_group_member  # learner1..: follows learner0 through the learner group;
+
+        return run_group_member(EasyDict(dict(cfg)), name)  # it never talks to the coordinator
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
                           "system_config.coordinator.host/port in the config given with -c)")
     role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
     role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
     if role == "learner" and int(cfg.get("learner_num", 1)) > 1:  # one of several learners sharing gradients
-        from ding.worker.adapter import LearnerAggregator, run_group_member
+        from ding.worker.adapter import LearnerAggregator
 
-        if int(cfg.get("learner_rank", 0)) > 0:  # learner1..: follows learner0 through the learner group only
-            return run_group_member(role_cfg, name)
         comm: Any = LearnerAggregator(role_cfg, name=name)  # learner0: the coordinator's one learner
     else:
         create = create_comm_learner if role == "learner" else create_comm_collector
