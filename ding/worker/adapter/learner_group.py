@@ -60,6 +60,8 @@ class LearnerGroup:
         self.rank, self.size, self.backend, self.name = rank, size, backend, name
         self._store = store
         self._timeout_s = float(timeout_s)
+        if backend == "nccl":  # one GPU per learner of a host (nccl refuses two ranks on one device); the policy's
+            torch.cuda.set_device(rank % torch.cuda.device_count())  # 'cuda' is then this one
         self._device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
         self._logger = logging.getLogger(f"ding.learner_group.{name}")
         try:
