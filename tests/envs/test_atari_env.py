@@ -212,3 +212,20 @@ def test_breakout_training_env_ends_on_a_life_evaluation_env_does_not() -> None:
     t_eval, info_eval = play(False)
     assert info_train["life_lost"] and info_train["lives"] == 4
     assert info_eval["lives"] == 0 and t_eval > t_train
+
+
+@needs_ale
+def test_a_pickled_env_continues_exactly() -> None:
+    import pickle
+
+    env = AtariEnv(dict(env_id="PongNoFrameskip-v4", is_train=True))
+    env.seed(3)
+    env.reset()
+    for a in range(40):
+        env.step(np.array([a % 6]))
+    copy = pickle.loads(pickle.dumps(env))
+    for a in range(60):
+        x, y = env.step(np.array([(a * 7) % 6])), copy.step(np.array([(a * 7) % 6]))
+        assert np.array_equal(x.obs, y.obs) and x.reward[0] == y.reward[0] and x.done == y.done
+    env.close()
+    copy.close()

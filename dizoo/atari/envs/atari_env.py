@@ -155,6 +155,24 @@ class AtariEnv(BaseEnv):
             info["eval_episode_return"] = self._episode_return
         return BaseEnvTimestep(obs, np.array([reward], dtype=np.float32), done, info)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable for exact resume: the emulator's state (RNG included) and the preprocessing's frames instead of
+        the emulator itself, which is rebuilt from the ROM on unpickling."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_emu", "_game")}
+        if self._game is not None and self._emu is not None:
+            state["_saved_game"] = (self._emu.get_state(), self._game.state())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        saved = state.pop("_saved_game", None)
+        self.__dict__.update(state)
+        self._emu, self._game = None, None
+        if saved is not None:
+            self._game = self._build()
+            assert self._emu is not None
+            self._emu.set_state(saved[0])
+            self._game.load_state(saved[1])
+
     def close(self) -> None:
         if self._emu is not None:
             self._emu.close()

@@ -177,6 +177,18 @@ class DeepMindPreprocessing:
             frame, _ = self._skip(2)
         return frame
 
+    def state(self) -> dict[str, Any]:
+        """What the preprocessing keeps between steps (not the emulator's state), for an exact resume."""
+        return {"frames": [f.copy() for f in self._frames], "screens": self._screens.copy(), "lives": self._lives,
+                "life_lost": self._life_lost, "rng": self.rng.bit_generator.state}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self._frames.clear()
+        self._frames.extend(state["frames"])
+        self._screens[...] = state["screens"]
+        self._lives, self._life_lost = int(state["lives"]), bool(state["life_lost"])
+        self.rng.bit_generator.state = state["rng"]
+
     def step(self, action: int) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         frame, reward = self._skip(int(action))
         self._frames.append(frame)
@@ -232,6 +244,13 @@ class AleEmulator:
             self.gym_env.reset(seed=int(seed))  # reseeds the emulator and starts a game
         else:
             self.ale.reset_game()
+
+    def get_state(self) -> Any:
+        """The emulator's whole state, its RNG included (picklable), for :meth:`set_state`."""
+        return self.ale.cloneState(include_rng=True)
+
+    def set_state(self, state: Any) -> None:
+        self.ale.restoreState(state)
 
     def close(self) -> None:
         self.gym_env.close()
