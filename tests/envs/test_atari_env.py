@@ -168,7 +168,9 @@ def test_env_ids_accepted_and_rejected() -> None:
 def test_collector_and_evaluator_configs_set_is_train() -> None:
     cfg = dict(env_id="PongNoFrameskip-v4", collector_env_num=3, evaluator_env_num=2, frame_stack=4)
     assert [c["is_train"] for c in AtariEnv.create_collector_env_cfg(cfg)] == [True] * 3
-    assert [c["is_train"] for c in AtariEnv.create_evaluator_env_cfg(cfg)] == [False] * 2
+    evaluators = AtariEnv.create_evaluator_env_cfg(cfg)
+    assert [c["is_train"] for c in evaluators] == [False] * 2
+    assert evaluators[0]["env_id"] == "ALE/Pong-v5" and evaluators[0]["repeat_action_probability"] == 0.0
 
 
 @needs_ale

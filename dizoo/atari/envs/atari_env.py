@@ -50,8 +50,9 @@ def resolve_atari_id(env_id: str, notice: bool = True) -> tuple[str, float]:
                    "'<Game>NoFrameskip-v4' (e.g. 'PongNoFrameskip-v4') or ale-py's 'ALE/<Game>-v5' ('ALE/Pong-v5')")
 
 
-def make_ale_env(env_id: str, max_episode_frames: int) -> Any:
-    """The bare ale-py gymnasium env (grayscale, minimal action set, frameskip 1) for ``env_id``."""
+def make_ale_env(env_id: str, max_episode_frames: int, sticky: float | None = None) -> Any:
+    """The bare ale-py gymnasium env (grayscale, minimal action set, frameskip 1) for ``env_id``; ``sticky`` (the
+    repeat-action probability) defaults to the id's own."""
     try:
         import ale_py
         import gymnasium as gym
@@ -59,7 +60,9 @@ def make_ale_env(env_id: str, max_episode_frames: int) -> Any:
         raise EnvError(f"the atari env needs ale-py, which is not installed ({e}); install it with: "
                        "pip install -e '.[atari]'") from e
     gym.register_envs(ale_py)
-    ale_id, sticky = resolve_atari_id(env_id)
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner per env process
+    ale_id, id_sticky = resolve_atari_id(env_id)
+    sticky = id_sticky if sticky is None else float(sticky)
     try:
         return gym.make(ale_id, obs_type="grayscale", frameskip=1, repeat_action_probability=sticky,
                         full_action_space=False, max_num_frames_per_episode=int(max_episode_frames),
@@ -80,12 +83,14 @@ class AtariEnv(BaseEnv):
         fire_reset=True,  # press FIRE (then 2) at the start of a game or life in games that need it
         max_episode_frames=108000,  # emulator frames per game (30 minutes of play), then the game is truncated
         is_train=True,  # training: lives end episodes and rewards are clipped; set per env by create_*_env_cfg
+        repeat_action_probability=None,  # sticky actions; None: the id's own (v4 ids: 0, ALE/...-v5: 0.25)
     )
     config_ranges = {
         "frame_stack": at_least(1, integer=True),
         "frame_skip": at_least(1, integer=True),
         "noop_max": at_least(0, integer=True),
         "max_episode_frames": at_least(1, integer=True),
+        "repeat_action_probability": at_least(0),
     }
 
     def __init__(self, cfg: dict | None = None) -> None:
@@ -93,7 +98,7 @@ class AtariEnv(BaseEnv):
         merged.update(dict(cfg or {}))
         super().__init__(merged)
         self._cfg: dict[str, Any] = merged
-        resolve_atari_id(merged["env_id"], notice=False)  # a bad id fails here, in the caller's process
+        resolve_atari_id(merged["env_id"])  # a bad id fails here; a v4 id gets its notice (once per process)
         self._game: DeepMindPreprocessing | None = None
         self._emu: AleEmulator | None = None
         self._seed: int | None = None
@@ -107,7 +112,8 @@ class AtariEnv(BaseEnv):
         import gymnasium as gym
 
         cfg = self._cfg
-        self._emu = AleEmulator(make_ale_env(cfg["env_id"], cfg["max_episode_frames"]))
+        self._emu = AleEmulator(make_ale_env(cfg["env_id"], cfg["max_episode_frames"],
+                                             cfg.get("repeat_action_probability")))
         train = bool(cfg["is_train"])
         game = DeepMindPreprocessing(
             self._emu, frame_skip=int(cfg["frame_skip"]), frame_stack=int(cfg["frame_stack"]),
@@ -201,14 +207,21 @@ class AtariEnv(BaseEnv):
     @staticmethod
     def create_collector_env_cfg(cfg: dict) -> list[dict]:
         """Training envs: lives end episodes, rewards clipped."""
-        resolve_atari_id(cfg.get("env_id", AtariEnv.config["env_id"]))  # the notice line, once, in this process
-        out = copy.deepcopy(dict(cfg))
-        out["is_train"] = True
-        return [copy.deepcopy(out) for _ in range(int(cfg.get("collector_env_num", 1)))]
+        return _env_cfgs(cfg, True, int(cfg.get("collector_env_num", 1)))
 
     @staticmethod
     def create_evaluator_env_cfg(cfg: dict) -> list[dict]:
         """Evaluation envs: full games, the game's own (unclipped) rewards."""
-        out = copy.deepcopy(dict(cfg))
-        out["is_train"] = False
-        return [copy.deepcopy(out) for _ in range(int(cfg.get("evaluator_env_num", 1)))]
+        return _env_cfgs(cfg, False, int(cfg.get("evaluator_env_num", 1)))
+
+
+def _env_cfgs(cfg: dict, is_train: bool, n: int) -> list[dict]:
+    """``n`` env configs with ``is_train`` set; a DI-engine id is resolved here, once, in the process that makes the
+    configs (its notice line printed there), so the env processes get ale-py's id and stay quiet."""
+    out = copy.deepcopy(dict(cfg))
+    ale_id, sticky = resolve_atari_id(out.get("env_id", AtariEnv.config["env_id"]))
+    out["env_id"] = ale_id
+    if out.get("repeat_action_probability") is None:
+        out["repeat_action_probability"] = sticky
+    out["is_train"] = is_train
+    return [copy.deepcopy(out) for _ in range(n)]
