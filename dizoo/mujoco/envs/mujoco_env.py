@@ -90,12 +90,13 @@ class MujocoEnv(DingEnvWrapper):
 
     def _make_env(self, render_mode: str | None = None) -> gym.Env:
         try:
-            import mujoco  # noqa: F401 -- only to say what is missing before gymnasium's longer message
+            import mujoco
         except ImportError as e:
             raise EnvError(
                 f"MujocoEnv({self._cfg.env_id}) needs the MuJoCo simulator, which is not installed ({e}). "
                 "Install it with: pip install -e '.[mujoco]'"
             ) from e
+        _quiet_known_model_warning(mujoco)
         return super()._make_env(render_mode)
 
     def _check_unsupported(self) -> None:
@@ -156,6 +157,20 @@ class MujocoEnv(DingEnvWrapper):
     @staticmethod
     def create_evaluator_env_cfg(cfg: dict) -> list[dict]:
         return _env_cfgs(cfg, "evaluator_env_num")
+
+
+def _quiet_known_model_warning(mujoco: Any) -> None:
+    """MuJoCo 4 warns, every time a model is compiled, that gymnasium's HalfCheetah/Ant XML uses the deprecated
+    ``settotalmass`` attribute (harmless: the model compiles the same). Drop that one message; pass every other
+    warning on to the log. Nothing changes where the user installed a warning handler of their own."""
+    if not hasattr(mujoco, "set_mju_user_warning") or mujoco.get_mju_user_warning() is not None:
+        return
+
+    def handler(message: str) -> None:
+        if "'settotalmass' is deprecated" not in message:
+            logger.warning("mujoco: %s", message)
+
+    mujoco.set_mju_user_warning(handler)
 
 
 def _env_cfgs(cfg: Mapping, num_key: str) -> list[dict]:
