@@ -127,6 +127,8 @@ def test_atari_ids_through_envpool_keep_uint8_stacks():
 def test_config_errors_and_resume_state():
     with pytest.raises(ConfigError, match="batch_size"):
         manager("Hopper-v5", n=4, manager_cfg=dict(batch_size=2))
+    with pytest.raises(ConfigError, match=r"env\.collector_batch_size=2"):
+        manager("Hopper-v5", n=4, collector_env_num=4, collector_batch_size=2)
     with pytest.raises(ConfigError, match="unknown key"):
         manager("Hopper-v5", manager_cfg=dict(bacth_size=2))
     with pytest.raises(EnvError, match="partial"):

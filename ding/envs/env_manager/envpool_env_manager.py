@@ -84,6 +84,13 @@ class PoolEnvManager:
                 "it out"
             )
         self._env_cfg = _env_cfg_of(env_fn)
+        for side in ("collector", "evaluator"):  # DI-engine's env keys of this manager
+            size, num = self._env_cfg.get(f"{side}_batch_size"), self._env_cfg.get(f"{side}_env_num")
+            if size is not None and num is not None and size != num:
+                raise ConfigError(
+                    f"env.{side}_batch_size={size}: the 'env_pool' manager steps its envs in synchronous batches "
+                    f"only; set it to env.{side}_env_num ({num}) or leave it out"
+                )
         self._envpool = import_envpool()
         apply_default_torch_threads()
         self._task: EnvpoolTask = envpool_task(self._env_cfg, frozenset(self._envpool.list_all_envs()))
