@@ -144,3 +144,24 @@ def test_config_errors_and_resume_state():
     fresh.load_state_dict(state)
     assert not fresh.closed and sorted(fresh.ready_obs) == [0, 1] and fresh.state_dict()["seeds"] == [3, 4]
     fresh.close()
+
+
+@needs_envpool
+def test_a_pool_is_made_again_only_when_its_seeds_must_replay(monkeypatch):
+    m = manager("Hopper-v5", n=2)
+    made = []
+    real_make = m._envpool.make
+    monkeypatch.setattr(m._envpool, "make", lambda *a, **k: (made.append(k["env_seed"]), real_make(*a, **k))[1])
+    m.seed(7, dynamic_seed=False)
+    m.launch()
+    m.reset()  # nothing stepped since the pool was made: its seeds are still ahead of it
+    assert made == [[7, 8]]
+    m.step({0: np.zeros(3, np.float32)})
+    m.reset()
+    assert made == [[7, 8], [7, 8]]
+    m.seed(1)  # dynamic: one new pool for the new seeds, then episodes go on from there
+    m.reset()
+    m.step({0: np.zeros(3, np.float32)})
+    m.reset()
+    assert made == [[7, 8], [7, 8], [1, 2]]
+    m.close()

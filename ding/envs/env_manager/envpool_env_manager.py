@@ -99,6 +99,7 @@ class PoolEnvManager:
         self._seeds: list[int] = list(range(self._env_num))
         self._dynamic_seed = True
         self._reseed = False  # a new seed waits for the next full reset
+        self._fresh = False  # the pool has not been stepped since it was made
         self._spaces: tuple[Any, Any, Any] | None = None
         self._init_state()
 
@@ -206,6 +207,8 @@ class PoolEnvManager:
         self._pool = self._envpool.make(
             self._task.task_id, env_type="gymnasium", num_envs=self._env_num, batch_size=self._env_num,
             num_threads=int(self._cfg.num_threads), env_seed=list(self._seeds), **self._task.options)
+        self._fresh = True  # not stepped yet: a reset replays its seeds without a new pool
+        self._reseed = False
         self._get_spaces()[1].seed(self._seeds[0])  # random_action() draws reproducibly
 
     def reset(self, reset_param: Mapping[int, Mapping] | None = None) -> None:
@@ -213,9 +216,8 @@ class PoolEnvManager:
         pool from its seeds (the same episodes again)."""
         self._check_open()
         self._refuse_reset_param(reset_param)
-        if self._reseed or not self._dynamic_seed:
-            self._make_pool()
-            self._reseed = False
+        if (self._reseed or not self._dynamic_seed) and not self._fresh:
+            self._make_pool()  # envpool seeds a pool only when it is made (an Atari pool takes ~0.1-0.5 s)
         self._episode_count = [0] * self._env_num
         self._ready_obs = {}
         self._reset_envs(np.arange(self._env_num))
@@ -259,6 +261,7 @@ class PoolEnvManager:
         ids = np.fromiter(actions.keys(), dtype=np.int32, count=len(actions))
         batch = self._action_batch(list(actions.values()))
         obs, rew, terminated, truncated, info = self._pool.step(batch, ids)
+        self._fresh = False
         obs = self._cast_obs(obs)
         rew = np.asarray(rew, dtype=np.float32)
         answered = np.asarray(info["env_id"]).tolist()
@@ -322,6 +325,7 @@ class PoolEnvManager:
         self._seeds = seeds
         self._dynamic_seed = True if dynamic_seed is None else bool(dynamic_seed)
         self._reseed = True
+        self._fresh = False
 
     def random_action(self) -> dict[int, Any]:
         self._check_open()
