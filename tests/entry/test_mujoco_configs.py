@@ -81,7 +81,7 @@ def test_pong_dqn_envpool_file_runs_a_few_iterations(in_tmp_dir):
     main_cfg.env.evaluator_env_num = main_cfg.env.evaluator_batch_size = main_cfg.env.n_evaluator_episode = 1
     main_cfg.policy.collect.n_sample = 32
     main_cfg.policy.learn.update_per_collect = 1
-    main_cfg.env.max_episode_frames = 800  # the first evaluation: 200 agent steps, not a whole game of Pong
+    main_cfg.env.max_episode_frames = 160  # the first evaluation: 40 agent steps, not a whole game of Pong
     serial_pipeline((main_cfg, create_cfg), seed=0, max_train_iter=2)
     assert read_result(main_cfg.exp_name)["train_iter"] >= 2
 
