@@ -115,7 +115,7 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
             default = getattr(type(side.policy), "default_collector_type", None) or "sample"
             collector_cfg = {**collector_cfg, "type": default}
         names: dict[str, Any] = {} if instance_name is None else {"instance_name": instance_name}
-        collect_policy = [side.policy.collect_mode, *opponents] if battle else side.policy.collect_mode
+        collect_policy = [side.policy.collect_mode, *(opponents or [])] if battle else side.policy.collect_mode
         side.collector = side.own(create_serial_collector(
             collector_cfg, env=side.collector_env, policy=collect_policy, tb_logger=side.tb_logger,
             exp_name=exp_name, **names))

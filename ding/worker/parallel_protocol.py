@@ -528,6 +528,7 @@ class CommanderState(CommanderStatus):
     end_reason: str | None = None
     reached_stop_value: bool = False
     league: dict[str, Any] | None = None  # the one_vs_one commander's league (players, payoff, ratings, generator)
+    league_games: int = 0  # games of finished battle tasks the league counted (one_vs_one)
 
 
 # ------------------------------------------------------------------------------------------------ documentation

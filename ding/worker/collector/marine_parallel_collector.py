@@ -34,7 +34,6 @@ from ..parallel_protocol import (
     CollectTask,
     EvalResult,
     EvalTask,
-    SampleMeta,
 )
 from .zergling_parallel_collector import ZerglingParallelCollector
 
@@ -79,7 +78,7 @@ def load_object(spec: str, where: str) -> Any:
 def game_result(info: Any, where: str) -> str:
     """A player's result word of a finished game from its last info."""
     word = info.get(_RESULT_KEY) if isinstance(info, Mapping) else None
-    word = _SINGULAR.get(word, word)
+    word = _SINGULAR.get(str(word), word)
     if word not in BATTLE_OUTCOMES:
         raise ValueError(f"{where}: a battle env must put each player's result ('wins', 'draws', 'losses') in its "
                          f"last info['{_RESULT_KEY}'], got {word!r:.40}")
@@ -176,14 +175,7 @@ class MarineParallelCollector(ZerglingParallelCollector):
                 ret = last0.get("eval_episode_return") if isinstance(last0, Mapping) else None
                 if ret is not None:
                     returns.append(float(np.asarray(ret, dtype=np.float64).reshape(-1).sum()))
-        metadata = []
-        for i, sample in enumerate(samples):
-            data_id = f"{task.task_id}_{i}"
-            self.send_stepdata(data_id, sample, self.compress)
-            priority = sample.get("priority")
-            metadata.append(SampleMeta(data_id=data_id, collect_iter=train_iter,
-                                       priority=None if priority is None
-                                       else float(np.asarray(priority).reshape(-1)[0])))
+        metadata = self._write_samples(task.task_id, samples)
         self._recorder.take()  # (the battle collector reports its games itself)
         steps = collector.envstep - envstep0
         totals = self._totals

@@ -127,14 +127,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         envstep0 = self._collector.envstep
         samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
                                           policy_kwargs=dict(task.collect_setting))
-        metadata = []
-        for i, sample in enumerate(samples):
-            data_id = f"{task.task_id}_{i}"
-            self.send_stepdata(data_id, sample, self.compress)
-            priority = sample.get("priority")
-            metadata.append(SampleMeta(data_id=data_id, collect_iter=max(self._policy_iter, 0),
-                                       priority=None if priority is None
-                                       else float(np.asarray(priority).reshape(-1)[0])))
+        metadata = self._write_samples(task.task_id, samples)
         returns, lengths = self._recorder.take()
         steps = self._collector.envstep - envstep0
         totals = self._totals
@@ -145,6 +138,18 @@ class ZerglingParallelCollector(BaseParallelCollector):
         return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
                              policy_iter=self._policy_iter, episode_returns=returns, episode_lengths=lengths,
                              duration=time.perf_counter() - t0)
+
+    def _write_samples(self, task_id: str, samples: list[dict[str, Any]]) -> list[SampleMeta]:
+        """Write each sample to its data file ``<task_id>_<i>``; their metadata (with a sample's own priority)."""
+        metadata = []
+        for i, sample in enumerate(samples):
+            data_id = f"{task_id}_{i}"
+            self.send_stepdata(data_id, sample, self.compress)
+            priority = sample.get("priority")
+            metadata.append(SampleMeta(data_id=data_id, collect_iter=max(self._policy_iter, 0),
+                                       priority=None if priority is None
+                                       else float(np.asarray(priority).reshape(-1)[0])))
+        return metadata
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
         self._update_policy(force=True)

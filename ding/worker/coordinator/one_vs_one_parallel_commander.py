@@ -71,6 +71,7 @@ class OneVsOneCommander(SoloCommander):
         self._league_lock = threading.Lock()  # snapshots copy files: one at a time, outside the commander's lock
         self._checked_at = -math.inf  # learner step of the last snapshot judgement
         self._first_snapshot = False
+        self._league_games = 0  # games of finished tasks counted in the league
 
     # ---------------------------------------------------------------- the league
     def set_path_policy(self, path_policy: str) -> None:
@@ -154,6 +155,8 @@ class OneVsOneCommander(SoloCommander):
             home, away = battle.players
             try:  # the record was checked against its task: the players are this league's
                 self.league.finish_job(JobResult(home, away, tuple(Outcome(o) for o in battle.home_outcomes())))
+                with self._lock:
+                    self._league_games += len(battle.games)
             except LeagueError as e:  # (a snapshot that a resumed league does not know): that task's games only
                 _logger.warning(f"league: the games of task {task_id} were not counted: {e}")
         return reached
@@ -171,12 +174,16 @@ class OneVsOneCommander(SoloCommander):
     def state_dict(self) -> dict[str, Any]:
         """The solo commander's state and the league's (players, snapshots, payoff, ratings, generator)."""
         state = CommanderState.from_json(super().state_dict(), peer="the commander")
-        return dataclasses.replace(state, league=self.league.state_dict()).to_json()
+        with self._lock:
+            games = self._league_games
+        return dataclasses.replace(state, league=self.league.state_dict(), league_games=games).to_json()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         super().load_state_dict(state)
         saved = CommanderState.from_json(state, peer="the saved coordinator state")
         if saved.league is not None:
             self.league.load_state_dict(saved.league)
-            with self._lock:
-                self._first_snapshot = bool(self.league.historical_players)
+        with self._lock:
+            self._first_snapshot = bool(self.league.historical_players)
+            self._league_games = saved.league_games
+            self._checked_at = self.league.get_player_by_id(self._main_id).total_agent_step  # judged up to here
