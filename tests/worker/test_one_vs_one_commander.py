@@ -169,3 +169,11 @@ def test_eval_records_carry_the_win_rate(in_tmp_dir, tmp_path):
 def test_a_league_with_two_active_players_is_refused(in_tmp_dir, tmp_path):
     with pytest.raises(ConfigError, match="exactly one active player"):
         _commander(tmp_path, active_players=dict(main_player=1, main_exploiter=1))
+
+
+def test_the_first_snapshot_waits_for_the_policy_file(in_tmp_dir, tmp_path):
+    c = _commander(tmp_path)
+    c.learner_started("l", LearnerStarted(learner_step=0, policy_iter=0))  # reported before the file is there
+    assert not c.league.historical_players
+    _publish(c, tmp_path, 1)
+    assert len(c.league.historical_players) == 1

@@ -111,7 +111,10 @@ class OneVsOneCommander(SoloCommander):
                 with open(src, "rb") as f:
                     data = f.read()
             except FileNotFoundError:
-                return  # nothing published yet
+                with self._lock:
+                    self._first_snapshot = bool(league.historical_players)  # nothing published yet: try again
+                    self._checked_at = -math.inf
+                return
             main = league.get_player_by_id(self._main_id)
             atomic_write(main.checkpoint_path, data)
             if league.judge_snapshot(self._main_id, force=force):
