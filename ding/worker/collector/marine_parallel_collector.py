@@ -189,14 +189,18 @@ class MarineParallelCollector(ZerglingParallelCollector):
                              battle=None if job is None else BattleResult(players=list(job.players), games=games))
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
-        self._update_policy(force=True)
+        """The learner's policy (or an evaluation's snapshot, see the zergling collector) against the fixed opponent
+        for ``task.n_episode`` games (0: the configured number)."""
+        policy_iter = self._load_eval_policy(task)
         t0 = time.perf_counter()
         self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
-        _, info = self._evaluator.eval(self._save_best, train_iter=max(self._policy_iter, 0), envstep=task.envstep)
+        save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
+        _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
+                                       n_episode=task.n_episode or None)
         self._totals.eval_tasks += 1
         games = [[game_result(a, "seat 0"), game_result(b, "seat 1")] for a, b in zip(info[0], info[1])]
         returns = [float(r) for r in info.players[0].returns]
-        return EvalResult(policy_iter=self._policy_iter, eval_return_mean=float(np.mean(returns)),
+        return EvalResult(policy_iter=policy_iter, eval_return_mean=float(np.mean(returns)),
                           eval_return_std=float(np.std(returns)), episode_returns=returns,
                           duration=time.perf_counter() - t0,
                           battle=BattleResult(players=[task.policy_id, "eval_opponent"], games=games))
