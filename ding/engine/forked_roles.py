@@ -7,7 +7,7 @@ The launcher has imported all of that already. :func:`fork_role` forks it *befor
 coordinator's server, its loggers and writers come later): a forked child is a copy of a single-threaded process, so
 no lock can be held by a thread that does not exist in it. The child then waits on a pipe for the coordinator's
 address, which exists only once the coordinator listens; :meth:`ForkedRole.release` sends it, and the child runs
-exactly what ``ding -m dist --module <role>`` runs (the same argv through :func:`ding.entry.cli.main`), in its own
+exactly what ``ding -m dist --module <role>`` runs (``python -m ding`` with the same argv), in its own
 session, with its output in its log file and the environment the launcher gives an exec'd role.
 
 A child whose launcher dies before releasing it reads end-of-file and exits; :meth:`ForkedRole.discard` ends one
@@ -154,9 +154,12 @@ def _child(read_fd: int, argv: list[str], env: dict[str, str], log_path: str) ->
         os.environ.clear()
         os.environ.update(env)
         _fresh_logging()
-        from ding.entry.cli import main
+        import runpy
 
-        code = main(argv + ["--coordinator-host", address[0], "--coordinator-port", address[1]])
+        # what `python -m ding <argv>` runs (ding/__main__.py), in this already-initialised interpreter
+        sys.argv = ["ding", *argv, "--coordinator-host", address[0], "--coordinator-port", address[1]]
+        runpy.run_module("ding", run_name="__main__", alter_sys=True)
+        code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, int) and e.code is not None:
