@@ -25,13 +25,13 @@ connect_four_dqn_league_config = dict(
             encoder_hidden_size_list=[128, 128, 64],
             dueling=True,
         ),
-        nstep=1,
+        nstep=3,  # a win reaches the decisions that led to it sooner
         discount_factor=0.95,
         learn=dict(
-            update_per_collect=8,
+            update_per_collect=16,
             batch_size=64,
             learning_rate=0.001,
-            target_update_freq=100,
+            target_update_freq=50,
             learner=dict(
                 learner_num=1,
                 send_policy_freq=10,
