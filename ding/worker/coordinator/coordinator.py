@@ -126,6 +126,7 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         self._commander = create_parallel_commander(main)
+        self._commander.set_path_policy(self._path_policy)
         self._snapshots = PolicySnapshots(self._path_policy, self._exp_name, self._logger)
         self._commander.snapshot_policy = self._snapshots.take  # an evaluation split over collectors: one snapshot
         self._commander.drop_snapshot = self._snapshots.drop
@@ -431,8 +432,9 @@ class Coordinator:
         it, step = record.train_iter, record.env_step
         self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record.eval_return_mean, step)
         self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record.eval_return_mean, it)
+        won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
         self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record.eval_return_mean:.4g} ± "
-                          f"{record.eval_return_std:.3g} | {record.wall_time:.1f} s", extra=CONSOLE)
+                          f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
         self._save_buffers(min_interval=float(self._coor_cfg.buffer_save_interval))
         if self._on_eval is not None:
             self._on_eval(record)
