@@ -410,7 +410,7 @@ def soak_verdict(row: dict[str, Any]) -> list[str]:
     return bad
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, Any]] | None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--collectors", type=int, nargs="+", default=[16, 64, 256])
     p.add_argument("--seconds", type=float, default=30.0, help="measured window per collector count")
@@ -432,12 +432,14 @@ def main() -> None:
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--names", nargs="+", default=[], help=argparse.SUPPRESS)
     p.add_argument("--learner", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     if args.coordinator_proc:
-        return run_coordinator(args.coordinator_proc, args.heartbeat_timeout, args.paced)
+        run_coordinator(args.coordinator_proc, args.heartbeat_timeout, args.paced)
+        return None
     if args.fleet_proc:
-        return run_fleet(args.fleet_proc, args.port, args.names, args.learner, args.task_seconds, args.sample_bytes,
-                         args.train_ms, args.heartbeat_interval)
+        run_fleet(args.fleet_proc, args.port, args.names, args.learner, args.task_seconds, args.sample_bytes,
+                  args.train_ms, args.heartbeat_interval)
+        return None
     if args.atari:
         args.task_seconds, args.sample_bytes = 0.5, 100_000
     counts = args.collectors if args.soak is None else args.collectors[-1:]
@@ -463,7 +465,9 @@ def main() -> None:
         bad = soak_verdict(rows[-1])
         print(f"soak {args.soak:g} s with {rows[-1]['collectors']} collectors: "
               + ("CLEAN" if not bad else "NOT CLEAN: " + "; ".join(bad)))
-        sys.exit(1 if bad else 0)
+        if bad:
+            sys.exit(1)
+    return rows
 
 
 if __name__ == "__main__":
