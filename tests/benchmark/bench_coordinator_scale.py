@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -136,8 +135,8 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
         EvalResult,
         EvalTask,
         GetDataTask,
-        LearnerCloseTask,
         LearnerClosed,
+        LearnerCloseTask,
         LearnerDemand,
         LearnerStarted,
         LearnerStartTask,
@@ -366,7 +365,8 @@ def measure(n: int, seconds: float, warmup: float, args: argparse.Namespace) -> 
         "collectors": n, "seconds": round(duration, 1),
         "collect_tasks_per_s": round(len(dispatch) / duration, 1),
         "items_per_s": round(len(dispatch) / duration * 16, 1),
-        "dispatch_ms_p50": round(1000 * _pct(dispatch, 0.5), 1), "dispatch_ms_p99": round(1000 * _pct(dispatch, 0.99), 1),
+        "dispatch_ms_p50": round(1000 * _pct(dispatch, 0.5), 1),
+        "dispatch_ms_p99": round(1000 * _pct(dispatch, 0.99), 1),
         "heartbeat_ms_p50": round(1000 * _pct(heartbeat, 0.5), 1),
         "heartbeat_ms_p99": round(1000 * _pct(heartbeat, 0.99), 1),
         "complete_ms_p50": round(1000 * _pct(complete, 0.5), 1),
@@ -377,7 +377,8 @@ def measure(n: int, seconds: float, warmup: float, args: argparse.Namespace) -> 
         "rss_mb": [round(samples[0]["rss_mb"], 1), round(samples[-1]["rss_mb"], 1),
                    round(max(s["rss_mb"] for s in samples), 1)],
         "request_errors": len(errors), "first_errors": [e[1] for e in errors[:3]],
-        "lost_collector": stats.get("lost_collector", 0), "failed_collector_tasks": stats.get("failed_collector_tasks", 0),
+        "lost_collector": stats.get("lost_collector", 0),
+        "failed_collector_tasks": stats.get("failed_collector_tasks", 0),
         "malformed_answers": stats.get("malformed_answers", 0), "fatal_error": coord_stats["fatal_error"],
         "collectors_started": sum(1 for k in stats if k.startswith("joins_collector")),
         "load_avg": os.getloadavg()[0],
