@@ -426,6 +426,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]] | None:
     p.add_argument("--heartbeat-timeout", type=float, default=10.0)
     p.add_argument("--paced", action="store_true", help="keep the config's pacing (collectors wait for the learner: "
                    "most collector threads idle in the coordinator) instead of collecting flat out")
+    p.add_argument("--smoke", action="store_true", help="4 collectors for 3 s (the test suite's run)")
     p.add_argument("--keep", action="store_true", help="keep each run's directory (logs, per-process JSON)")
     p.add_argument("--json", default=None, help="also write the rows to this file")
     p.add_argument("--coordinator-proc", default=None, help=argparse.SUPPRESS)
@@ -441,6 +442,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]] | None:
         run_fleet(args.fleet_proc, args.port, args.names, args.learner, args.task_seconds, args.sample_bytes,
                   args.train_ms, args.heartbeat_interval)
         return None
+    if args.smoke:
+        args.collectors, args.seconds, args.warmup, args.procs = [4], 3.0, 2.0, 2
     if args.atari:
         args.task_seconds, args.sample_bytes = 0.5, 100_000
     counts = args.collectors if args.soak is None else args.collectors[-1:]

@@ -26,8 +26,7 @@ def test_soak_verdict_names_every_unclean_sign():
 @pytest.mark.benchmark
 @pytest.mark.timeout(300)
 def test_bench_coordinator_scale_smoke(capsys):
-    rows = load_bench_module("bench_coordinator_scale").main(["--collectors", "4", "--seconds", "3", "--warmup", "2",
-                                                              "--procs", "2"])
+    rows = load_bench_module("bench_coordinator_scale").main(["--smoke"])
     (row,) = rows
     assert row["collectors_started"] == 4 and row["collect_tasks_per_s"] > 0 and row["fatal_error"] is None, row
     assert "| collectors | collect tasks/s" in capsys.readouterr().out
