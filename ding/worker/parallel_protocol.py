@@ -360,6 +360,13 @@ class EvalTask(Record):
     best_return: float | None = None
     eval_setting: dict[str, Any] = field(default_factory=dict)
     eval_flag: bool = True
+    n_episode: int = 0  # episodes of this task (a shard of an evaluation split over collectors); 0: the configured
+    save_best: bool = True  # keep a new best as ckpt_best (False for a shard: the coordinator keeps the whole one's)
+
+    def _validate(self, peer: str, context: Any) -> None:
+        if self.n_episode < 0:
+            raise self._bad("n_episode", f"must be >= 0 (0: the collector's n_evaluator_episode), got {self.n_episode}",
+                            peer)
 
 
 @dataclass

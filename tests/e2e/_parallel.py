@@ -83,13 +83,18 @@ def processes_mentioning(text: str) -> list[int]:
 
 
 def role_pid(cwd, name: str) -> int | None:
+    """The role's pid: by its process name (``ding-<name>``; a role forked from the launcher keeps the launcher's
+    command line) or by ``--module-name`` in its command line (an exec'd role)."""
     for pid in processes_mentioning(str(cwd)):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read().split(b"\0")
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
         except OSError:
             continue
-        if b"--module-name" in cmd and cmd[cmd.index(b"--module-name") + 1].decode() == name:
+        if comm == f"ding-{name}"[:15] or (b"--module-name" in cmd and cmd[cmd.index(b"--module-name") + 1].decode()
+                                           == name):
             return pid
     return None
 
