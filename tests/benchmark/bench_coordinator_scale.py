@@ -150,6 +150,7 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
     timings = _Timings()
     timings.wrap_client()
     dispatch: list[tuple[float, float]] = []
+    collected: list[tuple[float, int]] = []  # (when, items) of every collect task (evaluations not counted)
     tasks = {"collect": 0, "eval": 0, "items": 0}
     lock = threading.Lock()
     blob = os.urandom(sample_bytes)
@@ -177,6 +178,7 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
             with lock:
                 tasks["collect"] += 1
                 tasks["items"] += len(metas)
+                collected.append((time.monotonic(), len(metas)))
             last_end[0] = time.monotonic()
             return CollectResult(metadata=metas, envstep=task.n_sample, sample_count=task.n_sample,
                                  policy_iter=task.train_iter)
@@ -247,7 +249,7 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
     with timings.lock:
         _write_json(os.path.join(run_dir, f"fleet_{os.getpid()}.json"), {
             "requests": timings.requests, "errors": timings.errors, "dispatch": dispatch, "tasks": tasks,
-            "join_to_connect": connect_s})
+            "collected": collected, "join_to_connect": connect_s})
 
 
 # ------------------------------------------------------------------------------------------ the driver
@@ -357,14 +359,16 @@ def measure(n: int, seconds: float, warmup: float, args: argparse.Namespace) -> 
     heartbeat = [v for fl in fleets for v in window(fl["requests"].get("heartbeat", []))]
     complete = [v for fl in fleets for v in window(fl["requests"].get("task/complete", []))]
     dispatch = [v for fl in fleets for v in window(fl["dispatch"])]
+    items = [v for fl in fleets for v in window(fl["collected"])]
     errors = [e for fl in fleets for e in fl["errors"]]
     joins = [v for fl in fleets for _, v in fl["join_to_connect"]]
     stats = coord_stats["stats"]
     duration = t1 - t0
     row = {
         "collectors": n, "seconds": round(duration, 1),
-        "collect_tasks_per_s": round(len(dispatch) / duration, 1),
-        "items_per_s": round(len(dispatch) / duration * 16, 1),
+        "tasks_per_s": round(len(dispatch) / duration, 1),  # collect tasks and evaluations
+        "collect_tasks_per_s": round(len(items) / duration, 1),
+        "items_per_s": round(sum(items) / duration, 1),
         "dispatch_ms_p50": round(1000 * _pct(dispatch, 0.5), 1),
         "dispatch_ms_p99": round(1000 * _pct(dispatch, 0.99), 1),
         "heartbeat_ms_p50": round(1000 * _pct(heartbeat, 0.5), 1),

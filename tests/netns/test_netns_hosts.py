@@ -14,8 +14,17 @@ import time
 
 import pytest
 
-from tests.e2e._parallel import FAST_FAULTS, ding_cmd, eval_rows, processes_mentioning, read_log, result, wait_for
-from tests.e2e._parallel import kill_all, write_config
+from tests.e2e._parallel import (
+    FAST_FAULTS,
+    ding_cmd,
+    eval_rows,
+    kill_all,
+    processes_mentioning,
+    read_log,
+    result,
+    wait_for,
+    write_config,
+)
 
 pytestmark = [pytest.mark.netns]
 
