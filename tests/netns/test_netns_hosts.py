@@ -32,6 +32,8 @@ TOKEN = {"DING_AUTH_TOKEN": "n" * 32}
 HEARTBEAT_TIMEOUT = FAST_FAULTS["coordinator"]["heartbeat_timeout"]
 # roles must outlive a cut of 3 heartbeat deadlines plus the connect retries of the reports that fail during it
 SYSTEM = dict(FAST_FAULTS, master_lost_timeout=40.0)
+SYSTEM["coordinator"] = dict(FAST_FAULTS["coordinator"], startup_timeout=200.0)  # roles importing torch under a
+# heavy load took over the default 120 s to join once
 ROLES = (("learner", "learner0", "learner"), ("collector", "collector0", "colla"), ("collector", "collector1", "collb"))
 
 
