@@ -115,6 +115,10 @@ class BaseCommander(ABC):
         """File name (under ``path_policy``) the learner publishes its policy to."""
         return "policy"
 
+    def set_path_policy(self, path_policy: str) -> None:
+        """The run's shared policy directory (the coordinator tells it before anything starts); a commander that
+        publishes files beside the learner's policy (the league's snapshots) keeps them there."""
+
     @abstractmethod
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..parallel_protocol import EvalResult
+from ..parallel_protocol import BattleResult, EvalResult
 
 
 def split_episodes(n_episode: int, shards: int) -> list[int]:
@@ -74,7 +74,10 @@ class ShardedEvaluation:
         else:  # results without per-episode returns: weight the shards' means equally
             mean = sum(r.eval_return_mean for r in self.results) / len(self.results)
             std = max(r.eval_return_std for r in self.results)
+        battles = [r.battle for r in self.results if r.battle is not None]  # battle evaluations: every shard's games
+        battle = None if not battles else BattleResult(players=list(battles[0].players),
+                                                       games=[g for b in battles for g in b.games])
         return EvalResult(policy_iter=min(r.policy_iter for r in self.results), eval_return_mean=mean,
                           eval_return_std=std, episode_returns=returns, episode_lengths=lengths,
                           envstep_count=sum(r.envstep_count for r in self.results),
-                          duration=max(r.duration for r in self.results))
+                          duration=max(r.duration for r in self.results), battle=battle)
