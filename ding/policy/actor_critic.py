@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from ding.config.ranges import at_least, between, greater_than, one_of
 from ding.rl_utils import gae, gae_data
-from ding.torch_utils import default_collate
+from ding.torch_utils import default_collate, obs_to_float
 from ding.utils import ConfigError
 
 from .base_policy import Policy
@@ -125,7 +125,6 @@ class ActorCriticPolicy(Policy):
             raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0])} (samples must come "
                              f"from {type(self).__name__}'s collect_mode.process_transition / get_train_sample)")
         batch = {k: default_collate([d[k] for d in data]) for k in _SAMPLE_KEYS}
-        batch["obs"], batch["next_obs"] = batch["obs"].float(), batch["next_obs"].float()
         batch["done"], batch["traj_flag"] = batch["done"].bool(), batch["traj_flag"].bool()
         if self._cfg.learn.ignore_done:
             batch["done"] = torch.zeros_like(batch["done"])
@@ -137,6 +136,7 @@ class ActorCriticPolicy(Policy):
             batch["action"] = batch["action"].reshape(-1)
         if self._device.type != "cpu":
             batch = _to_device(batch, self._device)
+        batch["obs"], batch["next_obs"] = obs_to_float(batch["obs"]), obs_to_float(batch["next_obs"])  # on the device
         return batch
 
     @torch.no_grad()

@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
+from ding.torch_utils.data_helper import obs_to_float
 from ding.torch_utils.fast_import import make_adam
 from ding.utils.data import default_collate
 
@@ -16,13 +17,16 @@ def batch_obs(
 ) -> tuple[list[int], torch.Tensor]:
     """``{env_id: obs}`` -> ``(env_ids, float32 tensor (B, *obs_shape))`` with ONE stack and one ``from_numpy``.
 
+    uint8 observations (pixels) stay uint8 until they are on ``device`` and become float there, scaled to [0, 1]
+    (:func:`ding.torch_utils.obs_to_float`): a quarter of the bytes to move.
+
     ``expected_shape`` (the model's obs shape) is checked so a wrong observation fails with a clear message
     instead of a matrix-size error deep inside the network.
     """
     env_ids = list(data.keys())
     values = list(data.values())
     if isinstance(values[0], torch.Tensor):
-        obs = torch.stack(values).float()
+        obs = torch.stack(values)
     else:
         try:
             stacked = np.array(values)  # one copy into a (B, *obs_shape) array; ~4x cheaper than np.stack here
@@ -31,7 +35,7 @@ def batch_obs(
         except ValueError as e:
             shapes = {env_id: np.shape(v) for env_id, v in data.items()}
             raise ValueError(f"{where}: observations of different shapes cannot be batched: {shapes}") from e
-        if stacked.dtype != np.float32:
+        if stacked.dtype != np.float32 and stacked.dtype != np.uint8:
             stacked = stacked.astype(np.float32)
         obs = torch.from_numpy(stacked)
     if expected_shape is not None and obs.shape[1:] != tuple(expected_shape):
@@ -39,7 +43,7 @@ def batch_obs(
             f"{where}: observations have shape {tuple(obs.shape[1:])} but the model expects {tuple(expected_shape)} "
             f"(policy.model.obs_shape); check the env's observation space against the config"
         )
-    return env_ids, obs if device.type == "cpu" else obs.to(device)
+    return env_ids, obs_to_float(obs if device.type == "cpu" else obs.to(device))
 
 
 def model_obs_shape(model: torch.nn.Module) -> tuple[int, ...] | None:

@@ -17,7 +17,7 @@ from ding.rl_utils import (
     q_nstep_td_data,
     q_nstep_td_error,
 )
-from ding.torch_utils import default_collate
+from ding.torch_utils import default_collate, obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
@@ -183,14 +183,13 @@ class DQNPolicy(Policy):
             raise ValueError(f"{type(self).__name__} learn_mode.forward: samples lack key(s) {missing}; they have "
                              f"{sorted(data[0].keys())}{hint}")
         batch = {k: default_collate([d[k] for d in data]) for k in keys}
-        batch["obs"] = batch["obs"].float()
-        batch["next_obs"] = batch["next_obs"].float()
         if batch["done"].dtype != torch.bool:
             batch["done"] = batch["done"].bool()
         if batch["action"].dim() > 1:
             batch["action"] = batch["action"].reshape(-1)
         if self._device.type != "cpu":
             batch = {k: v.to(self._device) for k, v in batch.items()}
+        batch["obs"], batch["next_obs"] = obs_to_float(batch["obs"]), obs_to_float(batch["next_obs"])  # on the device
         return batch
 
     def _monitor_vars_learn(self) -> list[str]:

@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from ding.rl_utils import get_nstep_return_data
-from ding.torch_utils import default_collate
+from ding.torch_utils import default_collate, obs_to_float
 from ding.utils import ConfigError
 
 # Every continuous policy here acts in [-1, 1]; the env maps that onto its own bounds (env.act_scale=True, see
@@ -78,7 +78,7 @@ def collate_qac_batch(data: list[dict[str, Any]], device: torch.device, *, ignor
     reward = b["reward"].float().reshape(n, -1)
     reward = reward[:, 0] if reward.shape[1] == 1 else reward.t()  # (B,) or (nstep, B)
     done = torch.zeros(n, device=device) if ignore_done else b["done"].reshape(n).float()
-    return QACBatch(b["obs"].float(), action.reshape(n, -1), reward, b["next_obs"].float(), done,
+    return QACBatch(obs_to_float(b["obs"]), action.reshape(n, -1), reward, obs_to_float(b["next_obs"]), done,
                     b.get("value_gamma"), b.get("IS"))
 
 

@@ -9,7 +9,7 @@ import torch
 from ding.config.ranges import at_least, between
 from ding.model import DRQN
 from ding.rl_utils import q_nstep_sequence_td_error
-from ding.torch_utils import default_collate
+from ding.torch_utils import default_collate, obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
 
 from .common_utils import batch_obs, model_obs_shape
@@ -207,10 +207,10 @@ class R2D2Policy(DQNPolicy):
                     " (sequences must come from R2D2's collect_mode.get_train_sample)")
             raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0].keys())}{hint}")
         batch = {k: default_collate([d[k] for d in data]) for k in keys}
-        batch["obs"] = batch["obs"].float()
         batch["done"], batch["mask"] = batch["done"].bool(), batch["mask"].bool()
         if self._device.type != "cpu":
             batch = {k: v.to(self._device) for k, v in batch.items()}
+        batch["obs"] = obs_to_float(batch["obs"])  # uint8 pixels become float on the device
         return batch
 
     def _state_dict_learn(self) -> dict[str, Any]:
@@ -301,8 +301,9 @@ class R2D2Policy(DQNPolicy):
         ``action``, ``reward``, ``done``, ``mask`` (length,; False on padding), zeros on padding, and ``prev_state``
         (2, H), the LSTM state before the first transition."""
         n = len(transitions)
-        first = np.asarray(transitions[0]["obs"], dtype=np.float32)
-        obs = np.zeros((length + 1, *first.shape), np.float32)
+        first = np.asarray(transitions[0]["obs"])
+        dtype = np.uint8 if first.dtype == np.uint8 else np.float32  # pixels stay uint8 in the buffer
+        obs = np.zeros((length + 1, *first.shape), dtype)
         obs[front:front + n] = [t["obs"] for t in transitions]
         obs[front + n] = transitions[-1]["next_obs"]
         pad = (front, length - front - n)

@@ -32,7 +32,7 @@ def encode(obj: Any, compress: bool = True, level: int = 1) -> bytes:
     """``obj`` as bytes (see the module docstring for what it may contain)."""
     blobs: list[bytes] = []
     table: list[list[Any]] = []
-    tree = _pack(obj, blobs, table, "sample")
+    tree = _pack(obj, blobs, table, "sample", {})
     header = json.dumps({"tree": tree, "blobs": table}, separators=(",", ":"), allow_nan=True).encode("utf-8")
     body = b"".join([_LEN.pack(len(header)), header, *blobs])
     flags = 0
@@ -138,19 +138,25 @@ def _arrays(table: list, blobs: memoryview, limits: DecodeLimits, where: str) ->
     return arrays
 
 
-def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str) -> Any:
+def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str, seen: dict[int, int]) -> Any:
+    """``seen`` maps the id of each numpy array already written to its table index: an array that the sample holds
+    twice (an Atari frame stack that is one transition's ``next_obs`` and the next one's ``obs``) is written once, and
+    decoding gives both places the same array again."""
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, dict):
         if all(isinstance(k, str) for k in obj):
-            return {"$d": {k: _pack(v, blobs, table, f"{path}.{k}") for k, v in obj.items()}}
-        return {"$dk": [[_pack(k, blobs, table, f"{path} key"), _pack(v, blobs, table, f"{path}[{k!r}]")]
+            return {"$d": {k: _pack(v, blobs, table, f"{path}.{k}", seen) for k, v in obj.items()}}
+        return {"$dk": [[_pack(k, blobs, table, f"{path} key", seen), _pack(v, blobs, table, f"{path}[{k!r}]", seen)]
                         for k, v in obj.items()]}
     if isinstance(obj, list):
-        return [_pack(v, blobs, table, f"{path}[{i}]") for i, v in enumerate(obj)]
+        return [_pack(v, blobs, table, f"{path}[{i}]", seen) for i, v in enumerate(obj)]
     if isinstance(obj, tuple):
-        return {"$tu": [_pack(v, blobs, table, f"{path}[{i}]") for i, v in enumerate(obj)]}
+        return {"$tu": [_pack(v, blobs, table, f"{path}[{i}]", seen) for i, v in enumerate(obj)]}
     kind = "$a"
+    if type(obj) is np.ndarray and id(obj) in seen:  # the tree holds every packed array until encode returns
+        return {kind: seen[id(obj)]}
+    original = obj
     if isinstance(obj, np.generic):
         kind, obj = "$s", np.asarray(obj)
     elif type(obj).__module__.startswith("torch") and hasattr(obj, "detach"):
@@ -164,6 +170,8 @@ def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str) -> An
     offset = sum(len(b) for b in blobs)
     table.append([arr.dtype.str, list(arr.shape), offset])
     blobs.append(arr.tobytes())
+    if kind == "$a" and type(original) is np.ndarray:
+        seen[id(original)] = len(table) - 1
     return {kind: len(table) - 1}
 
 

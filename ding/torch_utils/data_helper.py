@@ -72,3 +72,12 @@ def _same_mapping(item: Mapping, entries: dict) -> Mapping:
 
 def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
+
+
+def obs_to_float(obs: torch.Tensor) -> torch.Tensor:
+    """An observation batch as the network's float input: uint8 (pixels, kept uint8 in buffers and on the wire) is
+    scaled to [0, 1] with /255 where it already is (on the learner's device when moved there first); other dtypes
+    are cast to float32 unchanged; float32 is returned as is."""
+    if obs.dtype == torch.uint8:
+        return obs.to(torch.float32).div_(255.0)
+    return obs if obs.dtype == torch.float32 else obs.float()

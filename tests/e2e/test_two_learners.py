@@ -42,8 +42,6 @@ def _digests(workdir, exp: str) -> dict[str, tuple[str, int]]:
     return out
 
 
-@pytest.mark.slow  # ~45 s on the loaded 2-core machine; the default suite has the group-level check
-# (tests/worker/test_learner_group.py) and the lost-learner run below
 @pytest.mark.timeout(150)
 def test_two_learners_train_to_the_limit_with_bit_identical_parameters(workdir):
     exp = "twolearners"

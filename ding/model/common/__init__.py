@@ -1,5 +1,5 @@
 """Encoders, heads, layer helpers, model factory and target-network updates."""
-from .encoder import ConvEncoder, FCEncoder
+from .encoder import NATURE_CNN_SIZES, ConvEncoder, FCEncoder, NatureCNN
 from .head import DiscreteHead, DistributionHead, DuelingHead, RainbowHead, RegressionHead, ReparameterizationHead
 from .nn_module import NoisyLinear, build_normalization, fc_block, mlp, set_noise
 from .target import hard_update, soft_update
@@ -8,5 +8,5 @@ from .utils import check_model_kwargs, create_model
 __all__ = [
     "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead", "ReparameterizationHead",
     "build_normalization", "check_model_kwargs", "create_model", "fc_block", "hard_update", "mlp", "soft_update",
-    "DistributionHead", "NoisyLinear", "RainbowHead", "set_noise",
+    "DistributionHead", "NoisyLinear", "RainbowHead", "set_noise", "NatureCNN", "NATURE_CNN_SIZES",
 ]

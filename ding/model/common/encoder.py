@@ -1,4 +1,4 @@
-"""Observation encoders: an MLP for vector observations and a conv net for images."""
+"""Observation encoders: an MLP for vector observations and a conv net for images (the Nature CNN by default)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -6,7 +6,13 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
+from ding.torch_utils.data_helper import obs_to_float
+
 from .nn_module import mlp
+
+# The DQN Nature paper's network (Mnih et al. 2015) on (4, 84, 84) frames: conv 32 8x8/4, conv 64 4x4/2, conv 64 3x3/1,
+# then a 512-unit layer. The models use it for image observations when no encoder_hidden_size_list is given.
+NATURE_CNN_SIZES = (32, 64, 64, 512)
 
 
 class FCEncoder(nn.Module):
@@ -35,14 +41,14 @@ class ConvEncoder(nn.Module):
     ``hidden_size_list[-1]``.
 
     ``hidden_size_list[:-1]`` are the conv channels, with matching ``kernel_size`` and ``stride`` lists (default:
-    the Atari "Nature" layout 8/4, 4/2, 3/1, then 3/1 for any further layer). Inputs are cast to float; scale
-    pixels yourself (e.g. /255) in the env wrapper.
+    the Atari "Nature" layout 8/4, 4/2, 3/1, then 3/1 for any further layer). uint8 inputs are pixels: they are
+    scaled to [0, 1] (``/255``) on the module's device; float inputs are used as they are.
     """
 
     def __init__(
         self,
         obs_shape: Sequence[int],
-        hidden_size_list: Sequence[int] = (32, 64, 64, 512),
+        hidden_size_list: Sequence[int] = NATURE_CNN_SIZES,
         activation: nn.Module | None = None,
         kernel_size: Sequence[int] | None = None,
         stride: Sequence[int] | None = None,
@@ -81,4 +87,11 @@ class ConvEncoder(nn.Module):
         self.fc = nn.Sequential(nn.Linear(flat, self.output_size), act)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc(self.conv(x.float()))
+        return self.fc(self.conv(obs_to_float(x)))
+
+
+class NatureCNN(ConvEncoder):
+    """The Nature DQN encoder (:data:`NATURE_CNN_SIZES`; ``output_size`` 512) for ``(frames, 84, 84)`` inputs."""
+
+    def __init__(self, obs_shape: Sequence[int], activation: nn.Module | None = None) -> None:
+        super().__init__(obs_shape, NATURE_CNN_SIZES, activation)

@@ -9,7 +9,7 @@ import torch.nn as nn
 from ding.config.ranges import at_least, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
-from ..common import ConvEncoder, DiscreteHead, DistributionHead, DuelingHead, FCEncoder
+from ..common import NATURE_CNN_SIZES, ConvEncoder, DiscreteHead, DistributionHead, DuelingHead, FCEncoder
 from ..common.nn_module import NORM_TYPES
 
 
@@ -30,14 +30,19 @@ def as_shape(shape: int | Sequence[int], what: str) -> tuple[int, ...]:
     return out
 
 
+VECTOR_ENCODER_SIZES = (128, 128, 64)  # the templates' default MLP for vector observations
+
+
 def build_encoder(
-    obs_shape: tuple[int, ...], hidden_size_list: Sequence[int], activation: nn.Module | None, norm_type: str | None
+    obs_shape: tuple[int, ...], hidden_size_list: Sequence[int] | None, activation: nn.Module | None,
+    norm_type: str | None
 ) -> FCEncoder | ConvEncoder:
-    """FCEncoder for 1-d observations, ConvEncoder for (C, H, W) images."""
+    """FCEncoder for 1-d observations, ConvEncoder for (C, H, W) images; ``hidden_size_list=None`` picks the
+    default of each: :data:`VECTOR_ENCODER_SIZES`, or the Nature CNN (``NATURE_CNN_SIZES``) for images."""
     if len(obs_shape) == 1:
-        return FCEncoder(obs_shape[0], hidden_size_list, activation, norm_type)
+        return FCEncoder(obs_shape[0], hidden_size_list or VECTOR_ENCODER_SIZES, activation, norm_type)
     if len(obs_shape) == 3:
-        return ConvEncoder(obs_shape, hidden_size_list, activation, norm_type=norm_type)
+        return ConvEncoder(obs_shape, hidden_size_list or NATURE_CNN_SIZES, activation, norm_type=norm_type)
     raise ValueError(f"obs_shape {obs_shape}: use an int (vector observations) or (C, H, W) (images)")
 
 
@@ -59,7 +64,7 @@ class DQN(nn.Module):
         self,
         obs_shape: int | Sequence[int],
         action_shape: int | Sequence[int],
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         dueling: bool = True,
         head_hidden_size: int | None = None,
         head_layer_num: int = 1,
@@ -110,7 +115,7 @@ class C51DQN(nn.Module):
         self,
         obs_shape: int | Sequence[int],
         action_shape: int | Sequence[int],
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         head_hidden_size: int | None = None,
         head_layer_num: int = 1,
         activation: nn.Module | None = None,
@@ -174,7 +179,7 @@ class DRQN(nn.Module):
         self,
         obs_shape: int | Sequence[int],
         action_shape: int | Sequence[int],
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         dueling: bool = True,
         head_hidden_size: int | None = None,
         head_layer_num: int = 1,

@@ -48,7 +48,7 @@ class VAC(nn.Module):
         action_shape: int | Sequence[int],
         action_space: str = "discrete",
         share_encoder: bool = True,
-        encoder_hidden_size_list: Sequence[int] = (128, 128, 64),
+        encoder_hidden_size_list: Sequence[int] | None = None,
         actor_head_hidden_size: int = 64,
         actor_head_layer_num: int = 1,
         critic_head_hidden_size: int = 64,

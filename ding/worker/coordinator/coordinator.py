@@ -61,6 +61,7 @@ from .base_parallel_commander import create_parallel_commander
 from .buffer_state import buffer_state_path, load_buffer_state, referenced_data_ids, save_buffer_state
 from .comm_coordinator import CommCoordinator
 from .data_ledger import DataLedger
+from .policy_snapshots import PolicySnapshots
 
 _MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
 
@@ -125,6 +126,10 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         self._commander = create_parallel_commander(main)
+        self._commander.set_path_policy(self._path_policy)
+        self._snapshots = PolicySnapshots(self._path_policy, self._exp_name, self._logger)
+        self._commander.snapshot_policy = self._snapshots.take  # an evaluation split over collectors: one snapshot
+        self._commander.drop_snapshot = self._snapshots.drop
         if max_env_step is not None and max_env_step < int(1e10):
             self._commander.max_env_step = max_env_step
         if max_train_iter is not None and max_train_iter < int(1e10):
@@ -133,7 +138,9 @@ class Coordinator:
                                      on_lost_slave=self._lost_slave)
         self._buffers: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._progress = threading.Condition()
+        self._progress = threading.Condition()  # the learner threads (and threads before the first policy) wait here
+        self._work_ready = threading.Condition()  # idle collector threads wait here, woken one at a time
+        self._work_gen = 0  # counts the wake-ups of collector threads (a thread waits only if none came meanwhile)
         self._threads: list[threading.Thread] = []
         self._ending = threading.Event()
         self._done = threading.Event()
@@ -152,6 +159,7 @@ class Coordinator:
         self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
         self._buffer_file = buffer_state_path(self._exp_name)
         self._buffers_saved_at = -math.inf
+        self._evals_recorded = 0  # evaluations of the commander's history already in eval.csv
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -244,7 +252,7 @@ class Coordinator:
             self._ending.set()
         self._commander.request_end(reason)
         self.info(f"ending the run: {reason}")
-        self._notify()
+        self._notify(everyone=True)
         threading.Thread(target=self._shutdown, name="ding-coordinator-shutdown", daemon=True).start()
 
     def _fatal(self, message: str) -> None:
@@ -262,6 +270,7 @@ class Coordinator:
                     t.join(timeout=max(0.1, deadline - time.monotonic()))
             self._comm.close(self._end_reason or "run finished")
             self._close_buffers()
+            self._snapshots.sweep()
             if self._on_end is not None:
                 self._on_end(self._end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
@@ -278,7 +287,7 @@ class Coordinator:
             self._end_reason = self._end_reason or reason
             self._ending.set()
         self._commander.request_end(reason)
-        self._notify()
+        self._notify(everyone=True)
         self._comm.master.close(disconnect=False, reason=reason)
         self._close_buffers()
         self._logs.close()
@@ -331,6 +340,8 @@ class Coordinator:
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         self._commander.load_state_dict(state_dict)
+        with self._lock:
+            self._evals_recorded = len(self._commander.eval_history)  # (recorded by the run that made them)
 
     def info(self, s: str) -> None:
         self._logger.info(s)
@@ -342,9 +353,31 @@ class Coordinator:
         """Log ``s`` and show it on the console (faults and recoveries the user should see)."""
         self._logger.warning(s, extra=CONSOLE)
 
-    def _notify(self) -> None:
+    def _notify(self, everyone: bool = False) -> None:
+        """Something changed: the learner threads look again, and so does one idle collector thread -- which wakes
+        the next when it finds a task (:meth:`_wake_collector`), so wake-ups follow the work there is instead of
+        waking every collector thread at every event (with hundreds of collectors: hundreds of wake-ups per
+        event). ``everyone``: every collector thread too (the run ends)."""
         with self._progress:
             self._progress.notify_all()
+        with self._work_ready:
+            self._work_gen += 1
+            if everyone:
+                self._work_ready.notify_all()
+            else:
+                self._work_ready.notify()
+
+    def _wake_collector(self) -> None:
+        with self._work_ready:
+            self._work_gen += 1
+            self._work_ready.notify()
+
+    def _wait_for_work(self, seen: int, timeout: float) -> None:
+        """Wait until a collector thread is woken, unless one was since ``seen`` (``_work_gen`` before the thread
+        last looked for a task): no wake-up is lost between looking and waiting."""
+        with self._work_ready:
+            if self._work_gen == seen:
+                self._work_ready.wait(timeout)
 
     def _wait_progress(self, timeout: float) -> None:
         with self._progress:
@@ -369,7 +402,7 @@ class Coordinator:
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1
         self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
-        self._notify()
+        self._notify(everyone=True)
 
     def deal_with_increase_collector(self) -> None:
         self._commander.increase_collector_task_space()
@@ -404,9 +437,11 @@ class Coordinator:
         """A collector task ended; True when this ends the run (an evaluation reached the stop value)."""
         reached = self._commander.finish_collector_task(task.task_id, result)
         if isinstance(result, EvalResult):
-            record = dataclasses.replace(self._commander.eval_history[-1],
-                                         wall_time=time.monotonic() - self._start_time)
-            self._record_eval(record)
+            with self._lock:  # an evaluation split over collectors is recorded once, when its last shard is in
+                history = self._commander.eval_history
+                new, self._evals_recorded = history[self._evals_recorded:], len(history)
+            for record in new:
+                self._record_eval(dataclasses.replace(record, wall_time=time.monotonic() - self._start_time))
         elif result.episode_returns:
             returns = result.episode_returns
             step = self._commander.status().envstep
@@ -421,8 +456,9 @@ class Coordinator:
         it, step = record.train_iter, record.env_step
         self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record.eval_return_mean, step)
         self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record.eval_return_mean, it)
+        won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
         self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record.eval_return_mean:.4g} ± "
-                          f"{record.eval_return_std:.3g} | {record.wall_time:.1f} s", extra=CONSOLE)
+                          f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
         self._save_buffers(min_interval=float(self._coor_cfg.buffer_save_interval))
         if self._on_eval is not None:
             self._on_eval(record)
@@ -644,10 +680,12 @@ class Coordinator:
         failures = 0
         try:
             while not self._ending.is_set() and conn.alive:
+                seen = self._work_gen
                 task = self._commander.get_collector_task(conn.name)
                 if task is None:
-                    self._wait_progress(0.05)
+                    self._wait_for_work(seen, 0.5)  # (the timeout: time-based evaluations, a safety net)
                     continue
+                self._wake_collector()  # there was work: another idle collector may find some too
                 limit = float(cfg.eval_task_timeout if isinstance(task, EvalTask) else cfg.collector_task_timeout)
                 handle = self._comm.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
                 try:

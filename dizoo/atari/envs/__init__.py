@@ -1,0 +1,1 @@
+from .atari_env import AtariEnv

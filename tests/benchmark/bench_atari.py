@@ -1,0 +1,202 @@
+"""Atari (Pong, DQN with the Nature CNN): replay memory per transition, collector and learner throughput.
+
+    python tests/benchmark/bench_atari.py memory        # bytes per stored transition, measured; 1M extrapolated
+    python tests/benchmark/bench_atari.py collector     # env steps/s, 8 envs in processes + Nature CNN forward
+    python tests/benchmark/bench_atari.py learner       # DQN updates/s, batch 32, against a bare torch loop
+    python tests/benchmark/bench_atari.py all --repeats 3
+    python tests/benchmark/bench_atari.py all --smoke   # tiny sizes (checks the script runs)
+
+memory: a real collector fills a replay buffer; the bytes are counted over the distinct objects the buffer holds
+(each numpy array once, however many transitions point at it), so frames shared between one transition's
+``next_obs`` and the next one's ``obs`` count once. collector: ding's ``SampleSerialCollector`` with 8 Pong envs in
+the subprocess env manager and the DQN policy's collect forward (eps-greedy on the Nature CNN), against the same 8
+envs stepped with random actions and no policy (the envs' own ceiling in this manager). learner: ding's
+``learn_mode.forward`` on batches of 32 sampled from the buffer (collate, uint8 -> float on the device, double DQN,
+target network, Adam) against a bare torch loop doing the same update on the same samples. Each ratio is measured
+side by side in one run, medians over ``--repeats``; on a shared machine the absolute figures move, the ratios less.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+
+def pong_dqn(exp_dir: str, n_env: int, manager: str = "subprocess") -> tuple[dict, dict]:
+    main = dict(
+        exp_name=os.path.join(exp_dir, "bench_atari"),
+        env=dict(collector_env_num=n_env, evaluator_env_num=1, n_evaluator_episode=1, stop_value=20,
+                 env_id="PongNoFrameskip-v4", frame_stack=4),
+        policy=dict(
+            cuda=False, priority=False,
+            model=dict(obs_shape=[4, 84, 84], action_shape=6),  # no encoder list: the Nature CNN
+            nstep=1, discount_factor=0.99,
+            learn=dict(update_per_collect=1, batch_size=32, learning_rate=1e-4, target_update_freq=500,
+                       learner=dict(hook=dict(log_show_after_iter=10**9))),
+            collect=dict(n_sample=8 * n_env),
+            eval=dict(evaluator=dict(eval_freq=10**9)),
+            other=dict(eps=dict(type="exp", start=1.0, end=0.05, decay=250000),
+                       replay_buffer=dict(replay_buffer_size=100000)),
+        ),
+    )
+    create = dict(env=dict(type="atari", import_names=["dizoo.atari.envs.atari_env"]),
+                  env_manager=dict(type=manager), policy=dict(type="dqn"))
+    return main, create
+
+
+def deep_bytes(obj: Any, seen: set[int]) -> int:
+    """Bytes of ``obj`` and what it holds, each object counted once (numpy arrays: header + data)."""
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return sys.getsizeof(obj) if obj.base is None else sys.getsizeof(obj) + deep_bytes(obj.base, seen)
+    size = sys.getsizeof(obj)
+    if isinstance(obj, dict):
+        size += sum(deep_bytes(k, seen) + deep_bytes(v, seen) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple)):
+        size += sum(deep_bytes(v, seen) for v in obj)
+    return size
+
+
+def fill(trainer: Any, n: int) -> list[dict]:
+    run = trainer._run
+    while run.buffer.count() < n:
+        samples = run.collector.collect(n_sample=run.cfg.policy.collect.n_sample, train_iter=0,
+                                        policy_kwargs={"eps": 1.0})
+        run.buffer.push(samples, 0)
+    return [x for x in run.buffer._storage.data if x is not None]
+
+
+def bench_memory(n: int) -> dict:
+    import ding
+
+    with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8), max_train_iter=1) as trainer:
+        items = fill(trainer, n)
+        total = deep_bytes(items, set())
+        frames = sum(x["obs"].nbytes for x in items)
+        per = total / len(items)
+        return {"transitions": len(items), "bytes_per_transition": round(per),
+                "obs_bytes": items[0]["obs"].nbytes, "dtype": str(items[0]["obs"].dtype),
+                "next_obs_shared": sum(a["next_obs"] is b["obs"] for a, b in zip(items, items[1:])) / len(items),
+                "GB_per_1M": round(per * 1e6 / 1e9, 1), "GB_per_100k": round(per * 1e5 / 1e9, 2),
+                "GB_per_1M_if_float32_unshared": round((frames * 2 * 4 / len(items) + per - frames / len(items))
+                                                       * 1e6 / 1e9, 1)}
+
+
+def bench_collector(steps: int, repeats: int) -> dict:
+    import ding
+    from ding.envs import create_env_manager
+    from dizoo.atari.envs.atari_env import AtariEnv
+
+    ours, bare = [], []
+    with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8), max_train_iter=1) as trainer:
+        run = trainer._run
+        cfgs = AtariEnv.create_collector_env_cfg(dict(run.cfg.env))
+        env = create_env_manager(dict(type="subprocess"), [lambda c=c: AtariEnv(c) for c in cfgs])
+        env.seed(0)
+        env.launch()
+        try:
+            rng = np.random.default_rng(0)
+            run.collector.collect(n_sample=64, train_iter=0, policy_kwargs={"eps": 0.1})  # warm-up
+            for _ in range(repeats):
+                t = time.perf_counter()
+                got = len(run.collector.collect(n_sample=steps, train_iter=0, policy_kwargs={"eps": 0.1}))
+                ours.append(got / (time.perf_counter() - t))
+                t, done = time.perf_counter(), 0
+                while done < steps:
+                    obs = env.ready_obs
+                    out = env.step({i: np.array([rng.integers(6)]) for i in obs})
+                    done += len(out)
+                bare.append(done / (time.perf_counter() - t))
+        finally:
+            env.close()
+    return {"ding_collector_steps_per_s": round(statistics.median(ours), 1),
+            "random_actions_same_envs_steps_per_s": round(statistics.median(bare), 1),
+            "ratio": round(statistics.median(a / b for a, b in zip(ours, bare)), 2)}
+
+
+def bench_learner(iters: int, repeats: int) -> dict:
+    import torch
+
+    import ding
+    from ding.model import DQN
+
+    ours, bare = [], []
+    with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8, "base"), max_train_iter=1) as trainer:
+        items = fill(trainer, 512)
+        learn = trainer.policy.learn_mode
+        rng = np.random.default_rng(0)
+        batches = [[items[i] for i in rng.integers(0, len(items), 32)] for _ in range(iters)]
+        torch.manual_seed(0)
+        model, target = DQN([4, 84, 84], 6), DQN([4, 84, 84], 6)
+        target.load_state_dict(model.state_dict())
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+
+        def bare_update(batch: list[dict]) -> None:
+            obs = torch.from_numpy(np.stack([b["obs"] for b in batch])).float().div_(255)
+            nxt = torch.from_numpy(np.stack([b["next_obs"] for b in batch])).float().div_(255)
+            act = torch.as_tensor(np.array([int(b["action"]) for b in batch]))
+            rew = torch.as_tensor(np.array([float(b["reward"][0]) for b in batch], dtype=np.float32))
+            done = torch.as_tensor(np.array([bool(b["done"]) for b in batch]))
+            q = model(obs)["logit"].gather(1, act[:, None])[:, 0]
+            with torch.no_grad():
+                a2 = model(nxt)["logit"].argmax(1, keepdim=True)
+                y = rew + 0.99 * (~done) * target(nxt)["logit"].gather(1, a2)[:, 0]
+            loss = torch.nn.functional.mse_loss(q, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        for b in batches[:2]:  # warm-up: first calls allocate
+            learn.forward(b)
+            bare_update(b)
+        for _ in range(repeats):
+            gc.collect()
+            t = time.perf_counter()
+            for b in batches:
+                learn.forward(b)
+            ours.append(iters / (time.perf_counter() - t))
+            t = time.perf_counter()
+            for b in batches:
+                bare_update(b)
+            bare.append(iters / (time.perf_counter() - t))
+    return {"ding_updates_per_s": round(statistics.median(ours), 2),
+            "bare_torch_updates_per_s": round(statistics.median(bare), 2),
+            "ratio": round(statistics.median(a / b for a, b in zip(ours, bare)), 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("what", choices=("memory", "collector", "learner", "all"))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--smoke", action="store_true", help="tiny sizes: checks the script runs")
+    args = p.parse_args(argv)
+    from ding.utils import setup_torch_threads
+
+    setup_torch_threads()
+    out: dict[str, Any] = {"loadavg": os.getloadavg()[0]}
+    if args.what in ("memory", "all"):
+        out["memory"] = bench_memory(64 if args.smoke else 4096)
+    if args.what in ("collector", "all"):
+        out["collector"] = bench_collector(64 if args.smoke else 1600, 1 if args.smoke else args.repeats)
+    if args.what in ("learner", "all"):
+        out["learner"] = bench_learner(2 if args.smoke else 50, 1 if args.smoke else args.repeats)
+    out["loadavg_end"] = os.getloadavg()[0]
+    for k, v in out.items():
+        print(f"{k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
