@@ -300,7 +300,7 @@ def update_only_rate(iters: int, seeds: list[int]) -> float:
             path = os.path.join(tmp, "cfg.py")
             with open(path, "w") as f:
                 f.write(CONFIG.format(mode="serial", exp="bench_update", stop_value=1e9, collectors=1,
-                                      manager="base", step_cost=None))
+                                      manager="base", step_cost=None, learners=1, unpaced=False))
             out = subprocess.run([sys.executable, "-c", UPDATE_ONLY, path, str(iters)], cwd=tmp, capture_output=True,
                                  text=True, timeout=900)
             if out.returncode != 0:
