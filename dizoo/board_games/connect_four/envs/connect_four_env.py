@@ -167,6 +167,15 @@ class ConnectFourEnv(BaseEnv):
     def close(self) -> None:
         pass
 
+    @classmethod
+    def eval_opponents(cls, cfg: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+        """The fixed opponent ``serial_pipeline_battle`` evaluates against: the scripted player (``'scripted'``)."""
+        from .scripted import ScriptedPlayer  # (scripted.py imports this module)
+
+        merged = dict(cls.config, **{k: v for k, v in dict(cfg).items() if k in cls.config})
+        return {"scripted": ScriptedPlayer(int(merged["board_rows"]), int(merged["board_cols"]),
+                                           int(merged["win_length"]), seed=seed)}
+
     def random_action(self) -> list[int]:
         legal = legal_columns(self.board)
         return [int(self._rng.choice(legal)) if legal.size else 0 for _ in range(2)]
