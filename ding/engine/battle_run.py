@@ -15,7 +15,6 @@ RNG and the loop's position. Checkpoints are written between rounds only, so a r
 from __future__ import annotations
 
 import copy
-import csv
 import os
 import time
 from collections.abc import Mapping
@@ -37,10 +36,7 @@ from ding.worker.collector.base_serial_collector import create_serial_collector
 from ding.worker.collector.base_serial_evaluator import create_serial_evaluator
 
 from .resume import ResumePoint, RunState
-from .training_view import EvalCSV, GracefulStop
-
-BATTLE_EVAL_FIELDS = ("train_iter", "env_step", "evaluator", "return_mean", "wins", "draws", "losses", "win_rate",
-                      "rating", "wall_time")
+from .training_view import BattleEvalCSV, EvalCSV, GracefulStop
 
 
 @dataclass
@@ -285,32 +281,3 @@ class _Evaluators:
             evaluator.load_state_dict(state[name]["evaluator"])
             if state[name]["opponent"] is not None:
                 self.run.eval_opponents[name].load_state_dict(state[name]["opponent"])
-
-
-class BattleEvalCSV:
-    """``<exp>/log/battle_eval.csv``: one row per evaluator and evaluation (win/draw/loss, the main player's Elo);
-    what ``ding -m plot`` draws win rate and rating from."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if not os.path.exists(path):
-            atomic_write_text(path, ",".join(BATTLE_EVAL_FIELDS) + "\n")
-
-    def append(self, train_iter: int, env_step: int, name: str, stats: Any, rating: float, wall_time: float) -> None:
-        with open(self.path, "a", newline="") as f:
-            csv.writer(f).writerow([train_iter, env_step, name, f"{stats.return_mean:.6g}", stats.wins, stats.draws,
-                                    stats.losses, f"{stats.win_rate:.6g}", f"{rating:.6g}", f"{wall_time:.3f}"])
-
-    def truncate_after(self, train_iter: int) -> None:
-        """Drop rows newer than ``train_iter`` (a resumed run writes them again)."""
-        with open(self.path, newline="") as f:
-            rows = list(csv.reader(f))
-        kept = [rows[0]] + [r for r in rows[1:] if int(r[0]) <= train_iter]
-        atomic_write_text(self.path, "".join(",".join(r) + "\n" for r in kept))
-
-
-def read_battle_eval_csv(path: str) -> list[dict[str, Any]]:
-    """The rows of a ``battle_eval.csv``: numbers as floats, ``evaluator`` as its name."""
-    with open(path, newline="") as f:
-        return [{k: (v if k == "evaluator" else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]

@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from ding.engine.battle_loop import BattleLoop
-from ding.engine.battle_run import read_battle_eval_csv
-from ding.engine.training_view import TrainingInterrupted, read_eval_csv
+from ding.engine.training_view import TrainingInterrupted, read_battle_eval_csv, read_eval_csv
 from ding.entry.cli import main
 from ding.entry.serial_entry_battle import serial_pipeline_battle
 from ding.worker.learner.checkpoint import load_checkpoint_file
@@ -120,7 +119,7 @@ def test_battle_run_stopped_by_ctrl_c_resumes_exactly(in_tmp_dir, monkeypatch):
     _assert_same_run("full", "part")
 
 
-def test_serial_battle_cli_trains_logs_and_refuses_a_finished_resume(in_tmp_dir, capsys):
+def test_serial_battle_cli_trains_logs_and_plots(in_tmp_dir, capsys):
     main_cfg, create_cfg = small_c4("cli_run")
     with open("cfg.py", "w") as f:
         f.write(f"main_config = {dict(main_cfg)!r}\ncreate_config = {dict(create_cfg)!r}\n")
@@ -131,6 +130,19 @@ def test_serial_battle_cli_trains_logs_and_refuses_a_finished_resume(in_tmp_dir,
     assert len(read_eval_csv(os.path.join("cli_run", "log", "eval.csv"))) == len(rows)
     result = read_result("cli_run")
     assert result["ended"] == "limit" and result["train_iter"] >= 6 and "main_player_default_0" in result["players"]
+    # ding -m plot: win rate against the scripted player and the main player's rating over env steps
+    assert main(["-m", "plot", "cli_run"]) == 0
+    assert "league_cli_run.png" in capsys.readouterr().out
+    from ding.entry.plot import _battle_runs, battle_figure
+
+    runs = _battle_runs(["cli_run"])
+    fig = battle_figure(runs)
+    win_ax, elo_ax = fig.axes
+    xs, ys = win_ax.lines[0].get_data()
+    assert list(xs) == [r["env_step"] for r in rows] and list(ys) == [r["win_rate"] for r in rows]
+    assert list(elo_ax.lines[0].get_ydata()) == [r["rating"] for r in rows]
+    with open("league_cli_run.png", "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("name", ["league_demo_ppo_config", "selfplay_demo_ppo_config"])
