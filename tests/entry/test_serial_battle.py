@@ -163,3 +163,36 @@ def test_di_engine_league_demo_configs_train_unchanged(in_tmp_dir, name):
     assert rows[-2]["return_mean"] >= -10.1 and rows[-1]["return_mean"] >= -5.05
     active = [p for p in result["players"] if "historical" not in p]
     assert len(active) == (3 if name.startswith("league") else 1)
+
+
+def _c4(exp_name: str) -> tuple:
+    module = runpy.run_path(C4_CONFIG)
+    main_cfg, create_cfg = copy.deepcopy(module["main_config"]), copy.deepcopy(module["create_config"])
+    main_cfg.exp_name = exp_name
+    main_cfg.policy.learn.learner.hook.log_show_after_iter = 10**6
+    return main_cfg, create_cfg
+
+
+def test_connect_four_league_beats_the_scripted_player_well_above_random_ci(in_tmp_dir):
+    """CI variant of the benchmark (tests/benchmark/bench_connect_four_league.py): the shipped config, 80% of the
+    jobs against the scripted player, 11,000 env steps, 50 evaluation games at iterations 0 and 200; the untrained
+    player wins about 10% of its games (moving first), the trained one at least 40% (seed 0: 60%)."""
+    main_cfg, create_cfg = _c4("c4_ci")
+    main_cfg.policy.other.league.fixed_opponent_prob = 0.8
+    main_cfg.env.n_evaluator_episode = 50
+    main_cfg.policy.eval.evaluator.eval_freq = 200
+    serial_pipeline_battle((main_cfg, create_cfg), seed=0, max_env_step=11_000)
+    rows = read_battle_eval_csv(os.path.join("c4_ci", "log", "battle_eval.csv"))
+    assert rows[0]["train_iter"] == 0 and rows[0]["wins"] <= 10
+    assert max(r["wins"] for r in rows) >= 20, rows  # of 50
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_connect_four_league_reaches_80_percent_within_the_budget(in_tmp_dir, seed):
+    """The promise of config/README.md: >= 80 wins in 100 games against the scripted player (the main player moving
+    first) within 100,000 env steps."""
+    main_cfg, create_cfg = _c4(f"c4_seed{seed}")
+    serial_pipeline_battle((main_cfg, create_cfg), seed=seed, max_env_step=100_000)
+    rows = read_battle_eval_csv(os.path.join(f"c4_seed{seed}", "log", "battle_eval.csv"))
+    assert read_result(f"c4_seed{seed}")["stop_flag"] and rows[-1]["wins"] >= 80, rows[-1]
