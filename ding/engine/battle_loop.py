@@ -101,7 +101,7 @@ class BattleLoop:
         league, collector = run.league, run.collector
         scripted = self.scripted_prob > 0 and float(self._rng.random()) < self.scripted_prob
         if scripted:
-            opponent: Any = next(iter(run.eval_opponents.values()))
+            opponent: Any = next(iter(run.train_opponents.values()))
             opponent_id = None
         else:
             job = league.get_job_info(player.player_id)
@@ -126,7 +126,10 @@ class BattleLoop:
         league.judge_snapshot(player.player_id)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rounds": self.rounds, "rng": self._rng.bit_generator.state}
+        opponents = {name: o.state_dict() for name, o in self.run.train_opponents.items()
+                     if callable(getattr(o, "state_dict", None))}
+        return {"kind": self.kind, "rounds": self.rounds, "rng": self._rng.bit_generator.state,
+                "fixed_opponents": opponents}
 
     def load_state_dict(self, state: dict[str, Any], path: str) -> None:
         if state.get("kind") != self.kind:
@@ -134,3 +137,5 @@ class BattleLoop:
                                   "serial_pipeline_battle; resume it with the pipeline that wrote it")
         self.rounds = int(state["rounds"])
         self._rng.bit_generator.state = state["rng"]
+        for name, opponent_state in state["fixed_opponents"].items():
+            self.run.train_opponents[name].load_state_dict(opponent_state)

@@ -133,6 +133,9 @@ class BattleRun:
                               "offers no fixed opponents to evaluate against: give its class a classmethod "
                               "eval_opponents(env_cfg, seed) -> {name: opponent} (see docs/league.md)")
         self.eval_opponents: dict[str, Any] = dict(offer(cfg.env, seed))
+        # jobs against a fixed opponent (the league's fixed_opponent_prob) get their own copy: evaluating never
+        # changes what training sees
+        self.train_opponents: dict[str, Any] = dict(offer(cfg.env, seed + 1))
         stop_values = cfg.env.get("stop_value", float("inf"))
         if not isinstance(stop_values, (list, tuple)):
             stop_values = [stop_values] * len(self.eval_opponents)
