@@ -191,8 +191,10 @@ class BattleRun:
         learner, envstep = self.main.learner, self.collector.envstep
         rating = float(self.league.get_player_by_id(self.main_id).rating.elo)
         stops, first = [], None
-        for name, evaluator in self.evaluators.items():
-            stop_flag, info = evaluator.eval(learner.save_checkpoint, learner.train_iter, envstep)
+        for i, (name, evaluator) in enumerate(self.evaluators.items()):
+            # ckpt_best.pth.tar follows the first opponent's evaluator only (the others would overwrite it)
+            save_best = learner.save_checkpoint if i == 0 else None
+            stop_flag, info = evaluator.eval(save_best, learner.train_iter, envstep)
             stops.append(bool(stop_flag))
             p0 = info.players[0]
             self.battle_csv.append(learner.train_iter, envstep, name, p0, rating, self.elapsed())
