@@ -26,3 +26,19 @@ def test_torch_floor_is_where_tensors_only_loading_is_safe():
     assert floor and (int(floor.group(1)), int(floor.group(2))) >= (2, 6)
     installed = tuple(int(x) for x in re.findall(r"\d+", torch.__version__)[:2])
     assert installed >= (2, 6)
+
+
+def test_the_core_install_keeps_seven_runtime_dependencies_and_the_extras_are_separate():
+    """MuJoCo and envpool are extras: `pip install ding` pulls neither; `.[mujoco]` / `.[envpool]` add them."""
+    requires = importlib.metadata.requires("ding") or []
+    core = sorted(r.split(";")[0].strip() for r in requires if "extra ==" not in r)
+    names = {re.split(r"[<>=!\[ ]", r, maxsplit=1)[0].lower() for r in core}
+    assert names == {"torch", "numpy", "gymnasium", "easydict", "tensorboardx", "flask", "requests"}, core
+    extras = {}
+    for r in requires:
+        m = re.search(r'extra == "([^"]+)"', r)
+        if m:
+            extras.setdefault(m.group(1), []).append(r.split(";")[0].strip())
+    assert any(r.startswith("mujoco") for r in extras["mujoco"])
+    assert any("gymnasium[mujoco]" in r for r in extras["mujoco"])
+    assert any(r.startswith("envpool") for r in extras["envpool"])

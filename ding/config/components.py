@@ -70,6 +70,10 @@ ENV_COMMON_CONFIG: dict[str, Any] = dict(
     n_evaluator_episode=5,  # episodes per evaluation (copied to policy.eval.evaluator.n_episode)
     stop_value=float("inf"),  # training stops once the mean eval return reaches it (copied to the evaluator)
     manager=dict(),  # env manager config (defaults from the env manager class)
+    # DI-engine's keys of the 'env_pool' manager (envs per answer); only the env count (synchronous batches) is
+    # supported; the other managers ignore them
+    collector_batch_size=None,
+    evaluator_batch_size=None,
 )
 # Limits of the base keys (see ranges.py); each component declares its own in ``config_ranges``.
 BASE_RANGES = {

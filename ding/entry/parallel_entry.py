@@ -27,6 +27,7 @@ from ding.engine.coordinator_driver import (  # noqa: F401 -- ParallelRunError: 
     drive_coordinator,
     read_state,
 )
+from ding.engine.forked_roles import ForkedRole, can_fork, fork_role
 from ding.engine.resume import lock_run_dir, resume_dir
 from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
@@ -50,7 +51,7 @@ class _Child:
 
     def __init__(self, name: str, role: str, log_path: str) -> None:
         self.name, self.role, self.log_path = name, role, log_path
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | ForkedRole | None = None
         self.restarts = 0
 
     def tail(self, n: int = 12) -> str:
@@ -65,13 +66,14 @@ class LocalProcesses:
     """Starts, watches, restarts and finally stops the local role processes. A context manager: leaving it kills
     whatever is still running."""
 
-    def __init__(self, config_path: str, exp_name: str, host: str, port: int, token: str, max_restarts: int) -> None:
+    def __init__(self, config_path: str, exp_name: str, token: str, max_restarts: int) -> None:
         self._config_path = config_path
         self._exp_name = exp_name
-        self._host, self._port = host, port
+        self._host, self._port = "", 0  # the coordinator's address: set by listening_at() once it listens
         self._token = token
         self.max_restarts = int(max_restarts)
         self.children: dict[str, _Child] = {}
+        self._forked: dict[str, ForkedRole] = {}  # forked before the coordinator listened, not released yet
 
     def __enter__(self) -> LocalProcesses:
         return self
@@ -79,12 +81,15 @@ class LocalProcesses:
     def __exit__(self, *exc: Any) -> None:
         self.stop(grace=0.0 if exc[0] is not None else 30.0)
 
-    def start(self, name: str, role: str) -> _Child:
+    def _child(self, name: str, role: str) -> _Child:
         child = self.children.get(name)
         if child is None:
             log_dir = os.path.join(self._exp_name, "log", name)
             os.makedirs(log_dir, exist_ok=True)
             child = self.children[name] = _Child(name, role, os.path.join(log_dir, "process.log"))
+        return child
+
+    def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         env[TOKEN_ENV] = self._token
         env[PARENT_PID_ENV] = str(os.getpid())
@@ -92,11 +97,36 @@ class LocalProcesses:
         env["PYTHONUNBUFFERED"] = "1"
         if config_dir():  # every role looks for the config's import_names where the launcher does
             env[CONFIG_DIR_ENV] = str(config_dir())
-        cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", role, "--module-name", name,
-               "-c", self._config_path, "--coordinator-host", self._host, "--coordinator-port", str(self._port)]
+        return env
+
+    def _argv(self, name: str, role: str) -> list[str]:
+        return ["-m", "dist", "--module", role, "--module-name", name, "-c", self._config_path]
+
+    def prefork(self, roles: list[tuple[str, str]]) -> str | None:
+        """Fork the first role processes now, while this process has no thread (see :mod:`ding.engine.forked_roles`):
+        they skip the imports an exec'd role does. None when they were forked, else why not (they are exec'd at
+        :meth:`start`, as restarts always are)."""
+        why = can_fork()
+        if why is None:
+            for name, role in roles:
+                self._forked[name] = fork_role(self._argv(name, role), self._env(), self._child(name, role).log_path)
+        return why
+
+    def listening_at(self, host: str, port: int) -> None:
+        self._host, self._port = host, int(port)
+
+    def start(self, name: str, role: str) -> _Child:
+        child = self._child(name, role)
+        forked = self._forked.pop(name, None)
+        if forked is not None and forked.poll() is None:
+            forked.release(self._host, self._port)
+            child.proc = forked
+            return child
+        cmd = [sys.executable, "-m", "ding", *self._argv(name, role), "--coordinator-host", self._host,
+               "--coordinator-port", str(self._port)]
         with open(child.log_path, "ab") as log:
             child.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          env=env, start_new_session=True)
+                                          env=self._env(), start_new_session=True)
         return child
 
     def exited(self) -> list[_Child]:
@@ -112,7 +142,15 @@ class LocalProcesses:
 
     def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
         """Wait up to ``grace`` seconds for the children to exit, then SIGTERM (and ``term_wait`` seconds), then
-        SIGKILL; reap them all."""
+        SIGKILL; reap them all (forked children never released are told to exit first)."""
+        for forked in self._forked.values():
+            forked.discard()
+            try:
+                forked.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                forked.kill()
+                forked.wait(timeout=5.0)
+        self._forked.clear()
         deadline = time.monotonic() + grace
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -205,17 +243,29 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
 
-    @contextmanager
-    def local_roles(coordinator: Any) -> Iterator[_LocalRoles]:
-        with LocalProcesses(os.path.join(exp, "total_config.py"), exp, coordinator.host, coordinator.port, token,
-                            cfg.system.max_restarts) as procs:
+    with LocalProcesses(os.path.join(exp, "total_config.py"), exp, token, cfg.system.max_restarts) as procs:
+        if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
+            procs.prefork(roles)
+
+        @contextmanager
+        def local_roles(coordinator: Any) -> Iterator[_LocalRoles]:
+            procs.listening_at(coordinator.host, coordinator.port)
             for name, role in roles:
                 procs.start(name, role)
             yield _LocalRoles(procs, coordinator)
 
-    return drive_coordinator(
-        cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
-        resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
+        return drive_coordinator(
+            cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
+            resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
+
+
+def _start_method(cfg: Any) -> str:
+    """``system_config.role_start``: 'fork' (default where the OS has it; the roles skip their imports) or 'exec' (a
+    fresh interpreter per role). A config that asks for CUDA is always exec'd: CUDA does not survive a fork."""
+    method = cfg.system.get("role_start", "fork")  # (its values are checked with the system config)
+    if method == "fork" and (cfg.main.policy.get("cuda") or not hasattr(os, "fork")):
+        return "exec"
+    return method
 
 
 class _LocalRoles:
@@ -237,7 +287,7 @@ def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
         if coordinator.end_reason is not None:
             continue
         assert child.proc is not None
-        code = child.proc.returncode
+        code = int(child.proc.returncode or 0)  # (set: exited() polled it)
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         if child.restarts >= procs.max_restarts:
             others = [c for c in procs.alive() if c.role == child.role]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 import inspect
+import logging
 from abc import ABC, abstractmethod
 from collections import namedtuple
 from typing import Any, Mapping, Sequence
@@ -25,6 +26,9 @@ from ding.utils import (
 
 from .extra_state import EXTRA_KEY, extra_state, load_extra_state
 from .tensor_io import holds_tensors, outputs_to_numpy, transitions_to_tensor
+
+logger = logging.getLogger(__name__)
+_CPU_FALLBACK_NOTED = False  # the cuda=True-without-a-GPU warning was printed in this process
 
 MODES = ("learn", "collect", "eval", "command")
 
@@ -169,11 +173,16 @@ class Policy(ABC):
 
     @staticmethod
     def _select_device(cuda: bool) -> torch.device:
+        """``cuda=True`` uses the GPU where torch has one; elsewhere the run goes on on the CPU with one warning line
+        per process (DI-engine's files all say ``cuda=True``, and the same file runs on both kinds of machine)."""
+        global _CPU_FALLBACK_NOTED
         if not cuda:
             return torch.device("cpu")
         if not torch.cuda.is_available():
-            raise ConfigError("policy.cuda: True, but torch has no usable CUDA device here; set policy.cuda=False "
-                              "or install a CUDA build of torch")
+            if not _CPU_FALLBACK_NOTED:
+                _CPU_FALLBACK_NOTED = True
+                logger.warning("policy.cuda=True, but torch has no usable CUDA device here: running on the CPU")
+            return torch.device("cpu")
         return torch.device("cuda")
 
     def _create_model(self, cfg: EasyDict, model: nn.Module | None) -> nn.Module:

@@ -88,6 +88,9 @@ class SACPolicy(Policy):
             ignore_done=False,
             # Accepted for DI-engine configs; ignored (layers keep torch's default initialisation).
             init_w=3e-3,
+            # Accepted for DI-engine's MuJoCo files; must be True: ding's SAC always samples its actions with the
+            # reparameterisation trick (the actor's gradient goes through the sampled action).
+            reparameterization=True,
         ),
         collect=dict(
             # Samples per collect call (read by the collector).
@@ -97,6 +100,9 @@ class SACPolicy(Policy):
             # Accepted for DI-engine configs; ignored (collect outputs hold only the action).
             collector_logit=False,
         ),
+        # Accepted for DI-engine configs (its files give an empty command section); ignored: SAC's command mode
+        # has nothing to set.
+        command=dict(),
         other=dict(
             # Replay buffer config (merged with the buffer's defaults by compile_config).
             replay_buffer=dict(replay_buffer_size=1000000),
@@ -127,6 +133,9 @@ class SACPolicy(Policy):
     def _check_common(self) -> None:
         if self._cfg.multi_agent:
             raise ConfigError("policy.multi_agent: ding's SAC is single-agent; set policy.multi_agent=False")
+        if not self._cfg.learn.reparameterization:
+            raise ConfigError("policy.learn.reparameterization=False: ding's SAC always uses the reparameterisation "
+                              "trick; set it to True (or leave it out)")
         if int(self._cfg.collect.unroll_len) != 1:
             raise ConfigError(f"policy.collect.unroll_len: SAC trains on single transitions, so it must be 1 "
                               f"(got {self._cfg.collect.unroll_len})")

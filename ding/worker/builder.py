@@ -24,6 +24,7 @@ from ding.utils import build_tb_writer, close_all, set_pkg_seed
 
 from .collector.base_serial_collector import create_serial_collector
 from .collector.base_serial_evaluator import create_serial_evaluator
+from .collector.battle_core import player_spaces
 from .learner.base_learner import BaseLearner
 from .replay_buffer import create_buffer
 
@@ -74,7 +75,8 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
                  env_setting: list | None = None, model: Any = None,
                  policy_fields: Sequence[str] = ("collect", "eval"), collector_cfg: Mapping | None = None,
                  tb_dir: str | None = None, exp_name: str | None = None,
-                 instance_name: str | None = None) -> ActingSide:
+                 instance_name: str | None = None, opponents: Sequence[Any] | None = None,
+                 eval_opponents: Sequence[Any] | None = None, evaluator_cfg: Mapping | None = None) -> ActingSide:
     """The acting side of a run from its compiled main config ``cfg``.
 
     The collector's envs are seeded with ``seed`` (default ``cfg.seed``; ``dynamic_seed`` as in DI-engine), the
@@ -84,6 +86,10 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
     ``cfg.policy.collect.collector`` (without a ``type``, the policy's ``default_collector_type`` or 'sample');
     ``tb_dir``: a TensorBoard writer there, shared by the collector and evaluator (and returned for the learner);
     ``instance_name`` names the collector's logs (the evaluator's: ``<instance_name>_evaluator``).
+
+    Battles (two-player envs, docs/league.md): with ``opponents`` the collector gets the policy list
+    ``[policy.collect_mode, *opponents]`` and the evaluator ``[policy.eval_mode, *eval_opponents]``, and the policy
+    is checked against player 0's spaces. ``evaluator_cfg`` replaces ``cfg.policy.eval.evaluator``.
     """
     seed = int(cfg.seed if seed is None else seed)
     exp_name = str(exp_name or cfg.exp_name)
@@ -98,7 +104,9 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
         side.collector_env.seed(seed, dynamic_seed=dynamic_seed)
         side.evaluator_env.seed(int(cfg.seed), dynamic_seed=False)
         side.policy = build_policy(cfg, policy_fields, seed=seed, model=model)
-        check_policy_fits_env(side.policy, side.collector_env, cfg.env.get("type"))
+        battle = opponents is not None
+        check_policy_fits_env(side.policy, player_spaces(side.collector_env) if battle else side.collector_env,
+                              cfg.env.get("type"))
         if tb_dir is not None:
             side.tb_logger = side.own(build_tb_writer(tb_dir))
         if collector_cfg is None:
@@ -107,13 +115,16 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
             default = getattr(type(side.policy), "default_collector_type", None) or "sample"
             collector_cfg = {**collector_cfg, "type": default}
         names: dict[str, Any] = {} if instance_name is None else {"instance_name": instance_name}
+        collect_policy = [side.policy.collect_mode, *(opponents or [])] if battle else side.policy.collect_mode
         side.collector = side.own(create_serial_collector(
-            collector_cfg, env=side.collector_env, policy=side.policy.collect_mode, tb_logger=side.tb_logger,
+            collector_cfg, env=side.collector_env, policy=collect_policy, tb_logger=side.tb_logger,
             exp_name=exp_name, **names))
         if instance_name is not None:
             names = {"instance_name": f"{instance_name}_evaluator"}
+        eval_policy = [side.policy.eval_mode, *(eval_opponents or [])] if battle else side.policy.eval_mode
         side.evaluator = side.own(create_serial_evaluator(
-            cfg.policy.eval.evaluator, env=side.evaluator_env, policy=side.policy.eval_mode,
+            cfg.policy.eval.evaluator if evaluator_cfg is None else evaluator_cfg, env=side.evaluator_env,
+            policy=eval_policy,
             tb_logger=side.tb_logger, exp_name=exp_name, **names))
     except BaseException:  # a failed (or interrupted) set-up closes what it already started, then re-raises
         side.close()

@@ -13,6 +13,7 @@ The protocol table in docs/parallel.md is checked against this module by tests/w
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -269,6 +270,71 @@ class SampleMeta(Record):
         return out
 
 
+BATTLE_OUTCOMES = ("wins", "draws", "losses")  # one game's result for one player (DI-engine's words)
+_MIRROR = {"wins": "losses", "losses": "wins", "draws": "draws"}
+
+
+@dataclass
+class BattleJob(Record):
+    """The players of a battle collect task (one_vs_one commander): league player ids and the policy files (plain
+    names under ``path_policy``) that play them, in seat order; seat 0 is the learner's player. The same file in both
+    seats is self-play: one policy plays both players and both sides' samples are kept."""
+
+    players: list[str]
+    policy_files: list[str]
+
+    def _validate(self, peer: str, context: Any) -> None:
+        if len(self.players) != 2:
+            raise self._bad("players", f"must name 2 players, got {len(self.players)}", peer)
+        if len(self.policy_files) != len(self.players):
+            raise self._bad("policy_files", f"has {len(self.policy_files)} entries, 'players' has "
+                                           f"{len(self.players)}", peer)
+        for i, name in enumerate(self.policy_files):
+            problem = check_data_id(name)
+            if problem:
+                raise self._bad(f"policy_files[{i}]", problem, peer)
+
+    @property
+    def self_play(self) -> bool:
+        return self.policy_files[0] == self.policy_files[1]
+
+
+@dataclass
+class BattleResult(Record):
+    """The finished games of one battle task: ``games[k][i]`` is seat ``i``'s result of game ``k``, one of
+    'wins' / 'draws' / 'losses', and the two seats' results of a game agree (a win is the other's loss). Only
+    whole games are in it, and it travels only in the task's answer: a task that does not finish reports none."""
+
+    players: list[str]
+    games: list[list[str]] = field(default_factory=list)
+
+    def _validate(self, peer: str, context: Any) -> None:
+        n = len(self.players)
+        if n != 2:
+            raise self._bad("players", f"must name 2 players, got {n}", peer)
+        for k, game in enumerate(self.games):
+            if len(game) != n:
+                raise self._bad(f"games[{k}]", f"has {len(game)} entries, one per player ({n}) expected", peer)
+            for i, r in enumerate(game):
+                if r not in BATTLE_OUTCOMES:
+                    raise self._bad(f"games[{k}][{i}]", f"{r!r:.40} is not one of {', '.join(BATTLE_OUTCOMES)}",
+                                    peer)
+            if _MIRROR[game[0]] != game[1]:
+                raise self._bad(f"games[{k}]", f"{game} do not agree (one player's win is the other's loss)", peer)
+
+    def home_outcomes(self) -> list[str]:
+        """Seat 0's result of every game (the league's ``finish_job`` reads the home player's view)."""
+        return [game[0] for game in self.games]
+
+    def rates(self) -> tuple[float, float, float]:
+        """Seat 0's fractions of wins, draws and losses (nan without games)."""
+        n = len(self.games)
+        if not n:
+            return math.nan, math.nan, math.nan
+        home = self.home_outcomes()
+        return home.count("wins") / n, home.count("draws") / n, home.count("losses") / n
+
+
 @dataclass
 class CollectResult(Record):
     """Answer to :class:`CollectTask`: the samples written (their metadata) and the episodes finished."""
@@ -281,9 +347,16 @@ class CollectResult(Record):
     episode_lengths: list[int] = field(default_factory=list)
     duration: float = 0.0
     eval_flag: bool = False
+    battle: BattleResult | None = None  # a battle task's games (its task had a ``job``)
 
     def _validate(self, peer: str, context: Any) -> None:
         _nonnegative(self, peer, "envstep", "sample_count")
+        job = context.job if isinstance(context, CollectTask) else None
+        if job is not None and (self.battle is None or self.battle.players != job.players):
+            got = None if self.battle is None else self.battle.players
+            raise self._bad("battle.players", f"must be the task's players {job.players}, got {got}", peer)
+        if job is None and isinstance(context, CollectTask) and self.battle is not None:
+            raise self._bad("battle", "the task was no battle (it had no job)", peer)
         if self.eval_flag:
             raise self._bad("eval_flag", "must be false in the answer to a collect task", peer)
         prefix = f"{context.task_id}_" if isinstance(context, CollectTask) else None
@@ -306,6 +379,7 @@ class EvalResult(Record):
     envstep_count: int = 0
     duration: float = 0.0
     eval_flag: bool = True
+    battle: BattleResult | None = None  # a battle evaluation's games against the fixed opponent
 
     def _validate(self, peer: str, context: Any) -> None:
         if not self.eval_flag:
@@ -336,6 +410,7 @@ class CollectTask(Record):
     envstep: int = 0
     collect_setting: dict[str, Any] = field(default_factory=dict)
     eval_flag: bool = False
+    job: BattleJob | None = None  # a battle: who plays whom (the one_vs_one commander's league decides)
 
     def _validate(self, peer: str, context: Any) -> None:
         if self.n_sample < 1:
@@ -360,6 +435,13 @@ class EvalTask(Record):
     best_return: float | None = None
     eval_setting: dict[str, Any] = field(default_factory=dict)
     eval_flag: bool = True
+    n_episode: int = 0  # episodes of this task (a shard of an evaluation split over collectors); 0: the configured
+    save_best: bool = True  # keep a new best as ckpt_best (False for a shard: the coordinator keeps the whole one's)
+
+    def _validate(self, peer: str, context: Any) -> None:
+        if self.n_episode < 0:
+            raise self._bad("n_episode", f"must be >= 0 (0: the collector's n_evaluator_episode), got {self.n_episode}",
+                            peer)
 
 
 @dataclass
@@ -386,7 +468,7 @@ TASK_RECORDS: tuple[type[Record], ...] = (LearnerStartTask, GetDataTask, LearnTa
                                           CollectorStartTask, CollectTask, EvalTask, CollectorCloseTask)
 WIRE_RECORDS: tuple[type[Record], ...] = (
     *TASK_RECORDS, LearnerStarted, DemandAnswer, LearnerDemand, LearnResult, LearnInfo, PriorityInfo, LearnerClosed,
-    CollectorStarted, CollectResult, EvalResult, SampleMeta, CollectorFinishInfo)
+    CollectorStarted, CollectResult, EvalResult, SampleMeta, CollectorFinishInfo, BattleJob, BattleResult)
 
 
 def decode_task(name: str, payload: Any, peer: str = "the coordinator") -> Record:
@@ -428,6 +510,7 @@ class EvalRecord(Record):
     eval_return_mean: float
     eval_return_std: float = 0.0
     wall_time: float = 0.0
+    win_rate: float | None = None  # battle evaluations: the share of games won against the fixed opponent
 
 
 @dataclass
@@ -451,6 +534,8 @@ class CommanderState(CommanderStatus):
     eval_history: list[EvalRecord] = field(default_factory=list)
     end_reason: str | None = None
     reached_stop_value: bool = False
+    league: dict[str, Any] | None = None  # the one_vs_one commander's league (players, payoff, ratings, generator)
+    league_games: int = 0  # games of finished battle tasks the league counted (one_vs_one)
 
 
 # ------------------------------------------------------------------------------------------------ documentation
@@ -462,6 +547,6 @@ def protocol_table() -> str:
         rows.append(f"| `{cls.TASK.value}` | {cls.__name__}: {fields_doc(cls)} | "  # type: ignore[attr-defined]
                     f"{result.__name__}: {fields_doc(result)} |")
     rows += ["", "| nested record | fields |", "|---|---|"]
-    for cls in (LearnerDemand, LearnInfo, PriorityInfo, SampleMeta):
+    for cls in (LearnerDemand, LearnInfo, PriorityInfo, SampleMeta, BattleJob, BattleResult):
         rows.append(f"| {cls.__name__} | {fields_doc(cls)} |")
     return "\n".join(rows) + "\n"

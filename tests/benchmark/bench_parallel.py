@@ -226,6 +226,56 @@ def throughput(setups: list[Setup], seeds: list[int], iters: int) -> list[dict]:
     return out
 
 
+UPDATE_ONLY = r"""
+import json, sys, time
+import torch
+from ding.config import compile_config, read_config
+from ding.utils import setup_torch_threads
+from ding.worker.builder import build_learning
+
+setup_torch_threads()
+main, create = read_config(sys.argv[1])
+cfg = compile_config(main, create_cfg=create, seed=0, save_cfg=False)
+side = build_learning(cfg, seed=0)
+learner = side.learner
+g = torch.Generator().manual_seed(0)
+def sample():
+    return dict(obs=torch.randn(4, generator=g), next_obs=torch.randn(4, generator=g),
+                action=torch.randint(0, 2, (1,), generator=g).squeeze(0), reward=torch.rand(1, generator=g),
+                done=bool(torch.rand(1, generator=g).item() < 0.05))
+pool = [sample() for _ in range(2048)]
+batches = [[pool[(i * 64 + j * 7) % len(pool)] for j in range(64)] for i in range(64)]
+n = int(sys.argv[2])
+for i in range(50):
+    learner.train(batches[i % 64])
+t0 = time.perf_counter()
+for i in range(n):
+    learner.train(batches[i % 64])
+rate = n / (time.perf_counter() - t0)
+side.close()
+print(json.dumps({"update_only_iters_per_s": rate}))
+"""
+
+
+def update_only_rate(iters: int, seeds: list[int]) -> float:
+    """The learner's update alone in a serial process: the same config's DQN update (policy learn mode + BaseLearner
+    with its hooks) on batches of 64 made-up CartPole transitions, no collection or evaluation (median over the
+    seeds' repeats). The reference of the learner's iterations/s inside a parallel run."""
+    rates = []
+    for _ in seeds:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "cfg.py")
+            with open(path, "w") as f:
+                f.write(CONFIG.format(mode="serial", exp="bench_update", stop_value=1e9, collectors=1,
+                                      manager="base", step_cost=None))
+            out = subprocess.run([sys.executable, "-c", UPDATE_ONLY, path, str(iters)], cwd=tmp, capture_output=True,
+                                 text=True, timeout=900)
+            if out.returncode != 0:
+                raise RuntimeError(f"update-only run failed:\n{out.stderr[-4000:]}")
+            rates.append(json.loads(out.stdout.strip().splitlines()[-1])["update_only_iters_per_s"])
+    return statistics.median(rates)
+
+
 def summary(out: list[dict]) -> str:
     """One table: every setup's medians, the ratio to its serial reference and the target next to it."""
     lines = ["", "summary (medians over the seeds; ratios are to the first serial line of the same setup, measured "

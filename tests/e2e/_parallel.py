@@ -11,7 +11,7 @@ import time
 CONFIG_TEMPLATE = '''
 import copy
 from easydict import EasyDict
-from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+from {base} import (
     main_config as _main, create_config as _create, system_config as _system)
 
 
@@ -35,12 +35,18 @@ system_config.path_policy = './' + main_config.exp_name + '/policy'
 FAST_FAULTS = {"heartbeat_interval": 0.2, "coordinator": {"heartbeat_timeout": 2.0}}
 
 
-def write_config(directory, exp_name: str, main: dict | None = None, system: dict | None = None) -> str:
+CARTPOLE = "dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config"
+CONNECT_FOUR_LEAGUE = "dizoo.board_games.connect_four.config.parallel.connect_four_dqn_league_config"
+
+
+def write_config(directory, exp_name: str, main: dict | None = None, system: dict | None = None,
+                 base: str = CARTPOLE) -> str:
+    """A config file in ``directory``: the parallel config module ``base`` updated with ``main`` and ``system``."""
     main = dict(main or {})
     main["exp_name"] = exp_name
     path = os.path.join(str(directory), f"{exp_name}_config.py")
     with open(path, "w") as f:
-        f.write(CONFIG_TEMPLATE.format(main=main, system=dict(system or {})))
+        f.write(CONFIG_TEMPLATE.format(main=main, system=dict(system or {}), base=base))
     return path
 
 
@@ -83,13 +89,18 @@ def processes_mentioning(text: str) -> list[int]:
 
 
 def role_pid(cwd, name: str) -> int | None:
+    """The role's pid: by its process name (``ding-<name>``; a role forked from the launcher keeps the launcher's
+    command line) or by ``--module-name`` in its command line (an exec'd role)."""
     for pid in processes_mentioning(str(cwd)):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read().split(b"\0")
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
         except OSError:
             continue
-        if b"--module-name" in cmd and cmd[cmd.index(b"--module-name") + 1].decode() == name:
+        if comm == f"ding-{name}"[:15] or (b"--module-name" in cmd and cmd[cmd.index(b"--module-name") + 1].decode()
+                                           == name):
             return pid
     return None
 

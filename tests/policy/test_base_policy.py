@@ -142,10 +142,19 @@ def test_abstract_methods_must_be_implemented():
         Incomplete({}, model=TinyNet())
 
 
-def test_cuda_requested_without_cuda(monkeypatch):
+def test_cuda_requested_without_cuda_runs_on_the_cpu_with_one_warning_line(monkeypatch, caplog):
+    """DI-engine's files all say cuda=True: on a CPU-only machine the policy runs on the CPU, saying so once."""
+    import ding.policy.base_policy as base_policy
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"policy\.cuda: True, but torch has no usable CUDA device"):
-        MinimalPolicy({"cuda": True}, model=TinyNet())
+    monkeypatch.setattr(base_policy, "_CPU_FALLBACK_NOTED", False)
+    with caplog.at_level("WARNING", logger="ding.policy.base_policy"):
+        first = MinimalPolicy({"cuda": True}, model=TinyNet())
+        second = MinimalPolicy({"cuda": True}, model=TinyNet())
+    assert first._device == second._device == torch.device("cpu")
+    assert next(first._model.parameters()).device.type == "cpu"
+    lines = [r.getMessage() for r in caplog.records if "cuda" in r.getMessage()]
+    assert lines == ["policy.cuda=True, but torch has no usable CUDA device here: running on the CPU"]
 
 
 def test_create_policy_with_registered_custom_policy(registered_minimal):

@@ -88,6 +88,26 @@ def test_update_accepts_tensors_and_ignores_empty_feedback():
     assert {d["priority"] for d in buffer.sample(4, 0)} == {2.0}
 
 
+def test_update_with_the_last_batch_lists_matches_the_general_path():
+    # update() takes a shortcut when handed the id lists of the last sample (what a learner copies from its batch);
+    # the result must be the same state as the general path, which converts and checks arrays
+    states = []
+    for as_arrays in (False, True):
+        buffer = _buffer(replay_buffer_size=16, thruput_controller=dict(sample_min_limit_ratio=0.25))
+        buffer.push(_items(5))
+        for step in range(6):
+            batch = buffer.sample(8, step)  # 8 of 5 items: repeated slots in the batch
+            info = _feedback(batch, np.linspace(0.5, 3.0, 8) + step)
+            if as_arrays:
+                info = {k: np.array(v) for k, v in info.items()}
+            buffer.push(_items(1, start=100 + step))  # overwrites nothing yet: every id still matches
+            buffer.update(info)
+        state = buffer.state_dict()
+        states.append((state["priority"], state["sum_tree"]["tree"], state["min_tree"]["leaves"], state["use"]))
+    for fast, general in zip(*states):
+        np.testing.assert_array_equal(fast, general)
+
+
 def test_max_use_removes_items_after_their_last_use():
     buffer = _buffer(replay_buffer_size=8, max_use=2, enable_track_used_data=True)
     removed = []

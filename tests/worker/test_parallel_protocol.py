@@ -23,7 +23,8 @@ PARALLEL_MODULES = (
     "ding/worker/collector/comm/base_comm_collector.py", "ding/worker/collector/comm/flask_fs_collector.py",
     "ding/worker/collector/comm/naive_collector.py", "ding/worker/collector/base_parallel_collector.py",
     "ding/worker/collector/zergling_parallel_collector.py", "ding/worker/learner/comm/base_comm_learner.py",
-    "ding/worker/learner/comm/flask_fs_learner.py",
+    "ding/worker/learner/comm/flask_fs_learner.py", "ding/worker/collector/marine_parallel_collector.py",
+    "ding/worker/coordinator/one_vs_one_parallel_commander.py",
 )
 # (module, literal) -> why that string is not a payload key there.
 ALLOWED = {

@@ -23,6 +23,7 @@ from .comm import BaseCommCollector, FlaskFileSystemCollector, NaiveCollector, c
 from .episode_callback import EpisodeCallback, build_episode_callbacks
 from .episode_serial_collector import EpisodeSerialCollector
 from .interaction_serial_evaluator import InteractionSerialEvaluator
+from .marine_parallel_collector import MarineParallelCollector
 from .metric_serial_evaluator import IMetric, MetricSerialEvaluator
 from .sample_serial_collector import SampleSerialCollector
 from .zergling_parallel_collector import ZerglingParallelCollector
@@ -32,7 +33,8 @@ __all__ = [
     "create_serial_collector", "get_serial_collector_cls", "to_tensor_transitions", "EpisodeCallback",
     "build_episode_callbacks", "ISerialEvaluator", "BaseSerialEvaluator", "VectorEvalMonitor",
     "InteractionSerialEvaluator", "MetricSerialEvaluator", "IMetric", "create_serial_evaluator",
-    "get_serial_evaluator_cls", "BaseParallelCollector", "ZerglingParallelCollector", "create_parallel_collector",
+    "get_serial_evaluator_cls", "BaseParallelCollector", "ZerglingParallelCollector",
+    "MarineParallelCollector", "create_parallel_collector",
     "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "NaiveCollector",
     "create_comm_collector", "BattleSampleSerialCollector", "BattleEpisodeSerialCollector",
     "BattleInteractionSerialEvaluator", "BattleEvalInfo", "PlayerEvalStats",

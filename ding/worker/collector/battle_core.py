@@ -162,3 +162,26 @@ def player_returns(info: Any, players: int) -> list[float]:
         ret = info[i].get("eval_episode_return") if isinstance(info[i], Mapping) else None
         out.append(float("nan") if ret is None else float(np.asarray(ret, dtype=np.float64).reshape(-1).sum()))
     return out
+
+
+@dataclass(frozen=True)
+class PlayerSpaces:
+    """One player's observation and action space of a battle env (what a policy playing that seat must fit)."""
+
+    observation_space: Any
+    action_space: Any
+
+
+def player_spaces(env: Any, player: int = 0) -> PlayerSpaces:
+    """Player ``player``'s spaces of a battle env (or env manager): a Box stacked by player gives its row, a Tuple
+    of per-player spaces its entry; other spaces are shared by the players and returned as they are."""
+    import gymnasium as gym
+
+    obs, act = env.observation_space, env.action_space
+    if isinstance(obs, gym.spaces.Box) and len(obs.shape) >= 2:
+        obs = gym.spaces.Box(obs.low[player], obs.high[player], dtype=obs.dtype)
+    elif isinstance(obs, gym.spaces.Tuple):
+        obs = obs.spaces[player]
+    if isinstance(act, gym.spaces.Tuple):
+        act = act.spaces[player]
+    return PlayerSpaces(obs, act)

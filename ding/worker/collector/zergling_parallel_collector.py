@@ -127,14 +127,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         envstep0 = self._collector.envstep
         samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
                                           policy_kwargs=dict(task.collect_setting))
-        metadata = []
-        for i, sample in enumerate(samples):
-            data_id = f"{task.task_id}_{i}"
-            self.send_stepdata(data_id, sample, self.compress)
-            priority = sample.get("priority")
-            metadata.append(SampleMeta(data_id=data_id, collect_iter=max(self._policy_iter, 0),
-                                       priority=None if priority is None
-                                       else float(np.asarray(priority).reshape(-1)[0])))
+        metadata = self._write_samples(task.task_id, samples)
         returns, lengths = self._recorder.take()
         steps = self._collector.envstep - envstep0
         totals = self._totals
@@ -146,13 +139,46 @@ class ZerglingParallelCollector(BaseParallelCollector):
                              policy_iter=self._policy_iter, episode_returns=returns, episode_lengths=lengths,
                              duration=time.perf_counter() - t0)
 
+    def _write_samples(self, task_id: str, samples: list[dict[str, Any]]) -> list[SampleMeta]:
+        """Write each sample to its data file ``<task_id>_<i>``; their metadata (with a sample's own priority)."""
+        metadata = []
+        for i, sample in enumerate(samples):
+            data_id = f"{task_id}_{i}"
+            self.send_stepdata(data_id, sample, self.compress)
+            priority = sample.get("priority")
+            metadata.append(SampleMeta(data_id=data_id, collect_iter=max(self._policy_iter, 0),
+                                       priority=None if priority is None
+                                       else float(np.asarray(priority).reshape(-1)[0])))
+        return metadata
+
+    def _load_eval_policy(self, task: EvalTask) -> int:
+        """Load the policy an evaluation names into the eval mode: the newest published one, or the snapshot of an
+        evaluation split over collectors; returns its train iteration."""
+        from ding.worker.parallel_files import check_policy_fits, policy_path
+
+        if task.policy_id == os.path.basename(self._policy_path):
+            self._update_policy(force=True)
+            return self._policy_iter
+        path = policy_path(os.path.dirname(self._policy_path), task.policy_id)
+        state = self.get_policy_update_info(path)
+        if state is None:
+            raise FileNotFoundError(f"evaluation task {task.task_id}: its policy snapshot {path!r} is gone")
+        check_policy_fits(state, self._policy.eval_mode.state_dict()["model"], path)
+        self._policy.eval_mode.load_state_dict({"model": state["model"]})
+        self._policy_stat = None  # the modes may share a model: the next task reloads the live policy
+        self._last_check = -math.inf
+        return int(state["iter"])
+
     def _evaluate(self, task: EvalTask) -> EvalResult:
-        self._update_policy(force=True)
+        """Evaluate the newest policy, or the snapshot the task names (a shard of an evaluation split over
+        collectors: every shard evaluates that same file), for ``task.n_episode`` episodes (0: the configured)."""
+        policy_iter = self._load_eval_policy(task)
         self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
-        _, info = self._evaluator.eval(self._save_best, train_iter=max(self._policy_iter, 0), envstep=task.envstep,
-                                       policy_kwargs=dict(task.eval_setting))
+        save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
+        _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
+                                       n_episode=task.n_episode or None, policy_kwargs=dict(task.eval_setting))
         self._totals.eval_tasks += 1
-        return EvalResult.from_evaluator(info, self._policy_iter)
+        return EvalResult.from_evaluator(info, policy_iter)
 
     def _save_best(self, ckpt_name: str) -> None:
         """A new best evaluation: keep this policy as ``<exp>/collector_ckpt/ckpt_best.pth.tar`` (tensors only,

@@ -5,7 +5,7 @@ import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Callable
 
 from easydict import EasyDict
 
@@ -73,6 +73,11 @@ class BaseCommander(ABC):
         self.eval_history: list[EvalRecord] = []  # one record per finished evaluation
         self.max_env_step: float = math.inf  # limits that end the run (the Coordinator sets them from its own)
         self.max_train_iter: float = math.inf
+        # set by the Coordinator for commanders that split an evaluation over collectors (see eval_shards.py): copy
+        # the live policy file to a snapshot id (None: none could be taken), and drop a snapshot once its evaluation
+        # ended (True: keep it first as the best evaluated policy)
+        self.snapshot_policy: Callable[[str], str | None] | None = None
+        self.drop_snapshot: Callable[[str, bool], None] | None = None
 
     @abstractmethod
     def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:
@@ -109,6 +114,10 @@ class BaseCommander(ABC):
     def get_policy_id(self) -> str:
         """File name (under ``path_policy``) the learner publishes its policy to."""
         return "policy"
+
+    def set_path_policy(self, path_policy: str) -> None:
+        """The run's shared policy directory (the coordinator tells it before anything starts); a commander that
+        publishes files beside the learner's policy (the league's snapshots) keeps them there."""
 
     @abstractmethod
     def learner_may_train(self, buffer_count: int) -> bool:

@@ -61,6 +61,7 @@ from .base_parallel_commander import create_parallel_commander
 from .buffer_state import buffer_state_path, load_buffer_state, referenced_data_ids, save_buffer_state
 from .comm_coordinator import CommCoordinator
 from .data_ledger import DataLedger
+from .policy_snapshots import PolicySnapshots
 
 _MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
 
@@ -125,6 +126,10 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         self._commander = create_parallel_commander(main)
+        self._commander.set_path_policy(self._path_policy)
+        self._snapshots = PolicySnapshots(self._path_policy, self._exp_name, self._logger)
+        self._commander.snapshot_policy = self._snapshots.take  # an evaluation split over collectors: one snapshot
+        self._commander.drop_snapshot = self._snapshots.drop
         if max_env_step is not None and max_env_step < int(1e10):
             self._commander.max_env_step = max_env_step
         if max_train_iter is not None and max_train_iter < int(1e10):
@@ -152,6 +157,7 @@ class Coordinator:
         self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
         self._buffer_file = buffer_state_path(self._exp_name)
         self._buffers_saved_at = -math.inf
+        self._evals_recorded = 0  # evaluations of the commander's history already in eval.csv
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -262,6 +268,7 @@ class Coordinator:
                     t.join(timeout=max(0.1, deadline - time.monotonic()))
             self._comm.close(self._end_reason or "run finished")
             self._close_buffers()
+            self._snapshots.sweep()
             if self._on_end is not None:
                 self._on_end(self._end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
@@ -331,6 +338,8 @@ class Coordinator:
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         self._commander.load_state_dict(state_dict)
+        with self._lock:
+            self._evals_recorded = len(self._commander.eval_history)  # (recorded by the run that made them)
 
     def info(self, s: str) -> None:
         self._logger.info(s)
@@ -404,9 +413,11 @@ class Coordinator:
         """A collector task ended; True when this ends the run (an evaluation reached the stop value)."""
         reached = self._commander.finish_collector_task(task.task_id, result)
         if isinstance(result, EvalResult):
-            record = dataclasses.replace(self._commander.eval_history[-1],
-                                         wall_time=time.monotonic() - self._start_time)
-            self._record_eval(record)
+            with self._lock:  # an evaluation split over collectors is recorded once, when its last shard is in
+                history = self._commander.eval_history
+                new, self._evals_recorded = history[self._evals_recorded:], len(history)
+            for record in new:
+                self._record_eval(dataclasses.replace(record, wall_time=time.monotonic() - self._start_time))
         elif result.episode_returns:
             returns = result.episode_returns
             step = self._commander.status().envstep
@@ -421,8 +432,9 @@ class Coordinator:
         it, step = record.train_iter, record.env_step
         self._tb.add_scalar("evaluator_step/eval_episode_return_mean", record.eval_return_mean, step)
         self._tb.add_scalar("evaluator_iter/eval_episode_return_mean", record.eval_return_mean, it)
+        won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
         self._logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {record.eval_return_mean:.4g} ± "
-                          f"{record.eval_return_std:.3g} | {record.wall_time:.1f} s", extra=CONSOLE)
+                          f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
         self._save_buffers(min_interval=float(self._coor_cfg.buffer_save_interval))
         if self._on_eval is not None:
             self._on_eval(record)

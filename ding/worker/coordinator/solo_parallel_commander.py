@@ -27,6 +27,7 @@ from ..parallel_protocol import (
     LearnInfo,
 )
 from .base_parallel_commander import BaseCommander, LimitedSpaceContainer
+from .eval_shards import ShardedEvaluation
 
 _uid = itertools.count()
 
@@ -47,6 +48,10 @@ class SoloCommander(BaseCommander):
     The learner waits for the next one once it is ``eval_lead`` eval periods past the last (a run stops only at an
     evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
     is recorded at the env steps its policy was published with.
+    An evaluation is split over up to ``eval_shards`` free collectors (default: all of them), each running its share
+    of the ``n_evaluator_episode`` episodes on a snapshot of the policy file taken when the evaluation starts, so it
+    takes the time of its longest share instead of the sum of its episodes (see :mod:`.eval_shards`). Its shards go
+    out before any collect task. Without a snapshot (no ``snapshot_policy`` given) an evaluation is one task.
     The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
     """
 
@@ -62,6 +67,9 @@ class SoloCommander(BaseCommander):
         eval_lead=2,
         # evaluations running at once, each on its own collector; None: one per two connected collectors (at least 1)
         eval_task_space=None,
+        # collectors one evaluation is split over (each runs its share of the episodes on the same policy snapshot);
+        # None: every connected collector; 1: one collector runs all the episodes
+        eval_shards=None,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -102,6 +110,15 @@ class SoloCommander(BaseCommander):
             raise ConfigError(f"policy.other.commander.eval_task_space: expected an int >= 1 (evaluations at once) or "
                               f"None (one per two collectors), got {evals!r}")
         self._eval_space: int | None = evals
+        shards = self._commander_cfg.get("eval_shards")
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
+            raise ConfigError(f"policy.other.commander.eval_shards: expected an int >= 1 (collectors one evaluation is "
+                              f"split over) or None (every collector), got {shards!r}")
+        self._eval_shards: int | None = shards
+        n_episode = cfg.env.get("n_evaluator_episode")
+        self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
+        self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
+        self._active: list[ShardedEvaluation] = []  # evaluations not finished yet, oldest first
         space = self._commander_cfg.get("collector_task_space")
         self._fixed_space = space is not None
         self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
@@ -115,7 +132,6 @@ class SoloCommander(BaseCommander):
         self._pushed = 0
         self._served_batches = 0
         self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
-        self._evals_running = 0
         self._handed_policy = -1  # newest published policy when the last evaluation was handed out
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
@@ -194,7 +210,7 @@ class SoloCommander(BaseCommander):
         without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
         if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
             return False
-        return self._evals_running > 0 or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+        return bool(self._active) or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
 
     def batch_served(self) -> None:
         with self._lock:
@@ -215,7 +231,7 @@ class SoloCommander(BaseCommander):
 
     def _eval_due(self) -> bool:
         space = self._eval_space if self._eval_space is not None else max(1, self._collectors // 2)
-        if self._evals_running >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
+        if len(self._active) >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
             return False
         return (self._learner_step - self._last_eval_iter >= self._eval_freq
                 or time.monotonic() - self._last_eval_time >= self._eval_interval)
@@ -236,7 +252,8 @@ class SoloCommander(BaseCommander):
         with self._lock:
             if self._end_reason is not None or self._policy_iter < 0:
                 return None
-            eval_flag = self._eval_due()
+            shard_of = next((e for e in self._active if e.pending), None)  # shards first: the evaluation ends sooner
+            eval_flag = shard_of is not None or self._eval_due()
             if not eval_flag and not self._collect_allowed():
                 return None
             if not self._collector_space.acquire_space():
@@ -245,25 +262,53 @@ class SoloCommander(BaseCommander):
             info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
                     "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
-                self._evals_running += 1
-                self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
-                self._last_eval_iter = self._learner_step
-                self._last_eval_time = time.monotonic()
-                self._served_at_eval = self._served_batches
-                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
+                if shard_of is None:
+                    shard_of = self._start_evaluation()
+                self._evaluations[task_id] = shard_of
+                n_episode = shard_of.hand_out(task_id)
+                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=shard_of.policy_id,
                                 train_iter=self._learner_step, envstep=self._envstep,
                                 best_return=None if self._best_return == -math.inf else self._best_return,
-                                eval_setting=dict(self._command.get_setting_eval(info)))
+                                eval_setting=dict(self._command.get_setting_eval(info)), n_episode=n_episode,
+                                save_best=not shard_of.sharded)
             self._in_flight[task_id] = self._n_sample
             return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
                                collect_setting=dict(self._command.get_setting_collect(info)))
 
+    def _start_evaluation(self) -> ShardedEvaluation:
+        """A new evaluation of the newest policy, split over the collectors (pinned to a snapshot of the policy)."""
+        self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
+        self._last_eval_iter = self._learner_step
+        self._last_eval_time = time.monotonic()
+        self._served_at_eval = self._served_batches
+        shards = self._eval_shards if self._eval_shards is not None else max(1, self._collectors)
+        snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
+        evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
+                                          shards)
+        self._active.append(evaluation)
+        return evaluation
+
+    def _end_evaluation(self, evaluation: ShardedEvaluation, best: bool) -> None:
+        if evaluation in self._active:
+            self._active.remove(evaluation)
+        if evaluation.snapshot and self.drop_snapshot is not None:
+            self.drop_snapshot(evaluation.policy_id, best)
+
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         self._collector_space.release_space()
         with self._lock:
             if isinstance(finished_task, EvalResult):
-                return self._finish_eval(finished_task)
+                evaluation = self._evaluations.pop(task_id, None)
+                if evaluation is None:  # (not handed out by this commander: counted as a whole evaluation)
+                    return self._finish_eval(finished_task)
+                if not evaluation.finished(task_id, finished_task):
+                    return False
+                combined = evaluation.combined()
+                best = evaluation.sharded and combined.eval_return_mean > self._best_return
+                reached = self._finish_eval(combined)
+                self._end_evaluation(evaluation, best)
+                return reached
             self._in_flight.pop(task_id, None)
             self._envstep += finished_task.envstep
             self._pushed += finished_task.sample_count
@@ -272,7 +317,6 @@ class SoloCommander(BaseCommander):
             return False
 
     def _finish_eval(self, finished: EvalResult) -> bool:
-        self._evals_running = max(0, self._evals_running - 1)
         mean = finished.eval_return_mean
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
@@ -288,9 +332,9 @@ class SoloCommander(BaseCommander):
         self._collector_space.release_space()
         with self._lock:
             if isinstance(task, EvalTask):
-                self._evals_running = max(0, self._evals_running - 1)  # handed out again once a collector is free
-                self._handed_policy = self._evaluated_policy
-                self._last_eval_iter = -math.inf
+                evaluation = self._evaluations.pop(task.task_id, None)
+                if evaluation is not None:
+                    evaluation.failed(task.task_id)  # that shard goes to the next free collector
             else:
                 self._in_flight.pop(task.task_id, None)
 

@@ -139,22 +139,28 @@ class SumSegmentTree:
         # Enter the tree at a level of up to 1024 nodes through one cumsum + searchsorted (the same answer as walking
         # the top levels one by one, in 5 numpy calls instead of 50), then walk the remaining levels together.
         first, nodes = self._entry
+        tree = self._tree
         cumulative = nodes.cumsum()
-        pos = np.searchsorted(cumulative, target, side="right")
+        pos = cumulative.searchsorted(target, "right")  # (the method: np.searchsorted's wrapper costs ~3 us more)
         np.minimum(pos, first - 1, out=pos)
         cumulative -= nodes  # now the mass before each entry node
         r = target - cumulative[pos]
         node = pos + first
+        # Per level, 6 numpy calls on 64 elements, each chosen as the cheapest form measured: an array added to
+        # itself instead of a shift by a Python scalar, and r - left * go_right (exactly r where go_right is False)
+        # instead of a masked subtract (ufunc `where=` takes a slower loop).
         for _ in range(self._walk):
-            node <<= 1
-            left = self._tree[node]
+            node += node  # left child
+            left = tree[node]
             go_right = r >= left
-            np.subtract(r, left, out=r, where=go_right)
+            left *= go_right
+            r -= left
             node += go_right
         idx = node - self.capacity
         # Rounding can walk a query into a zero leaf (a hole) right after a subtree's end. Rare; redo those exactly.
-        bad = self._tree[node] <= 0
-        if bad.any():
+        leaf = tree[node]
+        if not np.minimum.reduce(leaf) > 0:
+            bad = leaf <= 0
             idx[bad] = self._exact_find(target[bad])
         return idx
 

@@ -1,0 +1,1 @@
+../../dizoo/board_games/connect_four/config/parallel/connect_four_dqn_league_config.py

@@ -1,0 +1,71 @@
+"""Snapshots of the published policy file, one per evaluation split over several collectors (see
+:mod:`.eval_shards`): every shard loads the same file, whatever the learner publishes meanwhile.
+
+A snapshot is a byte copy of ``path_policy/<policy_id>`` at ``path_policy/<policy_id>.eval<N>`` (written atomically:
+a collector never reads half of one), deleted when its evaluation ends; one whose evaluation was the best so far is
+first kept as ``<exp>/collector_ckpt/ckpt_best.pth.tar``, the file a collector writes for an evaluation it ran whole.
+Whatever is left at the end of the run is swept.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+
+from ding.utils import DataFileError, atomic_write, read_regular_file
+
+from ..parallel_files import POLICY_MAX_BYTES, policy_path, read_policy
+
+
+class PolicySnapshots:
+    """Take, drop and sweep the evaluation snapshots of one run's policy directory."""
+
+    SUFFIX = ".eval"
+
+    def __init__(self, path_policy: str, exp_name: str, logger: logging.Logger) -> None:
+        self._dir = path_policy
+        self._exp_name = exp_name
+        self._logger = logger
+        self._count = itertools.count()
+        self._taken: set[str] = set()
+
+    def take(self, policy_id: str) -> str | None:
+        """Copy the live policy file to a new snapshot; its id, or None when there is no policy file to copy."""
+        try:  # a regular file only, bounded (never a FIFO or a link: this runs under the commander's lock)
+            data = read_regular_file(policy_path(self._dir, policy_id), POLICY_MAX_BYTES, what="policy file")
+        except (OSError, DataFileError) as e:
+            self._logger.warning(f"no policy snapshot for an evaluation ({e}); it runs on one collector")
+            return None
+        snapshot = f"{policy_id}{self.SUFFIX}{next(self._count)}"
+        atomic_write(policy_path(self._dir, snapshot), data, fsync=False)
+        self._taken.add(snapshot)
+        return snapshot
+
+    def drop(self, snapshot: str, best: bool = False) -> None:
+        """Delete a snapshot whose evaluation ended; ``best``: keep it first as the run's best evaluated policy."""
+        path = policy_path(self._dir, snapshot)
+        if best:
+            self._keep_best(path)
+        self._taken.discard(snapshot)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    def _keep_best(self, path: str) -> None:
+        from ding.utils import torch_save_atomic
+        from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
+
+        try:
+            state = read_policy(path)
+        except DataFileError as e:
+            self._logger.warning(f"the best evaluated policy was not kept: {e}")
+            return
+        if state is not None:
+            torch_save_atomic({"model": state["model"], "last_iter": state["iter"]},
+                              os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, "ckpt_best.pth.tar"))
+
+    def sweep(self) -> None:
+        """Delete every snapshot still there (evaluations cut short by the end of the run)."""
+        for snapshot in list(self._taken):
+            self.drop(snapshot)

@@ -1,0 +1,63 @@
+"""Roles forked from the launcher (ding/engine/forked_roles.py): released, discarded, refused with threads running.
+
+Each check runs in a fresh interpreter (the way ``ding -m parallel``'s launcher forks: before it starts a thread);
+the whole-run behaviour (names, kills, restarts, Ctrl-C) is covered by tests/e2e with the default role_start='fork'.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent('''
+    import os, sys, threading, time
+    from ding.engine.forked_roles import can_fork, fork_role
+    log = sys.argv[1]
+    case = sys.argv[2]
+    if case == "threads":
+        t = threading.Thread(target=time.sleep, args=(1.0,)); t.start()
+        print("REASON", can_fork())
+        try:
+            fork_role(["-m", "serial"], dict(os.environ), log)
+        except RuntimeError as e:
+            print("REFUSED", e)
+        t.join()
+        sys.exit(0)
+    assert can_fork() is None, can_fork()
+    role = fork_role(["-m", "dist", "--module", "learner", "-c", "no_such_config.py"],
+                     dict(os.environ, DING_FORK_TEST="1"), log)
+    time.sleep(0.3)
+    print("WAITING", role.poll())  # blocked on the pipe until released
+    if case == "release":
+        role.release("127.0.0.1", 9)
+    else:
+        role.discard()
+    print("EXIT", role.wait(timeout=60))
+''')
+
+
+def _run(tmp_path, case: str) -> tuple[str, str]:
+    log = tmp_path / "role.log"
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(log), case], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout, log.read_text() if log.exists() else ""
+
+
+def test_released_role_runs_the_dist_command_with_the_address_and_its_output_in_its_log(tmp_path):
+    stdout, log = _run(tmp_path, "release")
+    assert "WAITING None" in stdout
+    assert "EXIT 1" in stdout  # ding -m dist's own exit code for a config error
+    assert "no_such_config.py" in log and "ding:" in log  # its stderr went to its log, not the launcher's
+    assert "WAITING" not in log  # the launcher's buffered output was not written twice
+
+
+def test_discarded_role_exits_without_running_anything(tmp_path):
+    stdout, log = _run(tmp_path, "discard")
+    assert "WAITING None" in stdout and "EXIT 0" in stdout
+    assert log == ""
+
+
+def test_no_fork_while_another_thread_runs(tmp_path):
+    stdout, _ = _run(tmp_path, "threads")
+    assert "REASON 2 threads run in the launcher already" in stdout
+    assert "REFUSED fork_role: cannot fork a role (2 threads" in stdout
