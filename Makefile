@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup run test test-all test-e2e-repeat test-slurm lint clean
+.PHONY: setup run test test-all test-e2e-repeat test-slurm test-netns lint clean
 
 setup: $(VENV)/.ding-installed
 
@@ -37,6 +37,11 @@ test-e2e-repeat: setup
 # Debian's slurm-wlm and munge when missing); fails, not skips, where the machine cannot run it
 test-slurm: setup
 	DING_REQUIRE_SLURM=1 $(PY) -m pytest -q -m slurm tests/slurm
+
+# parallel mode across hosts: coordinator, learner and collectors in Linux network namespaces joined by veth links
+# (tests/netns/setup_netns.sh creates and removes them; needs root and iproute2); fails, not skips, where it cannot run
+test-netns: setup
+	DING_REQUIRE_NETNS=1 $(PY) -m pytest -q -m netns tests/netns
 
 lint: setup
 	$(PY) -m pip install --quiet -e ".[dev]"

@@ -1,7 +1,8 @@
 """The slave side (a learner or collector process): serves ``connect``, ``disconnect``, ``task/new`` and ``ping``,
 runs tasks in worker threads and reports each one's completion or failure (with its traceback text) to the master.
 
-While connected it sends a heartbeat every ``heartbeat_interval`` seconds. If the master stays unreachable for
+While connected it sends a heartbeat every ``heartbeat_interval`` seconds -- unless the master accepted one of its task
+reports within that interval, which says the same (so a busy slave sends none). If the master stays unreachable for
 ``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever.
 """
 from __future__ import annotations
@@ -69,6 +70,7 @@ class Slave:
         self._stopping = threading.Event()
         self._heartbeat: threading.Thread | None = None
         self._last_master_ok = time.monotonic()
+        self._last_report_ok = -float("inf")  # when the master last accepted a task report (it counts as a heartbeat)
         self._contact = False  # joined or was connected once: from then on a missing master is a timeout
         self.close_reason = ""
 
@@ -268,7 +270,9 @@ class Slave:
                 self._logger.info("tasks that ended after the master closed the run are not reported")
             return
         try:
-            master.post(endpoint, {"name": self.name, **body})
+            reply = master.post(endpoint, {"name": self.name, **body})
+            if reply.get("accepted"):  # the master knows this slave and has just marked it seen
+                self._last_report_ok = self._last_master_ok = time.monotonic()
         except (PeerUnreachable, RequestRejected) as e:
             self._logger.warning(f"could not report task {body['task_id']} to the master: {e}")
 
@@ -276,6 +280,9 @@ class Slave:
     def _beat(self) -> None:
         unknown = 0
         while not self._stopping.wait(self.heartbeat_interval):
+            if time.monotonic() - self._last_report_ok < self.heartbeat_interval:
+                continue  # a report the master accepted within the interval told it the same: a busy slave sends
+                # no heartbeats (with hundreds of collectors, heartbeats were most of the coordinator's requests)
             master = self._master
             if master is None:
                 silent = time.monotonic() - self._last_master_ok

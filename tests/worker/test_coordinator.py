@@ -132,7 +132,7 @@ def _run(coordinator, slaves, timeout=60, release=None):
 
 
 def test_task_flow_pacing_and_stop_value(in_tmp_dir):
-    cfg = _cfg()
+    cfg = _cfg(eval_shards=1)  # each evaluation one task: the fakes' scripted returns are per task
     coordinator = Coordinator(cfg, token=TOKEN)
     learner = FakeLearner()
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0]), FakeCollector("collector1", [10.0] * 3 + [200.0])]
@@ -151,8 +151,29 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir):
     assert os.listdir(os.path.join("coord", "data")) == []  # every data file is gone at the end
 
 
+def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir):
+    cfg = _cfg(exp="shards")
+    coordinator = Coordinator(cfg, token=TOKEN)
+    collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0] * 9),
+                  FakeCollector("collector1", [10.0] * 3 + [200.0] * 9)]
+    recorded = []
+    coordinator._on_eval = recorded.append
+    _run(coordinator, [FakeLearner(), *collectors])
+    assert "stop value" in coordinator.end_reason and coordinator.fatal_error is None
+    # (an evaluation handed out while one collector had joined is one task on the live policy)
+    shards = [t for c in collectors for t in c.tasks if t["eval_flag"] and t["policy_id"] != "policy"]
+    assert shards and all(t["policy_id"].startswith("policy.eval") and not t["save_best"] for t in shards)
+    assert sorted({t["n_episode"] for t in shards}) == [2, 3]  # 5 episodes over 2 collectors
+    evaluations = {t["policy_id"] for t in shards}
+    whole = [t for c in collectors for t in c.tasks if t["eval_flag"] and t["policy_id"] == "policy"]
+    # one record per evaluation, not one per shard
+    assert 2 <= len(recorded) <= len(evaluations) + len(whole) < len(shards) + len(whole)
+    assert recorded[-1].eval_return_mean == 200.0
+    assert os.listdir(os.path.join("shards", "policy")) == ["policy"]  # every snapshot was deleted
+
+
 def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir):
-    cfg = _cfg(exp="deadline", collector_task_timeout=0.5)
+    cfg = _cfg(exp="deadline", collector_task_timeout=0.5, eval_shards=1)
     cfg.system.coordinator.eval_task_timeout = 0.5  # the stuck collector's first task is an evaluation
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
@@ -167,7 +188,7 @@ def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir
 
 
 def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir):
-    cfg = _cfg(exp="lost", heartbeat_timeout=0.5)
+    cfg = _cfg(exp="lost", heartbeat_timeout=0.5, eval_shards=1)
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
     frozen = FakeCollector("collector0", [], block=block)

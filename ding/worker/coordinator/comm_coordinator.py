@@ -31,7 +31,8 @@ class CommCoordinator:
             logger=logger, on_slave_lost=self._lost, on_join=self._join,
         )
         self._closed = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _connecting only
+        self._connecting: dict[str, threading.Lock] = {}  # one lock per slave name: its connects run one at a time
 
     @property
     def master(self) -> Master:
@@ -84,8 +85,12 @@ class CommCoordinator:
         self._connect_once(role, info["name"], info["host"], info["port"])
 
     def _connect_once(self, role: str, name: str, host: str, port: int) -> None:
-        """Connect a slave unless it is connected at that address already (a configured role also joins)."""
+        """Connect a slave unless it is connected at that address already (a configured role also joins). Connects
+        of one name run one at a time (no duplicate connection); different slaves connect side by side, so a joiner
+        that is slow to answer (or unreachable: retries of up to 5 s each) does not hold up the others' joins."""
         with self._lock:
+            lock = self._connecting.setdefault(name, threading.Lock())
+        with lock:
             conn = self._master.get_slave(name)
             if conn is not None and conn.alive and conn.host == host and conn.port == int(port):
                 return

@@ -138,7 +138,9 @@ class Coordinator:
                                      on_lost_slave=self._lost_slave)
         self._buffers: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._progress = threading.Condition()
+        self._progress = threading.Condition()  # the learner threads (and threads before the first policy) wait here
+        self._work_ready = threading.Condition()  # idle collector threads wait here, woken one at a time
+        self._work_gen = 0  # counts the wake-ups of collector threads (a thread waits only if none came meanwhile)
         self._threads: list[threading.Thread] = []
         self._ending = threading.Event()
         self._done = threading.Event()
@@ -250,7 +252,7 @@ class Coordinator:
             self._ending.set()
         self._commander.request_end(reason)
         self.info(f"ending the run: {reason}")
-        self._notify()
+        self._notify(everyone=True)
         threading.Thread(target=self._shutdown, name="ding-coordinator-shutdown", daemon=True).start()
 
     def _fatal(self, message: str) -> None:
@@ -285,7 +287,7 @@ class Coordinator:
             self._end_reason = self._end_reason or reason
             self._ending.set()
         self._commander.request_end(reason)
-        self._notify()
+        self._notify(everyone=True)
         self._comm.master.close(disconnect=False, reason=reason)
         self._close_buffers()
         self._logs.close()
@@ -351,9 +353,31 @@ class Coordinator:
         """Log ``s`` and show it on the console (faults and recoveries the user should see)."""
         self._logger.warning(s, extra=CONSOLE)
 
-    def _notify(self) -> None:
+    def _notify(self, everyone: bool = False) -> None:
+        """Something changed: the learner threads look again, and so does one idle collector thread -- which wakes
+        the next when it finds a task (:meth:`_wake_collector`), so wake-ups follow the work there is instead of
+        waking every collector thread at every event (with hundreds of collectors: hundreds of wake-ups per
+        event). ``everyone``: every collector thread too (the run ends)."""
         with self._progress:
             self._progress.notify_all()
+        with self._work_ready:
+            self._work_gen += 1
+            if everyone:
+                self._work_ready.notify_all()
+            else:
+                self._work_ready.notify()
+
+    def _wake_collector(self) -> None:
+        with self._work_ready:
+            self._work_gen += 1
+            self._work_ready.notify()
+
+    def _wait_for_work(self, seen: int, timeout: float) -> None:
+        """Wait until a collector thread is woken, unless one was since ``seen`` (``_work_gen`` before the thread
+        last looked for a task): no wake-up is lost between looking and waiting."""
+        with self._work_ready:
+            if self._work_gen == seen:
+                self._work_ready.wait(timeout)
 
     def _wait_progress(self, timeout: float) -> None:
         with self._progress:
@@ -378,7 +402,7 @@ class Coordinator:
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1
         self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
-        self._notify()
+        self._notify(everyone=True)
 
     def deal_with_increase_collector(self) -> None:
         self._commander.increase_collector_task_space()
@@ -656,10 +680,12 @@ class Coordinator:
         failures = 0
         try:
             while not self._ending.is_set() and conn.alive:
+                seen = self._work_gen
                 task = self._commander.get_collector_task(conn.name)
                 if task is None:
-                    self._wait_progress(0.05)
+                    self._wait_for_work(seen, 0.5)  # (the timeout: time-based evaluations, a safety net)
                     continue
+                self._wake_collector()  # there was work: another idle collector may find some too
                 limit = float(cfg.eval_task_timeout if isinstance(task, EvalTask) else cfg.collector_task_timeout)
                 handle = self._comm.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
                 try:
