@@ -35,6 +35,7 @@ ENTRY_MODULES = {
     "ding.entry": "the lazy names (Trainer, serial_pipeline, ...)",
     "ding.entry.cli": "the ding command", "ding.entry.cli_modes": "its -m modes",
     "ding.entry.serial_entry": "serial_pipeline", "ding.entry.serial_entry_onpolicy": "serial_pipeline_onpolicy",
+    "ding.entry.serial_entry_battle": "serial_pipeline_battle / ding -m serial_battle",
     "ding.entry.trainer": "Trainer", "ding.entry.parallel_entry": "parallel_pipeline / ding -m parallel",
     "ding.entry.dist_entry": "ding -m dist", "ding.entry.application_entry": "eval",
     "ding.entry.deploy": "load_policy", "ding.entry.plot": "ding -m plot",

@@ -91,11 +91,19 @@ def _section(namespace: Mapping[str, Any], name: str, path: str, required: bool)
     return EasyDict(copy.deepcopy(dict(value)))
 
 
-def read_config(path: str) -> tuple[EasyDict, EasyDict]:
-    """Return ``(main_config, create_config)`` from a ``.py`` config file (copies; an absent create_config is empty)."""
+def read_config(path: str, named_after_file: bool = False) -> tuple[EasyDict, EasyDict]:
+    """Return ``(main_config, create_config)`` from a ``.py`` config file (copies; an absent create_config is empty).
+
+    ``named_after_file``: a file without ``main_config`` whose dict is named after the file (DI-engine's demo
+    files: ``league_demo_ppo_config`` in ``league_demo_ppo_config.py``) gives that dict as the main config.
+    """
     namespace = _exec_config_file(path)
     set_config_dir(os.path.dirname(os.path.abspath(path)))  # its import_names are looked for there first
-    return _section(namespace, "main_config", path, True), _section(namespace, "create_config", path, False)
+    main_name = "main_config"
+    if named_after_file and main_name not in namespace:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        main_name = stem if stem in namespace else main_name
+    return _section(namespace, main_name, path, True), _section(namespace, "create_config", path, False)
 
 
 def read_config_with_system(path: str) -> tuple[EasyDict, EasyDict, EasyDict]:

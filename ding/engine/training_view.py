@@ -1,4 +1,5 @@
-"""What a training run shows and how it stops: progress line, eval CSV log, graceful Ctrl-C."""
+"""What a training run shows and how it stops: progress line, eval CSV logs (``eval.csv``; a league run's
+``battle_eval.csv``), graceful Ctrl-C."""
 from __future__ import annotations
 
 import csv
@@ -14,6 +15,8 @@ from typing import Any
 from ding.utils import atomic_write_text, set_status_line
 
 _EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std", "wall_time")
+BATTLE_EVAL_FIELDS = ("train_iter", "env_step", "evaluator", "return_mean", "wins", "draws", "losses", "win_rate",
+                      "rating", "wall_time")
 
 
 class GracefulStop:
@@ -148,3 +151,32 @@ class EvalCSV:
 def read_eval_csv(path: str) -> list[dict[str, float]]:
     with open(path, newline="") as f:
         return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+class BattleEvalCSV:
+    """``<exp>/log/battle_eval.csv``: one row per evaluator and evaluation (win/draw/loss, the main player's Elo);
+    what ``ding -m plot`` draws win rate and rating from."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if not os.path.exists(path):
+            atomic_write_text(path, ",".join(BATTLE_EVAL_FIELDS) + "\n")
+
+    def append(self, train_iter: int, env_step: int, name: str, stats: Any, rating: float, wall_time: float) -> None:
+        with open(self.path, "a", newline="") as f:
+            csv.writer(f).writerow([train_iter, env_step, name, f"{stats.return_mean:.6g}", stats.wins, stats.draws,
+                                    stats.losses, f"{stats.win_rate:.6g}", f"{rating:.6g}", f"{wall_time:.3f}"])
+
+    def truncate_after(self, train_iter: int) -> None:
+        """Drop rows newer than ``train_iter`` (a resumed run writes them again)."""
+        with open(self.path, newline="") as f:
+            rows = list(csv.reader(f))
+        kept = [rows[0]] + [r for r in rows[1:] if int(r[0]) <= train_iter]
+        atomic_write_text(self.path, "".join(",".join(r) + "\n" for r in kept))
+
+
+def read_battle_eval_csv(path: str) -> list[dict[str, Any]]:
+    """The rows of a ``battle_eval.csv``: numbers as floats, ``evaluator`` as its name."""
+    with open(path, newline="") as f:
+        return [{k: (v if k == "evaluator" else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]

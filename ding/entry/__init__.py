@@ -1,5 +1,5 @@
-"""The doors into ding: ``Trainer``, ``serial_pipeline``, ``serial_pipeline_onpolicy``, ``parallel_pipeline``,
-``eval``, ``load_policy`` and the ``ding`` command.
+"""The doors into ding: ``Trainer``, ``serial_pipeline``, ``serial_pipeline_onpolicy``, ``serial_pipeline_battle``,
+``parallel_pipeline``, ``eval``, ``load_policy`` and the ``ding`` command.
 
 The names are imported on first use (PEP 562), so ``ding --help`` and ``ding -m plot`` start without torch.
 """
@@ -15,6 +15,7 @@ _WHERE = {
     "parallel_pipeline": ".parallel_entry",
     "serial_pipeline": ".serial_entry",
     "serial_pipeline_onpolicy": ".serial_entry_onpolicy",
+    "serial_pipeline_battle": ".serial_entry_battle",
     "Trainer": ".trainer",
 }
 __all__ = sorted(_WHERE)
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .deploy import LoadedPolicy, load_policy
     from .parallel_entry import parallel_pipeline
     from .serial_entry import serial_pipeline
+    from .serial_entry_battle import serial_pipeline_battle
     from .serial_entry_onpolicy import serial_pipeline_onpolicy
     from .trainer import Trainer
 

@@ -149,6 +149,42 @@ def run_serial_onpolicy(args: argparse.Namespace) -> int:
     return _run_serial_seeds(args, serial_pipeline_onpolicy)
 
 
+def _battle_arguments(p: Any) -> None:
+    config_arguments(p)
+    limit_arguments(p)
+    p.add_argument("--resume", action="store_true",
+                   help="continue the experiment in ./<exp-name>/ from its latest checkpoint, league included, exactly")
+
+
+@mode("serial_battle", help="self-play over a league in one process (serial_pipeline_battle)",
+      add_arguments=_battle_arguments,
+      examples=("ding -m serial_battle -c config/serial/connect_four_ppo_league.py -s 0",
+                "ding -m serial_battle -c config/serial/connect_four_ppo_league.py -s 0 --resume"))
+def run_serial_battle(args: argparse.Namespace) -> int:
+    from ding.config import read_config
+    from ding.engine.training_view import TrainingInterrupted
+
+    from .serial_entry_battle import serial_pipeline_battle
+
+    _need_config(args)
+    seeds = args.seed or [0]
+    for i, seed in enumerate(seeds):
+        main_cfg, create_cfg = read_config(args.config, named_after_file=True)
+        given = main_cfg.get("exp_name")
+        name = _exp_name(given if isinstance(given, str) else "", args.exp_name, seed, len(seeds))
+        if name:
+            main_cfg.exp_name = name
+        try:
+            serial_pipeline_battle((main_cfg, create_cfg), seed=seed, max_train_iter=args.train_iter,
+                                   max_env_step=args.env_step, resume=args.resume, source=args.config)
+        except TrainingInterrupted as e:
+            default = _exp_name(given if isinstance(given, str) else "", None, seed, 1)
+            print(resume_hint(args, seed, e.exp_dir, default), file=sys.stderr)
+            _print_seeds_left(args, seeds[i + 1:])
+            return 130
+    return 0
+
+
 def _run_serial_seeds(args: argparse.Namespace, pipeline: Callable[..., Any]) -> int:
     """Run ``pipeline`` for each ``-s`` seed; on Ctrl-C print the command that resumes the run and the seeds left."""
     from ding.engine.training_view import TrainingInterrupted

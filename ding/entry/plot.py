@@ -1,4 +1,6 @@
-"""Plot evaluation return over env steps for one or more runs (``ding -m plot``)."""
+"""Plot evaluation return over env steps for one or more runs (``ding -m plot``); for league runs
+(``serial_pipeline_battle``: ``log/battle_eval.csv``) the win rate against the fixed opponent and the main player's
+rating over env steps."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ding.engine.training_view import read_eval_csv
+from ding.engine.training_view import read_battle_eval_csv, read_eval_csv
 from ding.utils import RunDataError
 
 _SEED_SUFFIX = re.compile(r"_seed\d+(_\d{6}_\d{6}(_\d+)?)?$")
@@ -92,6 +94,10 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
     """Write a PNG of eval return vs env steps: one line per run; runs that differ only by seed
     (``<name>_seed<k>``) are drawn as their mean with a min-max band. Returns the PNG path.
 
+    League runs (every directory has ``log/battle_eval.csv``) get two panels instead, one line per run: the main
+    player's win rate against the first fixed opponent (e.g. the scripted player) and its Elo rating in the league,
+    both over env steps; the default output is then ``./league_<experiments>.png``.
+
     The default output is ``./eval_return_<experiments>.png`` in the current directory, never a run's folder.
     """
     try:
@@ -102,6 +108,13 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
     except ImportError as e:
         raise ImportError("plot: matplotlib is needed for plots; install it with pip install 'ding[plot]'") from e
 
+    if all(os.path.isfile(_battle_csv(d)) for d in exp_dirs if os.path.isdir(d)):
+        battle = _battle_runs(exp_dirs)
+        fig = battle_figure(battle, title)
+        output = output or default_output(list(battle)).replace("eval_return_", "league_", 1)
+        fig.savefig(output)
+        plt.close(fig)
+        return output
     groups = _groups(exp_dirs)
     fig = _figure(groups, _stop_value(exp_dirs[0]), title)
     output = output or default_output(list(groups))
@@ -115,5 +128,45 @@ def _stop_value(exp_dir: str) -> float | None:
     if os.path.isfile(path):
         with open(path) as f:
             value = json.load(f).get("stop_value")
-        return None if value is None else float(value)
+        return None if value is None or isinstance(value, list) else float(value)
     return None
+
+
+def _battle_csv(exp_dir: str) -> str:
+    return os.path.join(exp_dir, "log", "battle_eval.csv")
+
+
+def _battle_runs(exp_dirs: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Each league run's evaluations against its first fixed opponent, by run name."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for d in exp_dirs:
+        _eval_csv(d)  # the same errors for a missing or foreign directory
+        rows = read_battle_eval_csv(_battle_csv(d))
+        if not rows:
+            raise RunDataError(f"plot: {d!r} has no evaluations yet (log/battle_eval.csv is empty)")
+        first = rows[0]["evaluator"]
+        runs[os.path.basename(os.path.normpath(d))] = [r for r in rows if r["evaluator"] == first]
+    return runs
+
+
+def battle_figure(runs: dict[str, list[dict[str, Any]]], title: str | None = None) -> Any:
+    """A matplotlib figure of league runs: win rate against the first fixed opponent, and the main player's Elo,
+    over env steps (one line per run)."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax_win, ax_elo) = plt.subplots(2, 1, figsize=(7, 6.5), dpi=110, sharex=True)
+    for name, rows in runs.items():
+        steps = [r["env_step"] for r in rows]
+        opponent = rows[0]["evaluator"]
+        ax_win.plot(steps, [r["win_rate"] for r in rows], marker=".", label=f"{name} vs {opponent}")
+        ax_elo.plot(steps, [r["rating"] for r in rows], marker=".", label=name)
+    ax_win.set_ylabel("win rate (wins / games)")
+    ax_win.set_ylim(-0.02, 1.02)
+    ax_elo.set_ylabel("main player's Elo in the league")
+    ax_elo.set_xlabel("env steps")
+    ax_win.set_title(title or ", ".join(runs))
+    for ax in (ax_win, ax_elo):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -56,6 +56,9 @@ class BaseLeague:
         use_pretrain_init_historical=False,  # add the pretrained model as each category's first historical player
         pretrain_checkpoint_path=dict(default="default_cate_pretrain.pth"),  # {category: checkpoint}
         seed=0,  # seed of the league's opponent choices and resets (a seed passed to the league wins)
+        # serial_pipeline_battle: the chance that a job plays the env's fixed opponent (e.g. a scripted player)
+        # instead of the league's choice; those games stay out of the payoff table (the opponent is no player)
+        fixed_opponent_prob=0.0,
         payoff=dict(
             type="battle",  # the only payoff type
             decay=0.99,  # every game first multiplies the pair's counts by this

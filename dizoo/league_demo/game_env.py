@@ -49,7 +49,10 @@ class GameEnv(BaseEnv):
 
     config = dict(env_type="prisoner_dilemma")  # 'prisoner_dilemma' or 'zero_sum'
 
-    def __init__(self, env_type: str | Mapping[str, Any] = "prisoner_dilemma") -> None:
+    def __init__(self, env_type: str | Mapping[str, Any] = "prisoner_dilemma", *,
+                 cfg: Mapping[str, Any] | None = None) -> None:
+        if cfg is not None:  # what the env managers pass: GameEnv(cfg=env_cfg)
+            env_type = cfg
         cfg = dict(env_type=env_type) if isinstance(env_type, str) else dict(env_type)
         super().__init__(cfg)
         game = cfg.get("env_type", "prisoner_dilemma")
@@ -92,6 +95,17 @@ class GameEnv(BaseEnv):
     def close(self) -> None:
         pass
 
+    @classmethod
+    def eval_opponents(cls, cfg: Mapping[str, Any], seed: int = 0) -> dict[str, MixedPlayer]:
+        """The fixed opponents ``serial_pipeline_battle`` evaluates against, in the order of DI-engine's demo
+        stop values: the equilibrium player (``'fixed_evaluator'``) and a uniformly random one
+        (``'uniform_evaluator'``)."""
+        game = cfg.get("env_type", "prisoner_dilemma")
+        if game not in OPTIMAL_POLICY:
+            raise ValueError(f"GameEnv: env_type {game!r} is not one of {sorted(PAYOFFS)} (env.env_type)")
+        return {"fixed_evaluator": MixedPlayer(OPTIMAL_POLICY[game], seed),
+                "uniform_evaluator": MixedPlayer([0.5, 0.5], seed + 1)}
+
     def random_action(self) -> list[int]:
         return [int(a) for a in self._rng.integers(0, 2, size=2)]
 
@@ -109,3 +123,24 @@ class GameEnv(BaseEnv):
 
     def __repr__(self) -> str:
         return f"GameEnv({self.game_type!r})"
+
+
+class MixedPlayer:
+    """A fixed opponent that plays action 0 with probability ``probs[0]`` and 1 otherwise (its own seeded generator;
+    ``state_dict`` / ``load_state_dict`` carry it through a run's checkpoint)."""
+
+    def __init__(self, probs: Sequence[float], seed: int = 0) -> None:
+        self.probs = [float(p) for p in probs]
+        self.rng = np.random.default_rng(seed)
+
+    def forward(self, data: Mapping[int, Any], **kwargs: Any) -> dict[int, dict[str, Any]]:
+        return {env_id: {"action": np.array(int(self.rng.choice(2, p=self.probs)))} for env_id in data}
+
+    def reset(self, data_id: list[int] | None = None) -> None:
+        pass
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]

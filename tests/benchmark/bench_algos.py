@@ -40,6 +40,8 @@ def read_budgets(path: str = README) -> dict[str, dict]:
     rows: dict[str, dict] = {}
     with open(path) as f:
         for line in f:
+            if line.startswith("## "):  # the first table only: later sections (league configs) run other modes
+                break
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) < 5 or not cells[0].startswith("`"):
                 continue

@@ -6,6 +6,7 @@ ignored and its info says ``'acted': False`` (the battle collectors then keep on
 """
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -73,6 +74,8 @@ class ConnectFourEnv(BaseEnv):
         board_cols=5,
         win_length=3,  # pieces in a row that win
         first_player="alternate",  # who moves first: 0, 1, 'alternate' (switch every game) or 'random' (seeded)
+        # who moves first in the evaluator's envs (None: as first_player); 0 puts the evaluated player first
+        eval_first_player=None,
         illegal_move="lose",  # a full column: 'lose' the game, or 'raise' InvalidActionError
     )
 
@@ -101,6 +104,14 @@ class ConnectFourEnv(BaseEnv):
         self._games = 0
         self.board = np.zeros((self.rows, self.cols), dtype=np.int8)
         self.to_play = 0
+
+    @staticmethod
+    def create_evaluator_env_cfg(cfg: dict) -> list[dict]:
+        """One config per evaluator env; ``eval_first_player`` (when set) replaces ``first_player`` there."""
+        env_cfg = copy.deepcopy(dict(cfg))
+        if env_cfg.get("eval_first_player") is not None:
+            env_cfg["first_player"] = env_cfg["eval_first_player"]
+        return [copy.deepcopy(env_cfg) for _ in range(int(env_cfg.get("evaluator_env_num", 1)))]
 
     def seed(self, seed: int, dynamic_seed: bool = True) -> None:
         self._seed, self._dynamic_seed = int(seed), dynamic_seed
@@ -166,6 +177,15 @@ class ConnectFourEnv(BaseEnv):
 
     def close(self) -> None:
         pass
+
+    @classmethod
+    def eval_opponents(cls, cfg: Mapping[str, Any], seed: int = 0) -> dict[str, Any]:
+        """The fixed opponent ``serial_pipeline_battle`` evaluates against: the scripted player (``'scripted'``)."""
+        from .scripted import ScriptedPlayer  # (scripted.py imports this module)
+
+        merged = dict(cls.config, **{k: v for k, v in dict(cfg).items() if k in cls.config})
+        return {"scripted": ScriptedPlayer(int(merged["board_rows"]), int(merged["board_cols"]),
+                                           int(merged["win_length"]), seed=seed)}
 
     def random_action(self) -> list[int]:
         legal = legal_columns(self.board)

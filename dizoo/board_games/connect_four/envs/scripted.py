@@ -26,6 +26,13 @@ class RandomPlayer:
     def reset(self, data_id: list[int] | None = None) -> None:
         pass
 
+    def state_dict(self) -> dict[str, Any]:
+        """Its generator's state (a run's checkpoint carries it, so a resumed evaluation plays the same games)."""
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
 
 class ScriptedPlayer(RandomPlayer):
     """Wins when it can, blocks the opponent's winning column when it must, otherwise plays a random legal column."""

@@ -1,0 +1,1 @@
+../../dizoo/board_games/connect_four/config/connect_four_ppo_league_config.py
