@@ -309,6 +309,19 @@ def update_only_rate(iters: int, seeds: list[int]) -> float:
     return statistics.median(rates)
 
 
+def learner_rate(seeds: list[int], iters: int) -> list[dict]:
+    """(a) the learner's own speed: iterations/s of a parallel run's learner when collection does not pace it
+    (``learner_iter_per_sample=0``, 2 collectors), against the same update alone in a serial process. Target: >= 0.8x.
+    """
+    rows = [run(Setup("a", "parallel", 2, unpaced=True), seed, stop_value=1e9, train_iter=iters) for seed in seeds]
+    ref = update_only_rate(iters, seeds)
+    rate = _median(rows, "iters_per_s")
+    print(f"  parallel learner, not paced    {rate:7,.0f} iters/s  serial process, update only {ref:7,.0f} iters/s  "
+          f"{rate / ref:.2f}x", flush=True)
+    return [{"bench": "parallel_learner_rate", "setup": "a", "label": "parallel learner, not paced", "runs": rows,
+             "iters_per_s": rate, "update_only_iters_per_s": ref, "ratio": rate / ref}]
+
+
 def summary(out: list[dict]) -> str:
     """One table: every setup's medians, the ratio to its serial reference and the target next to it."""
     lines = ["", "summary (medians over the seeds; ratios are to the first serial line of the same setup, measured "
@@ -328,6 +341,12 @@ def summary(out: list[dict]) -> str:
             ratio = f"{rec['ratio_to_serial']:.2f}x" if rec["ratio_to_serial"] else "-"
             lines.append(f"  {'(a) throughput':<28} {rec['label']:<32} {rec['env_steps_per_s']:7,.0f} env steps/s "
                          f"{rec['iters_per_s']:6,.0f} iters/s {ratio:>6}  {target}")
+    for rec in out:
+        if rec["bench"] == "parallel_learner_rate":
+            met = "met" if rec["ratio"] >= 0.8 else "NOT met"
+            lines.append(f"  {'(a) learner':<28} {rec['label']:<32} {rec['iters_per_s']:6,.0f} iters/s against "
+                         f"{rec['update_only_iters_per_s']:,.0f} update-only in a serial process: "
+                         f"{rec['ratio']:.2f}x  target >= 0.8x: {met}")
     for rec in out:
         if rec["bench"] == "parallel_learners":
             lines.append(f"  {'(d) learners':<28} {rec['label']:<44} {rec['iters_per_s']:6.1f} iters/s "
@@ -377,6 +396,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         if key == "a":
             print(f"(a) throughput ({args.iters} train iterations, stop value out of reach):", flush=True)
             out += throughput(SETUPS["a"], seeds, args.iters)
+            print(f"(a) the learner's own speed ({2 * args.iters} train iterations, not paced):", flush=True)
+            out += learner_rate(seeds, 2 * args.iters)
     for rec in out:
         print(json.dumps({k: v for k, v in rec.items() if k != "runs"}))
     print(summary(out))

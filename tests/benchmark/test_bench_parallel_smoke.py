@@ -18,3 +18,14 @@ def test_bench_parallel_smoke(capsys):
     assert "env steps/s" in capsys.readouterr().out
     summary = module.summary([dict(out[0], bench="parallel_throughput")])
     assert "(a) throughput" in summary
+
+
+@pytest.mark.benchmark
+@pytest.mark.timeout(300)
+def test_update_only_reference_trains_the_configs_update():
+    module = load_bench_module("bench_parallel")
+    rate = module.update_only_rate(20, [0])
+    assert rate > 0
+    line = module.summary([{"bench": "parallel_learner_rate", "label": "parallel learner, not paced",
+                            "iters_per_s": 0.5 * rate, "update_only_iters_per_s": rate, "ratio": 0.5}])
+    assert "target >= 0.8x: NOT met" in line
