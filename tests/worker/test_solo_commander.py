@@ -23,7 +23,7 @@ def commander(in_tmp_dir):
     main.policy.learn.update_per_collect = 5  # 0.5 train iterations per sample
     main.policy.learn.batch_size = 4
     main.policy.eval.evaluator.eval_freq = 20
-    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20)
+    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20, eval_split_after_s=0)
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     c = SoloCommander(cfg.main)
     c.increase_collector_task_space()
@@ -272,3 +272,21 @@ def test_split_episodes_sizes_differ_by_at_most_one():
 
     assert split_episodes(5, 2) == [3, 2] and split_episodes(5, 4) == [2, 1, 1, 1]
     assert split_episodes(3, 8) == [1, 1, 1] and split_episodes(5, 1) == [5]
+
+
+def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander):
+    c = commander
+    c._split_after = 1.0  # as with eval_split_after_s=1.0
+    c.snapshot_policy = lambda pid: f"{pid}.eval"
+    c.drop_snapshot = lambda sid, best: None
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    first = c.get_collector_task("collector0")
+    assert first["eval_flag"] and first["policy_id"] == "policy"  # nothing measured yet: one task
+    second = c.get_collector_task("collector1")
+    assert not second["eval_flag"]
+    _finish_collect(c, second)
+    c.finish_collector_task(first["task_id"], EvalResult(policy_iter=0, eval_return_mean=9.0, duration=1.5,
+                                                         episode_returns=[9.0] * 5))
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
+    a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
+    assert a["eval_flag"] and b["eval_flag"] and a["policy_id"] == b["policy_id"] == "policy.eval"  # 1.5 s: split

@@ -604,6 +604,7 @@ class Coordinator:
             return False
         ids = [m[DATA_ID] for b in batches for m in b]  # pinned by deal_with_learner_get_data
         link.sent(len(batches))
+        self._wake_collector()  # batches served: pacing may let collection go on
         timeout = float(self._coor_cfg.learner_task_timeout)
         task = LearnTask.of_batches(batches, envstep=self._commander.status().envstep, wait_s=timeout)
         handle = self._comm.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
@@ -683,7 +684,9 @@ class Coordinator:
                 seen = self._work_gen
                 task = self._commander.get_collector_task(conn.name)
                 if task is None:
-                    self._wait_for_work(seen, 0.5)  # (the timeout: time-based evaluations, a safety net)
+                    # (the timeout: time-based evaluations, a safety net; short with few collectors, whose idle
+                    # time is the run's time, long with many, whose polls would load the coordinator)
+                    self._wait_for_work(seen, min(0.5, max(0.05, 0.0125 * len(self._collector_names))))
                     continue
                 self._wake_collector()  # there was work: another idle collector may find some too
                 limit = float(cfg.eval_task_timeout if isinstance(task, EvalTask) else cfg.collector_task_timeout)

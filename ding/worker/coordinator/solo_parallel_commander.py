@@ -70,6 +70,10 @@ class SoloCommander(BaseCommander):
         # collectors one evaluation is split over (each runs its share of the episodes on the same policy snapshot);
         # None: every connected collector; 1: one collector runs all the episodes
         eval_shards=None,
+        # split only once an evaluation took at least this long on one collector (seconds; the sum of its shards'
+        # times); 0: always. Splitting pauses collection while every collector evaluates: with a cheap env (plain
+        # CartPole) 1.0 keeps more throughput, with a slow one (2 ms a step) 0 reached 195 sooner (docs/benchmarks.md)
+        eval_split_after_s=0.0,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -115,6 +119,11 @@ class SoloCommander(BaseCommander):
             raise ConfigError(f"policy.other.commander.eval_shards: expected an int >= 1 (collectors one evaluation is "
                               f"split over) or None (every collector), got {shards!r}")
         self._eval_shards: int | None = shards
+        split_after = self._commander_cfg.get("eval_split_after_s", 0.0)
+        if isinstance(split_after, bool) or not isinstance(split_after, (int, float)) or not split_after >= 0:
+            raise ConfigError(f"policy.other.commander.eval_split_after_s: expected seconds >= 0, got {split_after!r}")
+        self._split_after = float(split_after)
+        self._last_eval_cost = 0.0  # seconds the last evaluation took on one collector (its shards' times summed)
         n_episode = cfg.env.get("n_evaluator_episode")
         self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
         self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
@@ -283,6 +292,8 @@ class SoloCommander(BaseCommander):
         self._last_eval_time = time.monotonic()
         self._served_at_eval = self._served_batches
         shards = self._eval_shards if self._eval_shards is not None else max(1, self._collectors)
+        if self._last_eval_cost < self._split_after:
+            shards = 1
         snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
         evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
                                           shards)
@@ -305,6 +316,7 @@ class SoloCommander(BaseCommander):
                 if not evaluation.finished(task_id, finished_task):
                     return False
                 combined = evaluation.combined()
+                self._last_eval_cost = sum(r.duration for r in evaluation.results)
                 best = evaluation.sharded and combined.eval_return_mean > self._best_return
                 reached = self._finish_eval(combined)
                 self._end_evaluation(evaluation, best)
