@@ -38,9 +38,13 @@ README = os.path.join(ROOT, "config", "README.md")
 def read_budgets(path: str = README) -> dict[str, dict]:
     """``{config name: {'algorithm', 'env', 'stop_value', 'budget'}}`` from the table in config/README.md."""
     rows: dict[str, dict] = {}
+    in_table = False
     with open(path) as f:
         for line in f:
-            if line.startswith("## "):  # the first table only: later sections (league configs) run other modes
+            # the first table only: later tables (DI-engine's Atari files, league configs) hold other columns/modes
+            if line.startswith("|"):
+                in_table = True
+            elif in_table or line.startswith("## "):
                 break
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) < 5 or not cells[0].startswith("`"):
