@@ -176,6 +176,8 @@ class Coordinator:
 
     def start(self) -> None:
         """Start the HTTP server, connect configured slaves, accept joining ones."""
+        with self._lock:  # a resumed run's evaluations (loaded into the commander) are in eval.csv already
+            self._evals_recorded = len(self._commander.eval_history)
         os.makedirs(self._path_data, exist_ok=True)
         os.makedirs(self._path_policy, exist_ok=True)
         if self._resume:
