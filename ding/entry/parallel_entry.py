@@ -102,15 +102,13 @@ class LocalProcesses:
     def _argv(self, name: str, role: str) -> list[str]:
         return ["-m", "dist", "--module", role, "--module-name", name, "-c", self._config_path]
 
-    def prefork(self, roles: list[tuple[str, str]]) -> str | None:
+    def prefork(self, roles: list[tuple[str, str]]) -> None:
         """Fork the first role processes now, while this process has no thread (see :mod:`ding.engine.forked_roles`):
-        they skip the imports an exec'd role does. None when they were forked, else why not (they are exec'd at
-        :meth:`start`, as restarts always are)."""
-        why = can_fork()
-        if why is None:
+        they skip the imports an exec'd role does. Where forking is not possible now, they are exec'd at
+        :meth:`start`, as restarts always are."""
+        if can_fork() is None:
             for name, role in roles:
                 self._forked[name] = fork_role(self._argv(name, role), self._env(), self._child(name, role).log_path)
-        return why
 
     def listening_at(self, host: str, port: int) -> None:
         self._host, self._port = host, int(port)

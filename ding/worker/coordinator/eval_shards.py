@@ -58,10 +58,6 @@ class ShardedEvaluation:
             self.results.append(result)
         return not self.pending and not self.running
 
-    @property
-    def done(self) -> bool:
-        return not self.pending and not self.running and bool(self.results)
-
     def combined(self) -> EvalResult:
         """One result over every shard's episodes (the policy iteration of the earliest shard's policy)."""
         if len(self.results) == 1:
