@@ -25,6 +25,7 @@ _UPDATE_KEYS = ("priority", "replay_unique_id", "replay_buffer_idx")
 # collected, and the raw priority (a float64 stored by its bits). A plain int64 matrix rather than a numpy record
 # array: ``take`` gathers 64 rows of it in ~0.5 us, where indexing a record array costs ~5 us.
 _UID, _USE, _COLLECT_ITER, _PRIORITY = range(4)
+_FLOAT64 = np.dtype(np.float64)
 
 
 @BUFFER_REGISTRY.register("advanced")
@@ -243,17 +244,19 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         """
         if not info:
             return
-        if not isinstance(info, Mapping):
+        if type(info) is not dict and not isinstance(info, Mapping):  # (the type test skips the ABC's slower one)
             raise ReplayBufferError(f"buffer '{self._instance_name}': update() takes a dict with keys "
                                     f"{list(_UPDATE_KEYS)}, got {type(info).__name__}")
-        present = [k for k in _UPDATE_KEYS if k in info]
-        if not present:
-            return
-        if len(present) < len(_UPDATE_KEYS):
+        if not ("priority" in info and "replay_unique_id" in info and "replay_buffer_idx" in info):
+            present = [k for k in _UPDATE_KEYS if k in info]
+            if not present:
+                return
             missing = [k for k in _UPDATE_KEYS if k not in info]
             raise ReplayBufferError(f"buffer '{self._instance_name}': update() info lacks {missing}; it needs "
                                     f"{list(_UPDATE_KEYS)} (the sampled items carry the ids)")
-        priority = _to_numpy(info["priority"], np.float64, "priority", self._instance_name)
+        priority = info["priority"]
+        if not (type(priority) is np.ndarray and priority.dtype is _FLOAT64 and priority.ndim == 1):
+            priority = _to_numpy(priority, np.float64, "priority", self._instance_name)
         given_uid, given_slots = info["replay_unique_id"], info["replay_buffer_idx"]
         last = self._last_draw  # one read: a sample() in another thread may replace it
         if (last is not None and type(given_slots) is list and type(given_uid) is list and given_slots == last[0]
@@ -388,15 +391,19 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         slot_list, uid_list = slots.tolist(), uid.tolist()
         self._last_draw = (slot_list, uid_list, slots, uid)
         stored = itemgetter(*slot_list)(self._storage.data) if size > 1 else (self._storage.data[slot_list[0]],)
-        result = list(map(_copy_item if self._dict_subclasses else dict.copy, stored))
-        for item, s, u, w, n, st, p in zip(result, slot_list, uid_list, weight.tolist(), use.tolist(),
-                                           staleness.tolist(), priority.tolist()):
-            item["replay_unique_id"] = u
-            item["replay_buffer_idx"] = s
-            item["IS"] = w
-            item["use"] = n
-            item["staleness"] = st
-            item["priority"] = p
+        columns = (slot_list, uid_list, weight.tolist(), use.tolist(), staleness.tolist(), priority.tolist())
+        if self._dict_subclasses:
+            result = list(map(_copy_item, stored))
+            for item, s, u, w, n, st, p in zip(result, *columns):
+                item["replay_unique_id"] = u
+                item["replay_buffer_idx"] = s
+                item["IS"] = w
+                item["use"] = n
+                item["staleness"] = st
+                item["priority"] = p
+        else:  # dict(d, **keys) sizes the copy's table once for all its keys, where a copy grows it on the 6th store
+            result = [dict(d, replay_unique_id=u, replay_buffer_idx=s, IS=w, use=n, staleness=st, priority=p)
+                      for d, s, u, w, n, st, p in zip(stored, *columns)]
         self._sample_calls += 1
         used_up: list = []
         if self._max_use < math.inf:
