@@ -1,19 +1,21 @@
 """Atari (Pong, DQN with the Nature CNN): replay memory per transition, collector and learner throughput.
 
     python tests/benchmark/bench_atari.py memory        # bytes per stored transition, measured; 1M extrapolated
-    python tests/benchmark/bench_atari.py collector     # env steps/s, 8 envs in processes + Nature CNN forward
+    python tests/benchmark/bench_atari.py collector     # env steps/s, 8 envs + Nature CNN, against envpool's
     python tests/benchmark/bench_atari.py learner       # DQN updates/s, batch 32, against a bare torch loop
     python tests/benchmark/bench_atari.py all --repeats 3
     python tests/benchmark/bench_atari.py all --smoke   # tiny sizes (checks the script runs)
 
 memory: a real collector fills a replay buffer; the bytes are counted over the distinct objects the buffer holds
-(each numpy array once, however many transitions point at it), so frames shared between one transition's
-``next_obs`` and the next one's ``obs`` count once. collector: ding's ``SampleSerialCollector`` with 8 Pong envs in
-the subprocess env manager and the DQN policy's collect forward (eps-greedy on the Nature CNN), against the same 8
-envs stepped with random actions and no policy (the envs' own ceiling in this manager). learner: ding's
-``learn_mode.forward`` on batches of 32 sampled from the buffer (collate, uint8 -> float on the device, double DQN,
-target network, Adam) against a bare torch loop doing the same update on the same samples. Each ratio is measured
-side by side in one run, medians over ``--repeats``; on a shared machine the absolute figures move, the ratios less.
+(each array, frame and record once, however many transitions point at it): the buffer keeps each 84x84 frame of the
+uint8 stacks once (``frame_sharing.py``); ``sample_32_ms`` is one draw of 32 items with their stacks rebuilt.
+collector: ding's ``SampleSerialCollector`` with the DQN policy's collect forward (eps-greedy on the Nature CNN) and
+8 Pong envs in the ``env_pool`` manager and in the ``subprocess`` manager, against the ceiling: envpool stepping the
+same 8 envs with the argmax of the same Nature CNN in a bare loop (env stepping plus the policy's own forward,
+nothing else). learner: ding's ``learn_mode.forward`` on batches of 32 sampled from the buffer (collate, uint8 ->
+float on the device, double DQN, target network, Adam) against a bare torch loop doing the same update on the same
+samples. Each ratio is measured side by side in one run, medians over ``--repeats``; on a shared machine the
+absolute figures move, the ratios less.
 """
 from __future__ import annotations
 
@@ -85,13 +87,19 @@ def bench_memory(n: int) -> dict:
 
     with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8), max_train_iter=1) as trainer:
         items = fill(trainer, n)
+        buffer = trainer._run.buffer
+        times = []
+        for _ in range(50):  # a learner's draw: 32 items, their stacks rebuilt from single frames
+            t = time.perf_counter()
+            buffer.sample(32, 0)
+            times.append(time.perf_counter() - t)
         total = deep_bytes(items, set())
         frames = sum(x["obs"].nbytes for x in items)
         per = total / len(items)
         return {"transitions": len(items), "bytes_per_transition": round(per),
                 "obs_bytes": items[0]["obs"].nbytes, "stored_as": type(items[0]["obs"]).__name__,
                 "next_obs_shared": sum(a["next_obs"] is b["obs"] for a, b in zip(items, items[1:])) / len(items),
-                "GB_per_1M": round(per * 1e6 / 1e9, 1), "GB_per_100k": round(per * 1e5 / 1e9, 2),
+                "GB_per_1M": round(per * 1e6 / 1e9, 1), "sample_32_ms": round(statistics.median(times) * 1e3, 2), "GB_per_100k": round(per * 1e5 / 1e9, 2),
                 "GB_per_1M_if_float32_unshared": round((frames * 2 * 4 / len(items) + per - frames / len(items))
                                                        * 1e6 / 1e9, 1)}
 
