@@ -99,7 +99,8 @@ def bench_memory(n: int) -> dict:
         return {"transitions": len(items), "bytes_per_transition": round(per),
                 "obs_bytes": items[0]["obs"].nbytes, "stored_as": type(items[0]["obs"]).__name__,
                 "next_obs_shared": sum(a["next_obs"] is b["obs"] for a, b in zip(items, items[1:])) / len(items),
-                "GB_per_1M": round(per * 1e6 / 1e9, 1), "sample_32_ms": round(statistics.median(times) * 1e3, 2), "GB_per_100k": round(per * 1e5 / 1e9, 2),
+                "GB_per_1M": round(per * 1e6 / 1e9, 1),
+                "sample_32_ms": round(statistics.median(times) * 1e3, 2), "GB_per_100k": round(per * 1e5 / 1e9, 2),
                 "GB_per_1M_if_float32_unshared": round((frames * 2 * 4 / len(items) + per - frames / len(items))
                                                        * 1e6 / 1e9, 1)}
 
