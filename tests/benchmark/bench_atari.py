@@ -1,19 +1,21 @@
 """Atari (Pong, DQN with the Nature CNN): replay memory per transition, collector and learner throughput.
 
     python tests/benchmark/bench_atari.py memory        # bytes per stored transition, measured; 1M extrapolated
-    python tests/benchmark/bench_atari.py collector     # env steps/s, 8 envs in processes + Nature CNN forward
+    python tests/benchmark/bench_atari.py collector     # env steps/s, 8 envs + Nature CNN, against envpool's
     python tests/benchmark/bench_atari.py learner       # DQN updates/s, batch 32, against a bare torch loop
     python tests/benchmark/bench_atari.py all --repeats 3
     python tests/benchmark/bench_atari.py all --smoke   # tiny sizes (checks the script runs)
 
 memory: a real collector fills a replay buffer; the bytes are counted over the distinct objects the buffer holds
-(each numpy array once, however many transitions point at it), so frames shared between one transition's
-``next_obs`` and the next one's ``obs`` count once. collector: ding's ``SampleSerialCollector`` with 8 Pong envs in
-the subprocess env manager and the DQN policy's collect forward (eps-greedy on the Nature CNN), against the same 8
-envs stepped with random actions and no policy (the envs' own ceiling in this manager). learner: ding's
-``learn_mode.forward`` on batches of 32 sampled from the buffer (collate, uint8 -> float on the device, double DQN,
-target network, Adam) against a bare torch loop doing the same update on the same samples. Each ratio is measured
-side by side in one run, medians over ``--repeats``; on a shared machine the absolute figures move, the ratios less.
+(each array, frame and record once, however many transitions point at it): the buffer keeps each 84x84 frame of the
+uint8 stacks once (``frame_sharing.py``); ``sample_32_ms`` is one draw of 32 items with their stacks rebuilt.
+collector: ding's ``SampleSerialCollector`` with the DQN policy's collect forward (eps-greedy on the Nature CNN) and
+8 Pong envs in the ``env_pool`` manager and in the ``subprocess`` manager, against the ceiling: envpool stepping the
+same 8 envs with the argmax of the same Nature CNN in a bare loop (env stepping plus the policy's own forward,
+nothing else). learner: ding's ``learn_mode.forward`` on batches of 32 sampled from the buffer (collate, uint8 ->
+float on the device, double DQN, target network, Adam) against a bare torch loop doing the same update on the same
+samples. Each ratio is measured side by side in one run, medians over ``--repeats``; on a shared machine the
+absolute figures move, the ratios less.
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ def deep_bytes(obj: Any, seen: set[int]) -> int:
     if id(obj) in seen:
         return 0
     seen.add(id(obj))
+    if type(obj).__name__ == "FrameStack":  # frames kept once (ding/worker/replay_buffer/frame_sharing.py)
+        return sys.getsizeof(obj) + deep_bytes(obj.frames, seen)
     if isinstance(obj, np.ndarray):
         return sys.getsizeof(obj) if obj.base is None else sys.getsizeof(obj) + deep_bytes(obj.base, seen)
     size = sys.getsizeof(obj)
@@ -83,47 +87,69 @@ def bench_memory(n: int) -> dict:
 
     with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8), max_train_iter=1) as trainer:
         items = fill(trainer, n)
+        buffer = trainer._run.buffer
+        times = []
+        for _ in range(50):  # a learner's draw: 32 items, their stacks rebuilt from single frames
+            t = time.perf_counter()
+            buffer.sample(32, 0)
+            times.append(time.perf_counter() - t)
         total = deep_bytes(items, set())
         frames = sum(x["obs"].nbytes for x in items)
         per = total / len(items)
         return {"transitions": len(items), "bytes_per_transition": round(per),
-                "obs_bytes": items[0]["obs"].nbytes, "dtype": str(items[0]["obs"].dtype),
+                "obs_bytes": items[0]["obs"].nbytes, "stored_as": type(items[0]["obs"]).__name__,
                 "next_obs_shared": sum(a["next_obs"] is b["obs"] for a, b in zip(items, items[1:])) / len(items),
-                "GB_per_1M": round(per * 1e6 / 1e9, 1), "GB_per_100k": round(per * 1e5 / 1e9, 2),
+                "GB_per_1M": round(per * 1e6 / 1e9, 1),
+                "sample_32_ms": round(statistics.median(times) * 1e3, 2), "GB_per_100k": round(per * 1e5 / 1e9, 2),
                 "GB_per_1M_if_float32_unshared": round((frames * 2 * 4 / len(items) + per - frames / len(items))
                                                        * 1e6 / 1e9, 1)}
 
 
-def bench_collector(steps: int, repeats: int) -> dict:
-    import ding
-    from ding.envs import create_env_manager
-    from dizoo.atari.envs.atari_env import AtariEnv
+def ceiling_loop(task: Any, model: Any, steps: int) -> float:
+    """Env steps/s of envpool stepping 8 envs with the Nature CNN's argmax actions, nothing else (the ceiling)."""
+    import envpool
+    import torch
 
-    ours, bare = [], []
-    with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8), max_train_iter=1) as trainer:
-        run = trainer._run
-        cfgs = AtariEnv.create_collector_env_cfg(dict(run.cfg.env))
-        env = create_env_manager(dict(type="subprocess"), [lambda c=c: AtariEnv(c) for c in cfgs])
-        env.seed(0)
-        env.launch()
-        try:
-            rng = np.random.default_rng(0)
+    pool = envpool.make(task.task_id, env_type="gymnasium", num_envs=8, batch_size=8, env_seed=list(range(8)),
+                        **task.options)
+    try:
+        obs, _ = pool.reset()
+        ids = np.arange(8, dtype=np.int32)
+        t, done = time.perf_counter(), 0
+        while done < steps:
+            with torch.inference_mode():
+                act = model(torch.from_numpy(obs).float().div_(255))["logit"].argmax(1).numpy()
+            obs = pool.step(act.astype(np.int32), ids)[0]
+            done += 8
+        return done / (time.perf_counter() - t)
+    finally:
+        pool.close()
+
+
+def bench_collector(steps: int, repeats: int) -> dict:
+    """ding's collector (DQN collect forward, eps 0.1) in the env_pool and subprocess managers against the ceiling:
+    envpool stepping the same 8 Pong envs with the argmax of the same Nature CNN in a bare loop."""
+    import ding
+
+    rates: dict[str, list[float]] = {"ceiling": [], "env_pool": [], "subprocess": []}
+    with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8, "env_pool"), max_train_iter=1) as pool_tr, \
+            ding.Trainer(pong_dqn(d, 8, "subprocess"), max_train_iter=1) as sub_tr:
+        runs = {"env_pool": pool_tr._run, "subprocess": sub_tr._run}
+        model = pool_tr.policy.collect_mode.get_attribute("model")
+        task = runs["env_pool"].collector._env.task
+        for run in runs.values():
             run.collector.collect(n_sample=64, train_iter=0, policy_kwargs={"eps": 0.1})  # warm-up
-            for _ in range(repeats):
+        ceiling_loop(task, model, 64)
+        for _ in range(repeats):
+            rates["ceiling"].append(ceiling_loop(task, model, steps))
+            for name, run in runs.items():
                 t = time.perf_counter()
                 got = len(run.collector.collect(n_sample=steps, train_iter=0, policy_kwargs={"eps": 0.1}))
-                ours.append(got / (time.perf_counter() - t))
-                t, done = time.perf_counter(), 0
-                while done < steps:
-                    obs = env.ready_obs
-                    out = env.step({i: np.array([rng.integers(6)]) for i in obs})
-                    done += len(out)
-                bare.append(done / (time.perf_counter() - t))
-        finally:
-            env.close()
-    return {"ding_collector_steps_per_s": round(statistics.median(ours), 1),
-            "random_actions_same_envs_steps_per_s": round(statistics.median(bare), 1),
-            "ratio": round(statistics.median(a / b for a, b in zip(ours, bare)), 2)}
+                rates[name].append(got / (time.perf_counter() - t))
+    out: dict[str, Any] = {f"{k}_steps_per_s": round(statistics.median(v), 1) for k, v in rates.items()}
+    for name in ("env_pool", "subprocess"):
+        out[f"{name}_over_ceiling"] = round(statistics.median(a / b for a, b in zip(rates[name], rates["ceiling"])), 2)
+    return out
 
 
 def bench_learner(iters: int, repeats: int) -> dict:
@@ -134,7 +160,9 @@ def bench_learner(iters: int, repeats: int) -> dict:
 
     ours, bare = [], []
     with tempfile.TemporaryDirectory() as d, ding.Trainer(pong_dqn(d, 8, "base"), max_train_iter=1) as trainer:
-        items = fill(trainer, 512)
+        from ding.worker.replay_buffer.frame_sharing import copy_out
+
+        items = copy_out(fill(trainer, 512))  # as sample() gives them: stacks as arrays
         learn = trainer.policy.learn_mode
         rng = np.random.default_rng(0)
         batches = [[items[i] for i in rng.integers(0, len(items), 32)] for _ in range(iters)]

@@ -12,10 +12,9 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from easydict import EasyDict
 
 from ding.config.ranges import at_least, greater_than, one_of
-from ding.utils import ENV_MANAGER_REGISTRY, EnvError, apply_default_torch_threads, close_all, config_of
+from ding.utils import ENV_MANAGER_REGISTRY, EnvError, apply_default_torch_threads, close_all
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from ..env.ding_env_wrapper import InvalidActionError
@@ -23,6 +22,7 @@ from .call_timeout import CallTimeout, TimedCalls
 from .manager_utils import (
     _OTHER_MANAGER_KEYS,
     EnvState,
+    ManagerSurface,
     abnormal_timestep,
     apply_seed,
     check_manager_cfg,
@@ -34,7 +34,7 @@ from .manager_utils import (
 logger = logging.getLogger(__name__)
 
 @ENV_MANAGER_REGISTRY.register("base")
-class BaseEnvManager:
+class BaseEnvManager(ManagerSurface):
     """Steps a list of envs one after another in this process.
 
     ``BaseEnvManager(env_fn, cfg)`` with ``env_fn`` a list of callables that each build one env. ``step`` takes
@@ -66,10 +66,6 @@ class BaseEnvManager:
         "reset_timeout": greater_than(0),
         "retry_waiting_time": at_least(0),
     }
-
-    @classmethod
-    def default_config(cls) -> EasyDict:
-        return config_of(cls)
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: Mapping | None = None) -> None:
         if not isinstance(env_fn, (list, tuple)) or not env_fn or not all(callable(f) for f in env_fn):
@@ -107,48 +103,7 @@ class BaseEnvManager:
         self._fail_count = [0] * n
         self._ready_obs: dict[int, Any] = {}
 
-    # ---- properties ---------------------------------------------------------------------------------------------
-    @property
-    def env_num(self) -> int:
-        return self._env_num
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def ready_obs(self) -> dict[int, Any]:
-        """``{env_id: obs}`` of every env waiting for an action, in env id order (so a batch built from it, and any
-        random draws made per entry, do not depend on which worker answered first)."""
-        self._check_open()
-        return dict(sorted(self._ready_obs.items()))
-
-    @property
-    def ready_obs_id(self) -> list[int]:
-        self._check_open()
-        return sorted(self._ready_obs)
-
-    @property
-    def done(self) -> bool:
-        """True when every env has finished ``episode_num`` episodes."""
-        return all(s == EnvState.DONE for s in self._env_states)
-
-    @property
-    def env_states(self) -> list[EnvState]:
-        return list(self._env_states)
-
-    @property
-    def observation_space(self) -> Any:
-        return self._get_spaces()[0]
-
-    @property
-    def action_space(self) -> Any:
-        return self._get_spaces()[1]
-
-    @property
-    def reward_space(self) -> Any:
-        return self._get_spaces()[2]
-
+    # ---- properties (the rest: ManagerSurface) ------------------------------------------------------------
     def _get_spaces(self) -> tuple[Any, Any, Any]:
         if self._spaces is None:
             env = self._env_fn[0]()
@@ -161,16 +116,6 @@ class BaseEnvManager:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running"
         return f"{type(self).__name__}(env_num={self._env_num}, {state})"
-
-    def __enter__(self) -> BaseEnvManager:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise EnvError(f"{type(self).__name__}: the env manager is not running; call launch() first")
 
     # ---- lifecycle ----------------------------------------------------------------------------------------------
     def launch(self, reset_param: dict[int, dict] | None = None) -> None:

@@ -24,14 +24,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from easydict import EasyDict
 
 from ding.config.ranges import at_least, greater_than
-from ding.utils import ENV_MANAGER_REGISTRY, ConfigError, EnvError, apply_default_torch_threads, config_of
+from ding.utils import ENV_MANAGER_REGISTRY, ConfigError, EnvError, apply_default_torch_threads
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 from .envpool_tasks import EnvpoolTask, envpool_task
-from .manager_utils import EnvState, check_manager_cfg
+from .manager_utils import EnvState, ManagerSurface, check_manager_cfg
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ def import_envpool() -> Any:
 
 
 @ENV_MANAGER_REGISTRY.register("env_pool")
-class PoolEnvManager:
+class PoolEnvManager(ManagerSurface):
     """``PoolEnvManager(env_fn, cfg)``: one envpool pool of ``len(env_fn)`` envs, stepped in one batch call."""
 
     config = dict(
@@ -65,10 +64,6 @@ class PoolEnvManager:
                         "retry_waiting_time", "shared_memory", "context", "wait_num", "step_wait_timeout")
     config_ranges = {"episode_num": greater_than(0), "batch_size": at_least(1, integer=True),
                      "num_threads": at_least(0, integer=True)}
-
-    @classmethod
-    def default_config(cls) -> EasyDict:
-        return config_of(cls)
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: Mapping | None = None) -> None:
         if not isinstance(env_fn, (list, tuple)) or not env_fn:
@@ -110,49 +105,11 @@ class PoolEnvManager:
         self._ready_obs: dict[int, Any] = {}
         self._returns = np.zeros(n, dtype=np.float64)
 
-    # ---- properties ---------------------------------------------------------------------------------------------
-    @property
-    def env_num(self) -> int:
-        return self._env_num
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
+    # ---- properties (the rest: ManagerSurface) ------------------------------------------------------------
     @property
     def task(self) -> EnvpoolTask:
         """The envpool task (id, family, options) this manager runs."""
         return self._task
-
-    @property
-    def ready_obs(self) -> dict[int, Any]:
-        self._check_open()
-        return dict(sorted(self._ready_obs.items()))
-
-    @property
-    def ready_obs_id(self) -> list[int]:
-        self._check_open()
-        return sorted(self._ready_obs)
-
-    @property
-    def done(self) -> bool:
-        return all(s == EnvState.DONE for s in self._env_states)
-
-    @property
-    def env_states(self) -> list[EnvState]:
-        return list(self._env_states)
-
-    @property
-    def observation_space(self) -> Any:
-        return self._get_spaces()[0]
-
-    @property
-    def action_space(self) -> Any:
-        return self._get_spaces()[1]
-
-    @property
-    def reward_space(self) -> Any:
-        return self._get_spaces()[2]
 
     def env_info(self) -> dict[str, Any]:
         """What runs here: the envpool task and its options, the env count and the spaces."""
@@ -176,16 +133,6 @@ class PoolEnvManager:
     def __repr__(self) -> str:
         return f"PoolEnvManager({self._task.task_id}, env_num={self._env_num}, " \
                f"{'closed' if self._closed else 'running'})"
-
-    def __enter__(self) -> PoolEnvManager:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise EnvError("PoolEnvManager: the env manager is not running; call launch() first")
 
     # ---- lifecycle ----------------------------------------------------------------------------------------------
     def launch(self, reset_param: Mapping[int, Mapping] | None = None) -> None:

@@ -5,13 +5,13 @@ import difflib
 import enum
 import pickle
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from easydict import EasyDict
 
 from ding.config.ranges import check_ranges, ranges_of
-from ding.utils import ConfigError, EnvError, deep_merge_dicts
+from ding.utils import ConfigError, EnvError, config_of, deep_merge_dicts
 
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 
@@ -30,6 +30,82 @@ class EnvState(enum.IntEnum):
     DONE = 4  # finished its ``episode_num`` episodes
     ERROR = 5  # failed beyond ``max_retry``
     NEED_RESET = 6  # episode over with ``auto_reset=False``: waits for ``reset({env_id: ...})``
+
+
+_M = TypeVar("_M", bound="ManagerSurface")
+
+
+class ManagerSurface:
+    """The read-only surface every env manager shows, over the state each keeps the same way: ``_env_num``,
+    ``_closed``, ``_ready_obs`` (``{env_id: obs}``), ``_env_states`` and ``_get_spaces()`` (observation, action and
+    reward space, built on first use). One copy for the in-process, subprocess and envpool managers."""
+
+    config: dict[str, Any]
+    _env_num: int
+    _closed: bool
+    _ready_obs: dict[int, Any]
+    _env_states: list[EnvState]
+
+    @classmethod
+    def default_config(cls) -> EasyDict:
+        return config_of(cls)
+
+    @property
+    def env_num(self) -> int:
+        return self._env_num
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def ready_obs(self) -> dict[int, Any]:
+        """``{env_id: obs}`` of every env waiting for an action, in env id order (so a batch built from it, and any
+        random draws made per entry, do not depend on which worker answered first)."""
+        self._check_open()
+        return dict(sorted(self._ready_obs.items()))
+
+    @property
+    def ready_obs_id(self) -> list[int]:
+        self._check_open()
+        return sorted(self._ready_obs)
+
+    @property
+    def done(self) -> bool:
+        """True when every env has finished ``episode_num`` episodes."""
+        return all(s == EnvState.DONE for s in self._env_states)
+
+    @property
+    def env_states(self) -> list[EnvState]:
+        return list(self._env_states)
+
+    @property
+    def observation_space(self) -> Any:
+        return self._get_spaces()[0]
+
+    @property
+    def action_space(self) -> Any:
+        return self._get_spaces()[1]
+
+    @property
+    def reward_space(self) -> Any:
+        return self._get_spaces()[2]
+
+    def _get_spaces(self) -> tuple[Any, Any, Any]:
+        raise NotImplementedError
+
+    def __enter__(self: _M) -> _M:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise EnvError(f"{type(self).__name__}: the env manager is not running; call launch() first")
 
 
 def obs_shape_of(space: Any) -> tuple[int, ...] | None:

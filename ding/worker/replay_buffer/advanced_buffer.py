@@ -14,6 +14,7 @@ from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import check_sample_size
 from .buffer_io import read_buffer_file, write_buffer_file
+from .frame_sharing import copy_out, materialize
 from .monitor import PeriodicThruputMonitor, SampledDataMonitor, ThruputController
 from .naive_buffer import NaiveReplayBuffer
 from .segment_tree import MinSegmentTree, SumSegmentTree
@@ -52,6 +53,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         priority_IS_weight=True,  # False: every sampled item gets IS = 1 (no importance correction)
         enable_track_used_data=False,  # pass every evicted item to the callback of set_used_data_callback()
         deepcopy=False,  # sample() returns deep copies (default: shallow copies of the stored dicts)
+        # sampled items get the stacks back as arrays, as pushed
+        share_frames=True,  # keep each frame of uint8 (k, H, W) frame stacks (Atari obs) once, not k times
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
         thruput_controller=dict(
             push_sample_rate_limit=dict(
@@ -204,6 +207,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 self._rate_monitor.add("rejected_push", n)
                 self._throttled("push", f"buffer '{self._instance_name}': {blocked}")
                 return
+            if self._sharer is not None:
+                items = self._sharer.pack(items)
             slots, first, evicted = self._storage.write(items, self._track_used)
             k = slots.size  # < n when more items than slots were pushed: the newest ones are kept
             if priorities is None:
@@ -331,6 +336,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 result, used_up = self._draw(size, cur_learner_iter, start, stop)
                 evicted += used_up
         self._report_used(evicted)
+        if result and self._sharer is not None:
+            materialize(result)
         if result and self._cfg.deepcopy:
             result = copy.deepcopy(result)
         return result
@@ -452,6 +459,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             slots = self._storage.valid_slots_in_order()
             items = [self._storage.data[s] for s in slots.tolist()]
             priority = self._priority[slots].tolist()
+        if self._sharer is not None:  # the file holds plain arrays (a stack shared by two items is written once)
+            items = copy_out(items)
         write_buffer_file(file_name, str(self._cfg.type), items, priority=priority)
 
     def load_data(self, file_name: str) -> None:

@@ -30,6 +30,7 @@ class EpisodeReplayBuffer(NaiveReplayBuffer):
         deepcopy=False,  # sample() returns deep copies (default: new lists of shallow-copied transitions)
         enable_track_used_data=False,  # pass every evicted episode to the callback of set_used_data_callback()
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
+        share_frames=True,  # keep each frame of uint8 (k, H, W) frame stacks once (frame_sharing.py)
     )
     config_ranges = {"episode_len": at_least(1, integer=True)}
 

@@ -14,6 +14,7 @@ from ding.utils import BUFFER_REGISTRY, ConfigError, ReplayBufferError
 
 from .base_buffer import IBuffer, ThrottledLog, check_sample_size, make_rng, resolve_buffer_config
 from .buffer_io import read_buffer_file, write_buffer_file
+from .frame_sharing import FrameSharer, copy_out, materialize
 from .storage import CircularStorage
 
 UsedDataCallback = Callable[[list], None]
@@ -34,6 +35,8 @@ class NaiveReplayBuffer(IBuffer):
         deepcopy=False,  # sample() returns deep copies (default: shallow copies of the stored dicts)
         enable_track_used_data=False,  # pass every evicted item to the callback of set_used_data_callback()
         seed=None,  # seed of the buffer's own RNG; None draws one from numpy's global RNG at construction
+        # sampled items get the stacks back as arrays, as pushed
+        share_frames=True,  # keep each frame of uint8 (k, H, W) frame stacks (Atari obs) once, not k times
     )
     config_ranges = {
         "replay_buffer_size": at_least(1, integer=True),
@@ -60,6 +63,7 @@ class NaiveReplayBuffer(IBuffer):
         self._used_data_callback: UsedDataCallback | None = None
         self._logger = logging.getLogger(f"ding.replay_buffer.{instance_name}")
         self._throttled = ThrottledLog(self._logger)
+        self._sharer = FrameSharer() if self._cfg.share_frames else None
         self._closed = False
 
     # ------------------------------------------------------------------ config and properties
@@ -123,6 +127,8 @@ class NaiveReplayBuffer(IBuffer):
             self._throttled("no_used_callback", f"buffer '{self._instance_name}': enable_track_used_data=True but no "
                             "callback is set (set_used_data_callback); evicted items are not reported")
             return
+        if self._sharer is not None:
+            evicted = copy_out(evicted)
         self._used_data_callback(evicted)
 
     # ------------------------------------------------------------------ data in
@@ -141,6 +147,8 @@ class NaiveReplayBuffer(IBuffer):
             return
         with self._lock:
             self._check_open("push")
+            if self._sharer is not None:
+                items = self._sharer.pack(items)
             slots, _, evicted = self._storage.write(items, self._track_used)
             self._on_write(slots, items[len(items) - slots.size:])
         self._report_used(evicted)
@@ -204,21 +212,26 @@ class NaiveReplayBuffer(IBuffer):
         return self._copy_out(items)
 
     def _copy_out(self, items: list) -> list:
-        if self._cfg.deepcopy:
-            return copy.deepcopy(items)
-        return [_shallow_copy(item) for item in items]
+        out = [_shallow_copy(item) for item in items]
+        if self._sharer is not None:
+            materialize(out)
+        return copy.deepcopy(out) if self._cfg.deepcopy else out
 
     def _copy_out_nested(self, groups: list[list]) -> list[list]:
         """Like :meth:`_copy_out` for lists of transitions (episodes, windows): every transition is copied."""
-        if self._cfg.deepcopy:
-            return copy.deepcopy(groups)
-        return [[_shallow_copy(item) for item in group] for group in groups]
+        out = [[_shallow_copy(item) for item in group] for group in groups]
+        if self._sharer is not None:
+            for group in out:
+                materialize(group)
+        return copy.deepcopy(out) if self._cfg.deepcopy else out
 
     # ------------------------------------------------------------------ persistence
     def save_data(self, file_name: str) -> None:
         """Write the stored items, oldest first, to ``file_name`` (see ``buffer_io`` for the format)."""
         with self._lock:
             items = self._storage.items_in_order()
+        if self._sharer is not None:  # the file holds plain arrays (a stack shared by two items is written once)
+            items = copy_out(items)
         write_buffer_file(file_name, str(self._cfg.type), items)
 
     def load_data(self, file_name: str) -> None:
