@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def win_probabilities(rows: int, cols: int, win_length: int, reply: str) -> tupl
         row = drop(grid, col, piece)
         return grid.tobytes(), wins_at(grid, row, col, win_length)
 
-    @lru_cache(maxsize=None)
+    @cache
     def value(board: Board, reply_to_move: bool) -> float:
         grid = np.frombuffer(board, dtype=np.int8).reshape(rows, cols)
         legal = [int(c) for c in legal_columns(grid)]
