@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import itertools
+import os
+import runpy
 
 import numpy as np
 import pytest
@@ -9,9 +11,12 @@ import torch
 from easydict import EasyDict
 
 from ding.envs import BaseEnvManager, InvalidActionError, get_env_cls
+from ding.worker import BattleInteractionSerialEvaluator
 from dizoo.board_games.connect_four.envs import ConnectFourEnv, RandomPlayer, ScriptedPlayer
 from dizoo.board_games.connect_four.envs.connect_four_env import board_features
 from dizoo.league_demo.game_env import GameEnv
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # DI-engine's league demo payoffs: (action 0, action 1) -> (reward 0, reward 1), (result 0, result 1)
 PRISONER = {(0, 0): ((-1, -1), ("draws", "draws")), (0, 1): ((-20, 0), ("losses", "wins")),
@@ -153,6 +158,34 @@ def test_connect_four_first_player_alternates_and_evaluator_envs_repeat():
     fixed = ConnectFourEnv()
     fixed.seed(1, dynamic_seed=False)  # evaluator env 1 of a manager seeded 0: always the same game
     assert [(fixed.reset(), fixed.to_play)[1] for _ in range(3)] == [1, 1, 1]
+
+
+class _CountsOpenings(RandomPlayer):
+    """A random player that counts the games it opens (an empty board with its to-move flag set)."""
+
+    openings = 0
+
+    def forward(self, data, **kwargs):
+        self.openings += sum(1 for obs in data.values() if not np.any(obs[:-1]) and obs[-1] == 1.0)
+        return super().forward(data, **kwargs)
+
+
+def test_shipped_league_config_evaluates_half_the_games_moving_second(tmp_path, monkeypatch):
+    """The league config's 100 evaluation games: 50 with the main player (seat 0) moving first, 50 moving second."""
+    env_cfg = runpy.run_path(os.path.join(ROOT, "config", "serial", "connect_four_ppo_league.py"))["main_config"].env
+    monkeypatch.chdir(tmp_path)
+    cfgs = ConnectFourEnv.create_evaluator_env_cfg(env_cfg)
+    envs = BaseEnvManager([lambda c=c: ConnectFourEnv(c) for c in cfgs], EasyDict())
+    envs.seed(3, dynamic_seed=False)  # as serial_pipeline_battle seeds its evaluator envs
+    counter = _CountsOpenings(seed=0)
+    evaluator = BattleInteractionSerialEvaluator(EasyDict(n_episode=env_cfg.n_evaluator_episode, stop_value=2.0),
+                                                 envs, [counter, ScriptedPlayer(seed=1)], exp_name="seat_count")
+    try:
+        _, info = evaluator.eval()
+    finally:
+        evaluator.close()
+    assert env_cfg.n_evaluator_episode == 100 and len(info.players[0].returns) == 100
+    assert counter.openings == 50
 
 
 def test_scripted_player_wins_when_it_can_and_blocks_when_it_must():
