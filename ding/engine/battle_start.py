@@ -22,13 +22,14 @@ from .battle_run import BattleRun
 from .resume import AppendUndo, Limits, ResumePoint, check_resume, lock_run_dir
 from .training_view import GracefulStop
 
-
 # DI-engine's league demo configs (``dizoo/league_demo/*_ppo_config.py``) carry no create config: its demo scripts
 # build ``GameEnv(env_type)`` and PPO themselves. A config with no env type whose ``env.env_type`` is one of the
 # demo's games gets what those scripts imply (docs/league.md, "DI-engine's demo configs").
 LEAGUE_DEMO_ENV_TYPES = ("prisoner_dilemma", "zero_sum")
-LEAGUE_DEMO_CREATE = dict(env=dict(type="league_demo_game", import_names=["dizoo.league_demo.game_env"]),
-                          policy=dict(type="ppo"))
+LEAGUE_DEMO_CREATE: dict[str, dict[str, Any]] = {
+    "env": {"type": "league_demo_game", "import_names": ["dizoo.league_demo.game_env"]},
+    "policy": {"type": "ppo"},
+}
 
 
 def league_demo_defaults(main_cfg: Any, create_cfg: dict) -> list[str]:
