@@ -56,8 +56,9 @@ class BaseLeague:
         use_pretrain_init_historical=False,  # add the pretrained model as each category's first historical player
         pretrain_checkpoint_path=dict(default="default_cate_pretrain.pth"),  # {category: checkpoint}
         seed=0,  # seed of the league's opponent choices and resets (a seed passed to the league wins)
-        # serial_pipeline_battle: the chance that a job plays the env's fixed opponent (e.g. a scripted player)
-        # instead of the league's choice; those games stay out of the payoff table (the opponent is no player)
+        # the chance that a job plays the env's fixed opponent (e.g. a scripted player) instead of the league's
+        # choice (serial_pipeline_battle; the one_vs_one commander in parallel mode); those games stay out of the
+        # payoff table (the opponent is no player)
         fixed_opponent_prob=0.0,
         payoff=dict(
             type="battle",  # the only payoff type
@@ -98,6 +99,9 @@ class BaseLeague:
             raise ConfigError("league.path_policy: required, the directory where the players' checkpoints are kept "
                               "(e.g. '<exp_name>/policy')")
         self.path_policy = str(self.cfg.path_policy)
+        prob = self.cfg.fixed_opponent_prob
+        if isinstance(prob, bool) or not isinstance(prob, (int, float)) or not 0.0 <= prob <= 1.0:
+            raise ConfigError(f"league.fixed_opponent_prob: expected a probability in [0, 1], got {prob!r}")
         os.makedirs(self.path_policy, exist_ok=True)
         self.reset_checkpoint_path = os.path.join(self.path_policy, "reset_ckpt.pth")
         self.load_checkpoint = load_checkpoint_fn
@@ -184,6 +188,16 @@ class BaseLeague:
     @abstractmethod
     def _get_job_info(self, player: ActivePlayer, eval_flag: bool = False) -> LeagueJob:
         raise NotImplementedError
+
+    def draw_fixed_opponent(self) -> bool:
+        """Whether the next job plays the env's fixed opponent instead of the league's choice: True with probability
+        ``fixed_opponent_prob``, drawn from the league's generator (so a loaded league draws on as a saved one
+        would)."""
+        prob = float(self.cfg.fixed_opponent_prob)
+        if prob <= 0.0:
+            return False
+        with self._lock:
+            return bool(self._rng.random() < prob)
 
     def finish_job(self, job_info: JobResult | Mapping[str, Any]) -> None:
         """Count a finished job's games in the payoff table and update both players' Elo ratings (self-play games

@@ -274,21 +274,31 @@ BATTLE_OUTCOMES = ("wins", "draws", "losses")  # one game's result for one playe
 _MIRROR = {"wins": "losses", "losses": "wins", "draws": "draws"}
 
 
+FIXED_OPPONENT = "fixed_opponent"  # seat 1's player id in a fixed-opponent job (no league player)
+
+
 @dataclass
 class BattleJob(Record):
     """The players of a battle collect task (one_vs_one commander): league player ids and the policy files (plain
     names under ``path_policy``) that play them, in seat order; seat 0 is the learner's player. The same file in both
-    seats is self-play: one policy plays both players and both sides' samples are kept."""
+    seats is self-play: one policy plays both players and both sides' samples are kept. With ``fixed_opponent`` seat 1
+    is the collector's fixed opponent (the league's ``fixed_opponent_prob``): ``players[1]`` is
+    :data:`FIXED_OPPONENT` and ``policy_files`` has seat 0's file only."""
 
     players: list[str]
     policy_files: list[str]
+    fixed_opponent: bool = False
 
     def _validate(self, peer: str, context: Any) -> None:
         if len(self.players) != 2:
             raise self._bad("players", f"must name 2 players, got {len(self.players)}", peer)
-        if len(self.policy_files) != len(self.players):
-            raise self._bad("policy_files", f"has {len(self.policy_files)} entries, 'players' has "
-                                           f"{len(self.players)}", peer)
+        if self.fixed_opponent and self.players[1] != FIXED_OPPONENT:
+            raise self._bad("players[1]", f"must be {FIXED_OPPONENT!r} in a fixed-opponent job, got "
+                                          f"{self.players[1]!r:.60}", peer)
+        files = 1 if self.fixed_opponent else len(self.players)
+        if len(self.policy_files) != files:
+            raise self._bad("policy_files", f"has {len(self.policy_files)} entries, {files} expected (one per "
+                                           "seat played by a policy file)", peer)
         for i, name in enumerate(self.policy_files):
             problem = check_data_id(name)
             if problem:
@@ -296,7 +306,7 @@ class BattleJob(Record):
 
     @property
     def self_play(self) -> bool:
-        return self.policy_files[0] == self.policy_files[1]
+        return not self.fixed_opponent and self.policy_files[0] == self.policy_files[1]
 
 
 @dataclass
@@ -536,6 +546,7 @@ class CommanderState(CommanderStatus):
     reached_stop_value: bool = False
     league: dict[str, Any] | None = None  # the one_vs_one commander's league (players, payoff, ratings, generator)
     league_games: int = 0  # games of finished battle tasks the league counted (one_vs_one)
+    fixed_opponent_games: int = 0  # games of finished tasks against the fixed opponent (one_vs_one; not in the league)
 
 
 # ------------------------------------------------------------------------------------------------ documentation

@@ -1,6 +1,7 @@
-"""``ding -m parallel`` on a league config: the one_vs_one commander and two marine collectors train Connect Four by
-self-play, the win rate against the scripted player improves, and a collector killed mid-battle adds nothing to the
-payoff table (its task's games never arrive) while the run goes on and ends cleanly."""
+"""``ding -m parallel`` on a league config: the one_vs_one commander and two marine collectors train Connect Four
+(league self-play and, in most tasks, the scripted player), the win rate against the scripted player goes from what
+random play wins to well above it, and a collector killed mid-battle adds nothing to the payoff table (its task's
+games never arrive) while the run goes on and ends cleanly."""
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ from ._parallel import (
 )
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(400)
 def test_league_run_improves_on_the_scripted_player_and_a_killed_collector_leaves_the_payoff_whole(workdir):
     exp = "league"
     # undecayed counts: the table's games are exactly the games of the finished tasks
@@ -33,7 +34,7 @@ def test_league_run_improves_on_the_scripted_player_and_a_killed_collector_leave
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", "0", "--env-step", "6000"), workdir)
     wait_for(lambda: eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
     os.kill(wait_for(lambda: role_pid(workdir, "collector0"), 10, "collector0's pid"), signal.SIGKILL)
-    code = proc.wait(timeout=150)
+    code = proc.wait(timeout=360)  # (a guard against a hang; 60-90 s on a quiet 2-core machine)
     log = read_log(workdir)
     assert code == 0, log
     r = result(workdir, exp)
@@ -43,18 +44,47 @@ def test_league_run_improves_on_the_scripted_player_and_a_killed_collector_leave
     with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
         state = json.load(f)["commander"]
     league = state["league"]
-    games = sum(rec[5] for rec in league["payoff"]["records"])
+    # the payoff table holds whole games of finished tasks only: undecayed, every record's counts are whole numbers
+    # that add up (a win, draw or loss per game), and the table's games are exactly the finished tasks' league games
+    records = league["payoff"]["records"]
+    for rec in records:
+        wins, draws, losses, games = rec[2:6]
+        assert all(float(x).is_integer() for x in (wins, draws, losses, games)), rec
+        assert wins + draws + losses == games > 0, rec
+    games = sum(rec[5] for rec in records)
     assert games == state["league_games"] > 0, (games, state["league_games"])
+    assert state["fixed_opponent_games"] > games, state["fixed_opponent_games"]  # 80% of tasks play the scripted one
+    assert "fixed_opponent" not in json.dumps(records)  # those games stay out of the table
     assert league["historical"], "no snapshot of the main player was taken"
     for hp in league["historical"]:  # snapshots are published side by side with the learner's policy file
         assert os.path.normpath(os.path.dirname(os.path.join(str(workdir), hp["checkpoint_path"]))) == os.path.join(
             str(workdir), exp, "policy")
         assert os.path.exists(os.path.join(str(workdir), hp["checkpoint_path"]))
     rates = [e["win_rate"] for e in state["eval_history"]]
-    assert None not in rates and len(rates) >= 2, rates
-    # the untrained greedy policy soon plays into a full column and loses every game; a later one wins at least 3 of
-    # the 40 games (random legal play wins about 6%: this checks that the run improves, not that it masters the game)
-    assert rates[0] == 0.0 and max(rates[1:]) >= 0.075, f"no better against the scripted player: {rates}"
+    assert None not in rates and len(rates) >= 4, rates
+    # moving first against the scripted player, the untrained greedy policy soon plays into a full column and loses
+    # every game, and uniformly random legal play wins about 12% (docs/league.md). The trained player: at least half of
+    # some evaluation's 40 games (random play: ~1e-7 chance) and 30% over the last two (seeds 0-2 without the kill
+    # ended at 72-93% over the last two, best 90-95%; with the kill one run went 0, 5, 5, 22, 45, 65%)
+    assert rates[0] <= 0.1, rates
+    assert max(rates) >= 0.5 and sum(rates[-2:]) / 2 >= 0.3, f"no better against the scripted player: {rates}"
     assert "win rate" in log
     assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
-    print(f"league run: win rates {rates}, {games:g} games counted, counters {counters}")
+    print(f"league run: win rates {rates}, {games:g} league games, {state['fixed_opponent_games']} against the "
+          f"scripted player, counters {counters}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_league_run_beats_the_scripted_player_on_the_full_budget(workdir, seed):
+    """The shipped config unchanged but for the budget (20,000 env steps): the learner's player, moving first, wins
+    at least 80% of an evaluation's 40 games against the scripted player."""
+    exp = f"league_full{seed}"
+    cfg = write_config(workdir, exp, base=CONNECT_FOUR_LEAGUE)
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", str(seed), "--env-step", "20000"), workdir)
+    assert proc.wait(timeout=1100) == 0, read_log(workdir)
+    with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
+        rates = [e["win_rate"] for e in json.load(f)["commander"]["eval_history"]]
+    assert rates[0] <= 0.1 and max(rates) >= 0.8, rates
+    assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"

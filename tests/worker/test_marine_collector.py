@@ -76,6 +76,17 @@ def test_a_snapshot_opponent_only_acts_and_its_file_is_loaded(marine):
     assert result.sample_count <= result.envstep // 2 + len(result.battle.games)
 
 
+def test_a_fixed_opponent_job_plays_a_training_copy_of_the_scripted_player(marine):
+    job = BattleJob(players=["main", "fixed_opponent"], policy_files=["policy"], fixed_opponent=True)
+    task = _task(job)
+    result = decode_result(task, marine.run_task(task).to_json(), "collector0")
+    assert result.battle.players == job.players and result.battle.games
+    assert marine._train_opponent.policy not in marine._evaluator._policy.policies  # its own copy, not the evaluator's
+    assert type(marine._train_opponent.policy).__name__ == "ScriptedPlayer"
+    # only seat 0 collects
+    assert result.sample_count <= result.envstep // 2 + len(result.battle.games)
+
+
 def test_a_missing_opponent_file_fails_the_task(marine):
     job = BattleJob(players=["main", "gone"], policy_files=["policy", "gone.pth"])
     with pytest.raises(FileNotFoundError, match="gone.pth"):

@@ -12,6 +12,7 @@ from ding.config import compile_config_parallel
 from ding.utils import ConfigError, ProtocolError
 from ding.worker.coordinator.one_vs_one_parallel_commander import OneVsOneCommander
 from ding.worker.parallel_protocol import (
+    FIXED_OPPONENT,
     BattleJob,
     BattleResult,
     CollectResult,
@@ -39,6 +40,7 @@ def _cfg(**league):
     main.policy.learn.batch_size = 4
     main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=1000, snapshot_check_iters=5)
     main.policy.other.league.main_player.one_phase_step = 10
+    main.policy.other.league.fixed_opponent_prob = 0.0  # league jobs only, unless a test asks for fixed-opponent jobs
     main.policy.other.league.update(league)
     return compile_config_parallel(main, create, system, save_cfg=False).main
 
@@ -111,6 +113,43 @@ def test_finished_games_reach_the_payoff_table_failed_tasks_nothing(in_tmp_dir, 
     c.notify_fail_collector_task(failed)  # its collector died mid-battle: nothing of it is counted
     assert _games(c) == 2
     assert CommanderState.from_json(c.state_dict()).league_games == 2
+
+
+def test_fixed_opponent_jobs_follow_the_league_probability_and_stay_out_of_the_payoff(in_tmp_dir, tmp_path):
+    c = _commander(tmp_path, fixed_opponent_prob=0.5, payoff=dict(decay=1.0, min_win_rate_games=1))
+    _start(c, tmp_path)
+    draws = []
+    for _ in range(200):
+        task = _collect_task(c)
+        draws.append(task.job.fixed_opponent)
+        c.notify_fail_collector_task(task)
+    assert 60 <= sum(draws) <= 140, sum(draws)  # about half of 200 draws
+    fixed: list[CollectTask] = []
+    league: list[CollectTask] = []
+    while not (fixed and league):  # one task of each kind kept open
+        task = _collect_task(c)
+        kept = fixed if task.job.fixed_opponent else league
+        if kept:
+            c.notify_fail_collector_task(task)
+        else:
+            kept.append(task)
+    job = fixed[0].job
+    assert job.players == [MAIN, FIXED_OPPONENT] and job.policy_files == ["policy"] and not job.self_play
+    assert BattleJob.from_json(job.to_json()) == job
+    # a fixed-opponent task's games are counted apart: not in the payoff table, no rating moves
+    rating = c.league.get_player_by_id(MAIN).rating
+    c.finish_collector_task(fixed[0].task_id, _answer(fixed[0], [["wins", "losses"]] * 3))
+    assert _games(c) == 0 and c.league.get_player_by_id(MAIN).rating == rating
+    c.finish_collector_task(league[0].task_id, _answer(league[0], [["losses", "wins"]]))
+    state = CommanderState.from_json(c.state_dict())
+    assert _games(c) == 1 and state.league_games == 1 and state.fixed_opponent_games == 3
+    with pytest.raises(ProtocolError, match=r"players\[1\]"):
+        BattleJob.from_json({"players": [MAIN, "someone"], "policy_files": ["policy"], "fixed_opponent": True})
+    with pytest.raises(ProtocolError, match="policy_files"):
+        BattleJob.from_json({"players": [MAIN, FIXED_OPPONENT], "policy_files": ["policy", "policy"],
+                             "fixed_opponent": True})
+    with pytest.raises(ConfigError, match="fixed_opponent_prob"):
+        _commander(tmp_path, fixed_opponent_prob=1.5)
 
 
 def test_battle_answers_are_checked_against_their_task(in_tmp_dir, tmp_path):

@@ -4,7 +4,8 @@ A collect task of the ``one_vs_one`` commander carries a :class:`~ding.worker.pa
 league players of the two seats and the policy files that play them (plain names under ``path_policy``). Seat 0 is
 the learner's player (the published policy, reloaded as the zergling collector does). When both seats name the same
 file the learner's policy plays itself (one policy, both sides' samples kept); otherwise a second policy, loaded from
-the opponent's file (a historical snapshot), plays seat 1 greedily and only acts. Every task starts fresh games (the
+the opponent's file (a historical snapshot), plays seat 1 greedily and only acts; in a fixed-opponent job (the league's
+``fixed_opponent_prob``) a training copy of ``eval_opponent`` plays seat 1. Every task starts fresh games (the
 envs are reset, so no game spans two opponents) and plays whole games until ``n_sample`` samples exist; its answer
 holds the samples' metadata and a :class:`~ding.worker.parallel_protocol.BattleResult` with every game's result per
 seat. The games reach the league only through that answer: a task whose collector dies reports nothing.
@@ -104,6 +105,7 @@ class MarineParallelCollector(ZerglingParallelCollector):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._opponent: Any = None  # the second policy (seat 1 against a snapshot)
+        self._train_opponent: Any = None  # the fixed opponent of fixed-opponent jobs (seat 1)
         self._opponent_file: tuple[str, int, int] | None = None  # (file, mtime_ns, size) loaded into it
 
     def start(self) -> None:
@@ -114,8 +116,12 @@ class MarineParallelCollector(ZerglingParallelCollector):
             raise ConfigError("policy.collect.collector.eval_opponent: the marine collector evaluates against a "
                               "fixed opponent; name its class as 'package.module:Class' (e.g. "
                               "'dizoo.board_games.connect_four.envs:ScriptedPlayer')")
-        eval_opponent = load_object(spec, "policy.collect.collector.eval_opponent")(
-            **dict(self._own_cfg.get("eval_opponent_kwargs") or {}))
+        opponent_cls = load_object(spec, "policy.collect.collector.eval_opponent")
+        kwargs = dict(self._own_cfg.get("eval_opponent_kwargs") or {})
+        eval_opponent = opponent_cls(**kwargs)
+        # fixed-opponent jobs (the league's fixed_opponent_prob) play their own instance: evaluating never changes what
+        # training sees
+        self._train_opponent = SeatPolicy(opponent_cls(**kwargs))
         self._opponent = build_policy(self._cfg, ["eval"], seed=self._seed)
         evaluator_cfg = dict(self._cfg.policy.eval.evaluator)
         evaluator_cfg["type"] = "battle_interaction"
@@ -133,6 +139,8 @@ class MarineParallelCollector(ZerglingParallelCollector):
         learner = self._policy.collect_mode
         if job is None or job.self_play:
             return [learner, learner]
+        if job.fixed_opponent:
+            return [learner, self._train_opponent]
         name = job.policy_files[1]
         path = policy_path(os.path.dirname(self._policy_path), name)
         try:

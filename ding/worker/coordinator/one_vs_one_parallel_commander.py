@@ -14,6 +14,7 @@ from typing import Any
 from ding.utils import COMMANDER_REGISTRY, ConfigError, LeagueError, atomic_write
 
 from ..parallel_protocol import (
+    FIXED_OPPONENT,
     BattleJob,
     CollectResult,
     CollectTask,
@@ -34,7 +35,9 @@ class OneVsOneCommander(SoloCommander):
 
     - **Jobs.** Each collect task carries the league's job for the main player: the two players and the policy files
       that play them, side by side in ``path_policy``: the main player is the learner's published policy file, a
-      historical player its snapshot file ``<id>_ckpt_<step>.pth``. The marine collector plays the games.
+      historical player its snapshot file ``<id>_ckpt_<step>.pth``. The marine collector plays the games. With the
+      league's ``fixed_opponent_prob`` a job plays the collector's fixed opponent instead (e.g. a scripted player,
+      drawn from the league's generator); those games stay out of the payoff table and the ratings.
     - **Results.** A finished task's games go to the league (payoff table, Elo) in one call, after its samples entered
       the buffer. A task that fails, times out or whose collector dies contributes nothing: results travel only in a
       task's answer, so the table never holds part of a task.
@@ -72,6 +75,7 @@ class OneVsOneCommander(SoloCommander):
         self._checked_at = -math.inf  # learner step of the last snapshot judgement
         self._first_snapshot = False
         self._league_games = 0  # games of finished tasks counted in the league
+        self._fixed_games = 0  # games of finished tasks against the fixed opponent (not in the league)
 
     # ---------------------------------------------------------------- the league
     def set_path_policy(self, path_policy: str) -> None:
@@ -145,13 +149,22 @@ class OneVsOneCommander(SoloCommander):
         task = super().get_collector_task(collector)
         if not isinstance(task, CollectTask):
             return task
-        job = self.league.get_job_info(self._main_id)
+        league = self.league
+        if league.draw_fixed_opponent():  # the collector's fixed opponent plays seat 1 (no league player)
+            return dataclasses.replace(task, job=BattleJob(players=[self._main_id, FIXED_OPPONENT],
+                                                           policy_files=[self._policy_id], fixed_opponent=True))
+        job = league.get_job_info(self._main_id)
         files = [self._policy_file(pid, path) for pid, path in zip(job.player_id, job.checkpoint_path)]
         return dataclasses.replace(task, job=BattleJob(players=list(job.player_id), policy_files=files))
 
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         reached = super().finish_collector_task(task_id, finished_task)
         battle = finished_task.battle
+        if battle is not None and battle.players[1] == FIXED_OPPONENT:  # not a league game: no payoff, no Elo
+            if isinstance(finished_task, CollectResult) and battle.games:
+                with self._lock:
+                    self._fixed_games += len(battle.games)
+            return reached
         if isinstance(finished_task, CollectResult) and battle is not None and battle.games:
             from ding.league import JobResult, Outcome
 
@@ -178,8 +191,9 @@ class OneVsOneCommander(SoloCommander):
         """The solo commander's state and the league's (players, snapshots, payoff, ratings, generator)."""
         state = CommanderState.from_json(super().state_dict(), peer="the commander")
         with self._lock:
-            games = self._league_games
-        return dataclasses.replace(state, league=self.league.state_dict(), league_games=games).to_json()
+            games, fixed = self._league_games, self._fixed_games
+        return dataclasses.replace(state, league=self.league.state_dict(), league_games=games,
+                                   fixed_opponent_games=fixed).to_json()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         super().load_state_dict(state)
@@ -189,4 +203,5 @@ class OneVsOneCommander(SoloCommander):
         with self._lock:
             self._first_snapshot = bool(self.league.historical_players)
             self._league_games = saved.league_games
+            self._fixed_games = saved.fixed_opponent_games
             self._checked_at = self.league.get_player_by_id(self._main_id).total_agent_step  # judged up to here

@@ -3,9 +3,10 @@ commander and its league, one DQN learner training the main player, two marine c
 
 Run: ``ding -m parallel -c dizoo/board_games/connect_four/config/parallel/connect_four_dqn_league_config.py -s 0``.
 
-The league picks each collect task's opponent for the main player (itself, or one of its snapshots by PFSP); the
-evaluations play the learner's policy against the scripted player (wins when it can, blocks when it must) and the
-console shows the win rate. See docs/league.md (parallel mode).
+The league picks each collect task's opponent for the main player (itself, or one of its snapshots by PFSP) or, in
+80% of the tasks, the scripted player (wins when it can, blocks when it must); the evaluations play the learner's
+policy, moving first, against the scripted player and the console shows the win rate. See docs/league.md (parallel
+mode).
 """
 from easydict import EasyDict
 
@@ -15,6 +16,8 @@ connect_four_dqn_league_config = dict(
         collector_env_num=4,
         evaluator_env_num=4,
         n_evaluator_episode=40,
+        first_player='alternate',  # training games: the seats take turns to move first
+        eval_first_player=0,  # evaluation games: the learner's player moves first (as the serial league config)
         stop_value=0.9,  # player 0's mean return against the scripted player (+1 a win, -1 a loss)
     ),
     policy=dict(
@@ -48,7 +51,7 @@ connect_four_dqn_league_config = dict(
         ),
         eval=dict(evaluator=dict(eval_freq=200)),
         other=dict(
-            eps=dict(type='exp', start=0.9, end=0.05, decay=5000),
+            eps=dict(type='exp', start=0.9, end=0.05, decay=2000),
             replay_buffer=dict(replay_buffer_size=20000),
             commander=dict(eval_interval=10),
             league=dict(
@@ -56,6 +59,9 @@ connect_four_dqn_league_config = dict(
                 active_players=dict(main_player=1),
                 main_player=dict(one_phase_step=200, branch_probs=dict(pfsp=0.5, sp=0.5), strong_win_rate=0.7),
                 payoff=dict(decay=0.99, min_win_rate_games=8),
+                # most tasks play the scripted player (their games stay out of the payoff table): pure self-play
+                # gives no signal about the blocker's weakness early on (docs/league.md)
+                fixed_opponent_prob=0.8,
             ),
         ),
     ),
