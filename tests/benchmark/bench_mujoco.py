@@ -14,7 +14,8 @@ before the envs and networks are built, so set-up, warm-up and evaluations count
 own process with one torch thread; runs are interleaved (ding, SB3, Tianshou for seed 0, then seed 1, ...) so the
 machine's load hits all of them alike. Reported per run: the eval curve (env steps, wall seconds, return), the final
 and best return, and the env steps and wall time of the first evaluation at or above ``--target`` (1,000). The
-figure to read is ding's median wall time to the target over SB3's (target <= 0.8).
+figure to read is ding's median wall time to the target over SB3's (target <= 0.8); each run also reports its
+process CPU seconds (``cpu_s``), the fairer figure when the machine is shared and the scheduler's shares differ.
 
 Hyperparameters (the same on every side; SB3's RL-Zoo Hopper values, DI-engine's hopper_*_config.py structure):
 - SAC: 256x256 actor and twin critics, Adam 3e-4 for actor, critics and temperature, batch 256, gamma 0.99,
@@ -29,8 +30,9 @@ steps, so its evaluations fall at 10,000 + multiples of ``--eval-every`` env ste
 of each evaluation); for PPO ``eval_freq`` is set to the iterations of ``--eval-every`` env steps.
 
 The peers are never project dependencies: install them in a separate venv (``pip install torch stable-baselines3
-tianshou gymnasium mujoco``) and pass its interpreter with ``--peer-python`` (or ``DING_BENCH_PEER_PYTHON``);
-without one the peer columns are skipped with a note.
+tianshou "gymnasium[mujoco]"``; gymnasium's MuJoCo module imports imageio, which that extra brings) and pass its
+interpreter with ``--peer-python`` (or ``DING_BENCH_PEER_PYTHON``); without one the peer columns are skipped with a
+note.
 """
 from __future__ import annotations
 
@@ -124,7 +126,7 @@ def worker_ding(algo: str, seed: int, p: Protocol) -> dict:
         rows = list(csv.DictReader(f))
     curve = [[int(float(r["env_step"])), round(float(r["wall_time"]), 2), round(float(r["eval_return_mean"]), 1)]
              for r in rows]
-    return {"wall_s": wall, "env_step": result["env_step"], "curve": curve}
+    return {"wall_s": wall, "env_step": result["env_step"], "cpu_s": round(time.process_time(), 1), "curve": curve}
 
 
 def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
@@ -167,7 +169,8 @@ def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
                     gae_lambda=0.95, clip_range=0.2, ent_coef=0.0, seed=seed, device="cpu", verbose=0)
     model.learn(total_timesteps=p.max_env_step, callback=callback)
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "env_step": int(model.num_timesteps), "curve": curve}
+    return {"wall_s": wall, "env_step": int(model.num_timesteps), "cpu_s": round(time.process_time(), 1),
+            "curve": curve}
 
 
 def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
@@ -225,7 +228,8 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
         update_step_num_gradient_steps_per_sample=1.0, stop_fn=record, test_in_training=False, verbose=False,
         show_progress=False))
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "env_step": int(train_collector.collect_step), "curve": curve}
+    return {"wall_s": wall, "env_step": int(train_collector.collect_step), "cpu_s": round(time.process_time(), 1),
+            "curve": curve}
 
 
 WORKERS = {"ding": worker_ding, "sb3": worker_sb3, "tianshou": worker_tianshou}
