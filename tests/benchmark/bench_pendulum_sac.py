@@ -27,10 +27,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _peer_runs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "config", "serial", "pendulum_sac.py")
@@ -132,32 +133,14 @@ WORKERS = {"ding": worker_ding, "sb3": worker_sb3, "tianshou": worker_tianshou}
 # ---------------------------------------------------------------------------------------------------- driver
 def run_worker(framework: str, python: str, seed: int, max_env_step: int | None, timeout: float) -> dict:
     """One training run in a fresh process (one torch thread), in a temporary directory."""
-    cmd = [python, os.path.abspath(__file__), "--worker", framework, "--seed", str(seed)]
-    if max_env_step:
-        cmd += ["--max-env-step", str(max_env_step)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", DING_TORCH_THREADS="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{framework} run failed (seed {seed}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")][-1]
-    return {"bench": "pendulum_sac_run", "framework": framework, "seed": seed, **json.loads(line)}
+    worker_args = ["--seed", str(seed)] + (["--max-env-step", str(max_env_step)] if max_env_step else [])
+    result = _peer_runs.run_worker(__file__, framework, python, worker_args, timeout)
+    return {"bench": "pendulum_sac_run", "framework": framework, "seed": seed, **result}
 
 
 def find_peer_python(given: str | None) -> tuple[str | None, str]:
     """The interpreter that can import the peers: ``given``, ``$DING_BENCH_PEER_PYTHON``, or this one."""
-    candidates = [p for p in (given, os.environ.get("DING_BENCH_PEER_PYTHON"), sys.executable) if p]
-    for python in candidates:
-        try:
-            probe = subprocess.run([python, "-c", "import stable_baselines3, tianshou"], capture_output=True,
-                                   timeout=120)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if probe.returncode == 0:
-            return python, ""
-    return None, ("peer columns skipped: no interpreter here imports stable_baselines3 and tianshou (install them "
-                  "in a separate venv and pass --peer-python)")
+    return _peer_runs.find_peer_python(given, list(PEER_MODULES.values()))
 
 
 def summarize(runs: list[dict]) -> dict:

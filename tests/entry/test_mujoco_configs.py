@@ -55,15 +55,31 @@ def test_di_engine_mujoco_file_runs_a_few_iterations(in_tmp_dir, name):
     assert total.policy.cuda is True  # kept as written; the run went to the CPU
 
 
+# the CLI's budget flags for "a few hundred iterations" of each file, as written: SAC/TD3 train once per env step
+# after the file's random warm-up (10k / 25k steps); PPO trains 10 epochs x 16 batches = 160 iterations a collect
+CLI_BUDGET = {
+    "hopper_sac_config.py": lambda cfg: ["--env-step", str(cfg.policy.random_collect_size + 300)],
+    "halfcheetah_td3_config.py": lambda cfg: ["--env-step", str(cfg.policy.random_collect_size + 300)],
+    "hopper_onppo_config.py": lambda cfg: ["--train-iter", "320"],
+}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_di_engine_mujoco_file_runs_unchanged_through_the_ding_command(in_tmp_dir, name, capfd):
+    """The file byte for byte through ``ding -m serial`` / ``serial_onpolicy`` (its 8-10 envs in subprocesses, its
+    warm-up and first evaluation), a few hundred training iterations, then a clean exit."""
     path = _copy(name, str(in_tmp_dir))
+    with open(path, "rb") as f:
+        written = f.read()
     mode, _ = FILES[name]
-    assert main(["-m", mode, "-c", path, "-s", "0", "--train-iter", "2"]) == 0
-    result = read_result(read_config(path)[0].exp_name)
-    assert result["train_iter"] >= 2 and result["env_step"] > 0
+    cfg = read_config(path)[0]
+    assert main(["-m", mode, "-c", path, "-s", "0", *CLI_BUDGET[name](cfg)]) == 0
+    result = read_result(cfg.exp_name)
+    assert result["train_iter"] >= 300 and result["ended"] == "limit" and result["eval_return"] is not None
+    with open(path, "rb") as f:
+        assert f.read() == written  # ran unchanged
     err = capfd.readouterr().err
     assert err.count("policy.cuda=True, but torch has no usable CUDA device") <= 1
 

@@ -1,0 +1,370 @@
+"""Hopper-v5 (MuJoCo): SAC, TD3 and PPO return over env steps and wall time, ding next to Stable-Baselines3 and
+Tianshou, 100k env steps each.
+
+    python tests/benchmark/bench_mujoco.py --peer-python /path/to/venv/bin/python          # SAC, seeds 0 1 2
+    python tests/benchmark/bench_mujoco.py --algos sac td3 ppo --frameworks ding sb3 --seeds 0
+    python tests/benchmark/bench_mujoco.py --runs-file runs.jsonl ...   # append each run as it ends (resumable)
+    python tests/benchmark/bench_mujoco.py --summarize runs.jsonl       # table + summary of runs saved before
+    python tests/benchmark/bench_mujoco.py --smoke                      # tiny run, used by the test suite
+
+The protocol, the same for every framework: Hopper-v5 (episodes of at most 1,000 steps, time-limit truncation
+bootstrapped), one training env, every ``--eval-every`` (5,000) env steps the mean return of ``--eval-episodes`` (5)
+deterministic evaluation episodes on separate envs, ``--max-env-step`` (100,000) env steps in all. The clock starts
+before the envs and networks are built, so set-up, warm-up and evaluations count; imports do not. Every run is its
+own process with one torch thread; runs are interleaved (ding, SB3, Tianshou for seed 0, then seed 1, ...) so the
+machine's load hits all of them alike. Reported per run: the eval curve (env steps, wall seconds, return), the final
+and best return, and the env steps and wall time of the first evaluation at or above ``--target`` (1,000). The
+figure to read is ding's median wall time to the target over SB3's (target <= 0.8); each run also reports its
+process CPU seconds (``cpu_s``), the fairer figure when the machine is shared and the scheduler's shares differ.
+
+Hyperparameters (the same on every side; SB3's RL-Zoo Hopper values, DI-engine's hopper_*_config.py structure):
+- SAC: 256x256 actor and twin critics, Adam 3e-4 for actor, critics and temperature, batch 256, gamma 0.99,
+  tau 0.005, auto temperature (target entropy -|A|), 10,000 uniformly random env steps first, then one gradient
+  step per env step, 1M replay buffer.
+- TD3: 256x256, Adam 1e-3 (actor and critic), batch 256, 10,000 random steps, exploration noise 0.1, target policy
+  noise 0.2 clipped at 0.5, actor every 2 critic updates, one critic update per env step.
+- PPO: 64x64 tanh actor and critic, Adam 3e-4, 2,048 env steps per rollout, 10 epochs of batch 64, GAE 0.95,
+  clip 0.2, gamma 0.99 (SB3's defaults, which RL-Zoo uses for Hopper with normalised observations; here raw).
+ding evaluates on its train-iteration schedule: for SAC/TD3 one iteration per env step after the 10,000 random
+steps, so its evaluations fall at 10,000 + multiples of ``--eval-every`` env steps (its curve's x is the env step
+of each evaluation); for PPO ``eval_freq`` is set to the iterations of ``--eval-every`` env steps.
+
+The peers are never project dependencies: install them in a separate venv (``pip install torch stable-baselines3
+tianshou "gymnasium[mujoco]"``; gymnasium's MuJoCo module imports imageio, which that extra brings) and pass its
+interpreter with ``--peer-python`` (or ``DING_BENCH_PEER_PYTHON``); without one the peer columns are skipped with a
+note.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _peer_runs import find_peer_python, run_worker  # noqa: E402
+
+ENV_ID = "Hopper-v5"
+ALGOS = ("sac", "td3", "ppo")
+FRAMEWORKS = ("ding", "sb3", "tianshou")
+PEER_MODULES = {"sb3": "stable_baselines3", "tianshou": "tianshou"}
+# which peer has which algorithm in this benchmark (Tianshou: SAC only here)
+PEER_ALGOS = {"sb3": ("sac", "td3", "ppo"), "tianshou": ("sac",)}
+RANDOM_STEPS = 10_000
+
+
+class Protocol:
+    """What every framework's run is held to."""
+
+    def __init__(self, max_env_step: int, eval_every: int, eval_episodes: int, random_steps: int) -> None:
+        self.max_env_step, self.eval_every = max_env_step, eval_every
+        self.eval_episodes, self.random_steps = eval_episodes, random_steps
+
+    def args(self) -> list[str]:
+        return ["--max-env-step", str(self.max_env_step), "--eval-every", str(self.eval_every),
+                "--eval-episodes", str(self.eval_episodes), "--random-steps", str(self.random_steps)]
+
+
+# ---------------------------------------------------------------------------------------------------- workers
+# Each runs in its own process (``--worker NAME``) and prints one JSON line; only ding's imports ding.
+
+def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
+    env = dict(env_id=ENV_ID, collector_env_num=1, evaluator_env_num=p.eval_episodes,
+               n_evaluator_episode=p.eval_episodes, stop_value=10**9)
+    hidden = dict(actor_head_hidden_size=256, critic_head_hidden_size=256)
+    if algo == "sac":
+        policy: dict = dict(
+            random_collect_size=p.random_steps,
+            model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden),
+            learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=3e-4, learning_rate_policy=3e-4,
+                       learning_rate_alpha=3e-4, target_theta=0.005, discount_factor=0.99, auto_alpha=True),
+            collect=dict(n_sample=1), eval=dict(evaluator=dict(eval_freq=p.eval_every)),
+            other=dict(replay_buffer=dict(replay_buffer_size=1_000_000)))
+    elif algo == "td3":
+        policy = dict(
+            random_collect_size=p.random_steps,
+            model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="regression", **hidden),
+            learn=dict(update_per_collect=1, batch_size=256, learning_rate_actor=1e-3, learning_rate_critic=1e-3,
+                       target_theta=0.005, discount_factor=0.99, actor_update_freq=2, noise=True, noise_sigma=0.2,
+                       noise_range=dict(min=-0.5, max=0.5)),
+            collect=dict(n_sample=1, noise_sigma=0.1), eval=dict(evaluator=dict(eval_freq=p.eval_every)),
+            other=dict(replay_buffer=dict(replay_buffer_size=1_000_000)))
+    else:  # ppo: 2,048 env steps per collect, 10 epochs of 32 minibatches of 64 -> 320 iterations per collect
+        n_sample, epochs, batch = 2048, 10, 64
+        iters_per_collect = epochs * (n_sample // batch)
+        policy = dict(
+            recompute_adv=True, action_space="continuous",
+            model=dict(obs_shape=11, action_shape=3, action_space="continuous", encoder_hidden_size_list=[64, 64],
+                       actor_head_hidden_size=64, critic_head_hidden_size=64, activation="tanh"),
+            learn=dict(epoch_per_collect=epochs, batch_size=batch, learning_rate=3e-4, value_weight=0.5,
+                       entropy_weight=0.0, clip_ratio=0.2, adv_norm=True, value_norm=False, grad_clip_value=0.5),
+            collect=dict(n_sample=n_sample, discount_factor=0.99, gae_lambda=0.95),
+            eval=dict(evaluator=dict(eval_freq=max(1, p.eval_every * iters_per_collect // n_sample))))
+    main = dict(exp_name=f"bench_mujoco_{algo}_seed{seed}", env=env, policy=dict(cuda=False, **policy))
+    create = dict(env=dict(type="mujoco", import_names=["dizoo.mujoco.envs.mujoco_env"]),
+                  env_manager=dict(type="base"), policy=dict(type="ppo" if algo == "ppo" else algo))
+    return main, create
+
+
+def worker_ding(algo: str, seed: int, p: Protocol) -> dict:
+    from easydict import EasyDict
+
+    from ding.entry import serial_pipeline, serial_pipeline_onpolicy
+
+    main, create = (EasyDict(c) for c in ding_config(algo, seed, p))
+    main.policy.learn.learner = dict(hook=dict(log_show_after_iter=10**9))
+    pipeline = serial_pipeline_onpolicy if algo == "ppo" else serial_pipeline
+    t0 = time.perf_counter()
+    pipeline((main, create), seed=seed, max_env_step=p.max_env_step)
+    wall = time.perf_counter() - t0
+    with open(os.path.join(main.exp_name, "result")) as f:
+        result = json.load(f)
+    with open(os.path.join(main.exp_name, "log", "eval.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    curve = [[int(float(r["env_step"])), round(float(r["wall_time"]), 2), round(float(r["eval_return_mean"]), 1)]
+             for r in rows]
+    return {"wall_s": wall, "env_step": result["env_step"], "cpu_s": round(time.process_time(), 1), "curve": curve}
+
+
+def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
+    import gymnasium as gym
+    from stable_baselines3 import PPO, SAC, TD3
+    from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+    from stable_baselines3.common.noise import NormalActionNoise
+
+    t0 = time.perf_counter()
+    curve: list[list] = []
+
+    class Record(BaseCallback):
+        def _on_step(self) -> bool:
+            ev = self.parent
+            curve.append([int(self.num_timesteps), round(time.perf_counter() - t0, 2),
+                          round(float(ev.last_mean_reward), 1)])
+            print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
+            return True
+
+    env = gym.make(ENV_ID)
+    eval_env = gym.make(ENV_ID)
+    eval_env.reset(seed=10_000 + seed)
+    callback = EvalCallback(eval_env, n_eval_episodes=p.eval_episodes, eval_freq=p.eval_every, deterministic=True,
+                            callback_after_eval=Record(), verbose=0)
+    net = dict(net_arch=[256, 256])
+    if algo == "sac":
+        model = SAC("MlpPolicy", env, learning_rate=3e-4, buffer_size=1_000_000, learning_starts=p.random_steps,
+                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto",
+                    policy_kwargs=net, seed=seed, device="cpu", verbose=0)
+    elif algo == "td3":
+        import numpy as np
+
+        noise = NormalActionNoise(mean=np.zeros(3), sigma=0.1 * np.ones(3))
+        model = TD3("MlpPolicy", env, learning_rate=1e-3, buffer_size=1_000_000, learning_starts=p.random_steps,
+                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, action_noise=noise,
+                    policy_delay=2, target_policy_noise=0.2, target_noise_clip=0.5, policy_kwargs=net, seed=seed,
+                    device="cpu", verbose=0)
+    else:
+        model = PPO("MlpPolicy", env, learning_rate=3e-4, n_steps=2048, batch_size=64, n_epochs=10, gamma=0.99,
+                    gae_lambda=0.95, clip_range=0.2, ent_coef=0.0, seed=seed, device="cpu", verbose=0)
+    model.learn(total_timesteps=p.max_env_step, callback=callback)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "env_step": int(model.num_timesteps), "cpu_s": round(time.process_time(), 1),
+            "curve": curve}
+
+
+def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
+    if algo != "sac":
+        raise SystemExit(f"tianshou: only sac in this benchmark, got {algo!r}")
+    import gymnasium as gym
+    import numpy as np
+    import torch
+    from tianshou.algorithm.modelfree.sac import SAC, AutoAlpha, SACPolicy
+    from tianshou.algorithm.optim import AdamOptimizerFactory
+    from tianshou.data import Collector, VectorReplayBuffer
+    from tianshou.env import DummyVectorEnv
+    from tianshou.trainer import OffPolicyTrainerParams
+    from tianshou.utils.net.common import Net
+    from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
+
+    t0 = time.perf_counter()
+    curve: list[list] = []
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    env = gym.make(ENV_ID)
+    train_envs = DummyVectorEnv([lambda: gym.make(ENV_ID)])
+    test_envs = DummyVectorEnv([lambda: gym.make(ENV_ID) for _ in range(p.eval_episodes)])
+    train_envs.seed(seed)
+    test_envs.seed(10_000 + seed)
+    obs_shape, act_shape, hidden = env.observation_space.shape, env.action_space.shape, [256, 256]
+    actor = ContinuousActorProbabilistic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden),
+                                         action_shape=act_shape, unbounded=True, conditioned_sigma=True)
+
+    def critic() -> ContinuousCritic:
+        return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
+                                                   hidden_sizes=hidden, concat=True))
+
+    alpha = AutoAlpha(-float(np.prod(act_shape)), 0.0, AdamOptimizerFactory(lr=3e-4))
+    algorithm = SAC(policy=SACPolicy(actor=actor, action_space=env.action_space),
+                    policy_optim=AdamOptimizerFactory(lr=3e-4), critic=critic(),
+                    critic_optim=AdamOptimizerFactory(lr=3e-4), critic2=critic(),
+                    critic2_optim=AdamOptimizerFactory(lr=3e-4), tau=0.005, gamma=0.99, alpha=alpha)
+    train_collector = Collector(algorithm, train_envs, VectorReplayBuffer(1_000_000, 1), exploration_noise=True)
+    test_collector = Collector(algorithm, test_envs)
+    train_collector.reset()
+    train_collector.collect(n_step=p.random_steps, random=True)
+
+    def record(mean_return: float) -> bool:  # called after every test: the curve point
+        curve.append([int(train_collector.collect_step), round(time.perf_counter() - t0, 2),
+                      round(float(mean_return), 1)])
+        print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
+        return False
+
+    remaining = max(p.eval_every, p.max_env_step - p.random_steps)
+    algorithm.run_training(OffPolicyTrainerParams(
+        training_collector=train_collector, test_collector=test_collector,
+        max_epochs=max(1, remaining // p.eval_every), epoch_num_steps=p.eval_every,
+        collection_step_num_env_steps=1, test_step_num_episodes=p.eval_episodes, batch_size=256,
+        update_step_num_gradient_steps_per_sample=1.0, stop_fn=record, test_in_training=False, verbose=False,
+        show_progress=False))
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "env_step": int(train_collector.collect_step), "cpu_s": round(time.process_time(), 1),
+            "curve": curve}
+
+
+WORKERS = {"ding": worker_ding, "sb3": worker_sb3, "tianshou": worker_tianshou}
+
+
+# ---------------------------------------------------------------------------------------------------- driver
+def first_at(curve: list[list], target: float) -> tuple[int, float] | None:
+    """``(env_step, wall_s)`` of the first evaluation whose return is >= ``target``."""
+    for step, wall, ret in curve:
+        if ret >= target:
+            return int(step), float(wall)
+    return None
+
+
+def describe(run: dict, target: float) -> dict:
+    """A run's figures: final and best return, and when it first reached ``target``."""
+    returns = [c[2] for c in run["curve"]]
+    hit = first_at(run["curve"], target)
+    return {**run, "final_return": returns[-1] if returns else None, "best_return": max(returns, default=None),
+            "steps_to_target": hit[0] if hit else None, "wall_to_target_s": hit[1] if hit else None}
+
+
+def summarize(runs: list[dict], target: float) -> dict:
+    summary: dict = {"bench": "mujoco_summary", "env_id": ENV_ID, "target": target}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in runs:
+        groups.setdefault((r["algo"], r["framework"]), []).append(describe(r, target))
+    for (algo, fw), rs in sorted(groups.items()):
+        reached = [r for r in rs if r["wall_to_target_s"] is not None]
+        summary.setdefault(algo, {})[fw] = {
+            "seeds": sorted(r["seed"] for r in rs),
+            "median_final_return": round(statistics.median(r["final_return"] for r in rs), 1),
+            "median_best_return": round(statistics.median(r["best_return"] for r in rs), 1),
+            "reached": f"{len(reached)}/{len(rs)}",
+            "median_wall_s": round(statistics.median(r["wall_s"] for r in rs), 1),
+            # over the runs that reached the target (see "reached")
+            "median_wall_to_target_s": round(statistics.median(r["wall_to_target_s"] for r in reached), 1)
+            if reached else None,
+            "median_steps_to_target": statistics.median(r["steps_to_target"] for r in reached) if reached else None,
+        }
+    for algo, by_fw in summary.items():
+        if not isinstance(by_fw, dict) or "ding" not in by_fw or "sb3" not in by_fw:
+            continue
+        d, s = by_fw["ding"]["median_wall_to_target_s"], by_fw["sb3"]["median_wall_to_target_s"]
+        if d is not None and s:
+            by_fw["ding_wall_to_target_vs_sb3"] = round(d / s, 2)
+        by_fw["ding_total_wall_vs_sb3"] = round(by_fw["ding"]["median_wall_s"] / by_fw["sb3"]["median_wall_s"], 2)
+    return summary
+
+
+def print_table(runs: list[dict], summary: dict, notes: list[str]) -> None:
+    target = summary["target"]
+    print(f"{'algo':<4} {'framework':<9} {'seed':>4} {'wall s':>7} {'final':>7} {'best':>7} "
+          f"{'steps to ' + format(target, 'g'):>14} {'wall to it s':>12}")
+    def fmt(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    for r in (describe(r, target) for r in runs):
+        print(f"{r['algo']:<4} {r['framework']:<9} {r['seed']:>4} {r['wall_s']:>7.0f} "
+              f"{fmt(r['final_return'], '.0f'):>7} {fmt(r['best_return'], '.0f'):>7} "
+              f"{fmt(r['steps_to_target'], ','):>14} {fmt(r['wall_to_target_s'], '.0f'):>12}")
+    for algo in ALGOS:
+        for key in ("ding_wall_to_target_vs_sb3", "ding_total_wall_vs_sb3"):
+            if key in summary.get(algo, {}):
+                print(f"{algo}: {key} = {summary[algo][key]}x")
+    for note in notes:
+        print(note)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algos", nargs="+", choices=ALGOS, default=["sac"])
+    parser.add_argument("--frameworks", nargs="+", choices=FRAMEWORKS, default=list(FRAMEWORKS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--peer-python", default=None, help="interpreter with stable_baselines3 (and tianshou)")
+    parser.add_argument("--max-env-step", type=int, default=100_000)
+    parser.add_argument("--eval-every", type=int, default=5_000, help="env steps between evaluations")
+    parser.add_argument("--eval-episodes", type=int, default=5)
+    parser.add_argument("--random-steps", type=int, default=RANDOM_STEPS, help="SAC/TD3 random warm-up env steps")
+    parser.add_argument("--target", type=float, default=1_000.0, help="the return whose wall time is compared")
+    parser.add_argument("--runs-file", default=None, help="append each finished run here (JSON lines)")
+    parser.add_argument("--summarize", default=None, metavar="RUNS_FILE", help="only summarise saved runs")
+    parser.add_argument("--smoke", action="store_true", help="ding SAC, one seed, 500 env steps")
+    parser.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
+    parser.add_argument("--algo", choices=ALGOS, default="sac", help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    protocol = Protocol(args.max_env_step, args.eval_every, args.eval_episodes, args.random_steps)
+
+    if args.worker:
+        import torch
+
+        torch.set_num_threads(1)
+        print(json.dumps(WORKERS[args.worker](args.algo, args.seed, protocol)))
+        return {}
+
+    notes: list[str] = []
+    if args.summarize:
+        with open(args.summarize) as f:
+            runs = [json.loads(ln) for ln in f if ln.strip()]
+    else:
+        if args.smoke:
+            args.algos, args.seeds, args.frameworks = ["sac"], [0], ["ding"]
+            protocol = Protocol(500, 100, 1, 200)
+        peers = [fw for fw in args.frameworks if fw != "ding"]
+        peer_python = None
+        if peers:
+            peer_python, note = find_peer_python(args.peer_python, [PEER_MODULES[fw] for fw in peers])
+            if note:
+                notes.append(note)
+        runs = []
+        for algo in args.algos:
+            for seed in args.seeds:
+                for fw in args.frameworks:
+                    if fw != "ding" and (peer_python is None or algo not in PEER_ALGOS[fw]):
+                        continue
+                    python = sys.executable if fw == "ding" else peer_python
+                    worker_args = ["--algo", algo, "--seed", str(seed), *protocol.args()]
+                    result = run_worker(__file__, fw, python, worker_args, timeout=4 * 3600)
+                    run = {"bench": "mujoco_run", "algo": algo, "framework": fw, "seed": seed,
+                           "max_env_step": protocol.max_env_step, "eval_every": protocol.eval_every,
+                           "eval_episodes": protocol.eval_episodes, "loadavg_1m": round(os.getloadavg()[0], 2),
+                           **result}
+                    runs.append(run)
+                    print(json.dumps(run), flush=True)
+                    if args.runs_file:
+                        with open(args.runs_file, "a") as f:
+                            f.write(json.dumps(run) + "\n")
+    summary = summarize(runs, args.target)
+    if notes:
+        summary["notes"] = notes
+    print_table(runs, summary, notes)
+    print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""bench_mujoco: a smoke run of the script (seconds), the summary arithmetic, and (slow) the learning run itself."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from ._bench_loader import load_bench_module
+
+MUJOCO = importlib.util.find_spec("mujoco") is not None
+needs_mujoco = pytest.mark.skipif(not MUJOCO, reason="the mujoco extra is not installed (pip install -e '.[mujoco]')")
+
+
+@needs_mujoco
+@pytest.mark.benchmark
+def test_bench_mujoco_smoke(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    summary = load_bench_module("bench_mujoco").main(["--smoke", "--runs-file", "runs.jsonl"])
+    assert summary["bench"] == "mujoco_summary" and summary["env_id"] == "Hopper-v5" and summary["target"] == 1000
+    ding = summary["sac"]["ding"]
+    assert ding["seeds"] == [0] and ding["reached"] in ("0/1", "1/1") and ding["median_wall_s"] > 0
+    (run,) = [json.loads(ln) for ln in open("runs.jsonl")]
+    assert run["framework"] == "ding" and run["env_step"] >= 500
+    assert len(run["curve"]) >= 2 and all(step <= run["env_step"] for step, _, _ in run["curve"])
+    assert "sac  ding" in capsys.readouterr().out
+
+
+def test_summary_compares_wall_time_to_the_target_with_sb3():
+    bench = load_bench_module("bench_mujoco")
+    runs = [dict(algo="sac", framework=fw, seed=s, wall_s=w, env_step=100_000, curve=c) for fw, s, w, c in [
+        ("ding", 0, 900.0, [[10_000, 60.0, 200.0], [15_000, 120.0, 1100.0], [20_000, 180.0, 900.0]]),
+        ("ding", 1, 1000.0, [[10_000, 70.0, 300.0], [15_000, 140.0, 700.0], [20_000, 200.0, 1500.0]]),
+        ("ding", 2, 950.0, [[10_000, 65.0, 250.0], [20_000, 190.0, 400.0]]),  # never reaches 1,000
+        ("sb3", 0, 1800.0, [[5_000, 100.0, 50.0], [10_000, 250.0, 1000.0]]),
+        ("sb3", 1, 2000.0, [[5_000, 110.0, 50.0], [10_000, 350.0, 1200.0]]),
+    ]]
+    summary = bench.summarize(runs, 1000.0)
+    ding, sb3 = summary["sac"]["ding"], summary["sac"]["sb3"]
+    assert ding["reached"] == "2/3" and ding["median_wall_to_target_s"] == 160.0  # of 120 and 200
+    assert ding["median_steps_to_target"] == 17_500 and ding["median_final_return"] == 900.0
+    assert sb3["reached"] == "2/2" and sb3["median_wall_to_target_s"] == 300.0
+    assert summary["sac"]["ding_wall_to_target_vs_sb3"] == round(160 / 300, 2)
+    assert summary["sac"]["ding_total_wall_vs_sb3"] == round(950 / 1900, 2)
+
+
+@needs_mujoco
+@pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
+def test_ding_sac_reaches_1000_on_hopper_within_100k_env_steps(tmp_path, monkeypatch):
+    """The learning run (tens of minutes on 2 cores): ding's SAC, seed 0, Hopper-v5, 100k env steps."""
+    monkeypatch.chdir(tmp_path)
+    summary = load_bench_module("bench_mujoco").main(["--frameworks", "ding", "--seeds", "0"])
+    assert summary["sac"]["ding"]["reached"] == "1/1", summary
