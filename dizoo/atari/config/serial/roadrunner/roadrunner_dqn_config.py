@@ -1,8 +1,10 @@
 """RoadRunner DQN on 2 CPU cores: the Nature CNN, 3-step double DQN, one update every 4 env steps.
 
-Needs ale-py: ``pip install -e '.[atari]'``. The proof-of-learning config of docs/benchmarks.md (Atari): random play
-scores about 10 points a game on RoadRunner, and this config's greedy policy scores several hundred to a few
-thousand within its 100,000 env-step budget (400,000 frames), evaluated on full games with unclipped scores.
+Needs ale-py: ``pip install -e '.[atari]'``. The proof-of-learning config of docs/benchmarks.md (Atari): a game with
+dense rewards (seeds along the road), where random play scores about 10 points; the budget is 100,000 env steps
+(400,000 frames, about 24,500 updates), evaluated on 5 full games with unclipped scores
+(``tests/benchmark/bench_atari_learning.py``, next to Stable-Baselines3's DQN). Its learning curve over the whole
+budget has not been measured yet (docs/benchmarks.md says what has).
 
 Run: ``ding -m serial -c config/serial/roadrunner_dqn.py -s 0``
 or ``python -m dizoo.atari.config.serial.roadrunner.roadrunner_dqn_config``.

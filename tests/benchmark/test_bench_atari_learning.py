@@ -1,4 +1,5 @@
-"""Smoke run of the Atari learning benchmark (ding side, a few env steps) and its report (figures not asserted)."""
+"""The Atari learning benchmark: its report (default suite), a smoke run of the ding side (a few env steps, figures
+not asserted) and, marked slow, ding's seed 0 over the whole budget, which must beat the target return."""
 from __future__ import annotations
 
 import importlib.util
@@ -34,3 +35,18 @@ def test_bench_atari_learning_smoke(capsys, tmp_path):
     assert run["impl"] == "ding" and run["env_step"] > 0 and run["wall_curve"]  # the evaluation at the start
     assert summary["ding"]["seeds"] == [0] and "sb3" not in summary
     assert "peer column skipped" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is None,
+                    reason="ale-py is not installed (pip install -e '.[atari]')")
+@pytest.mark.timeout(4 * 3600)
+def test_roadrunner_dqn_learns_within_budget(tmp_path):
+    """``config/serial/roadrunner_dqn.py``, seed 0, 100k env steps: the best evaluation (5 full games, unclipped)
+    reaches the benchmark's target return, far above random play."""
+    module = load_bench_module("bench_atari_learning")
+    out = tmp_path / "runs.json"
+    summary = module.main(["--no-peers", "--seeds", "0", "--json", str(out)])
+    (run,) = json.loads(out.read_text())
+    assert run["env_step"] >= module.BUDGET
+    assert summary["ding"]["reached"] == "1/1", run["wall_curve"]
