@@ -101,6 +101,9 @@ SYSTEM_CONFIG = dict(
     # imports again, about 2 s of CPU less per role) or 'exec' (a fresh interpreter each); CUDA configs always exec
     role_start="fork",
     heartbeat_interval=1.0,  # seconds between a slave's heartbeats
+    # nice steps by which a collector lowers its CPU priority at its start, so that the learner and the coordinator on
+    # the same host get the CPU first (docs/parallel.md, "When parallel mode pays off"); 0: collectors keep theirs
+    collector_nice=5,
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),
@@ -135,6 +138,7 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     "heartbeat_interval": greater_than(0),
     "master_lost_timeout": greater_than(0),
     "max_restarts": at_least(0, integer=True),
+    "collector_nice": between(0, 19, integer=True, hint="0 keeps the collectors' priority"),
     "role_start": one_of("fork", "exec"),
     "slurm.start_timeout": greater_than(0),
     **{f"slurm.{k}": c for k, c in _PLACEMENT_RANGES.items()},

@@ -1,5 +1,5 @@
-"""What every parallel-mode role process does about itself: its name in ``ps``, dying with its launcher, and asking
-for batch scheduling.
+"""What every parallel-mode role process does about itself: its name in ``ps``, dying with its launcher, asking for
+batch scheduling, and (collectors) yielding the CPU to the learner.
 
 ``ding -m parallel`` puts its own pid under :data:`PARENT_PID_ENV` in each child's environment; the role
 (``ding -m dist --module ...``) calls :func:`die_with_parent` at its start.
@@ -56,4 +56,26 @@ def prefer_batch_scheduling() -> bool:
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     except OSError:
         return False
+    return True
+
+
+def lower_priority(increment: int) -> bool:
+    """Lower this process's CPU priority by ``increment`` nice steps (0: leave it), before any thread starts: threads
+    inherit it. A collector does this so that the learner and the coordinator on the same host get the CPU first: the
+    learner is the one consumer every collector feeds, and time it waits for a CPU is lost to the whole run, while
+    collection the learner cannot use yet is not worth having (the commander paces it anyway). Where Linux groups
+    processes by session for scheduling (``autogroup``; a role runs in its own session), the nice value alone would
+    compare the collector only with itself, so the session's group gets the same increment. False where the OS has
+    no nice values or refused."""
+    if increment <= 0 or not hasattr(os, "nice"):
+        return False
+    try:
+        os.nice(increment)
+    except OSError:
+        return False
+    try:  # the session's scheduling group (Linux with autogroup); absent or not writable elsewhere: nothing to do
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(min(19, increment)))
+    except OSError:
+        pass
     return True

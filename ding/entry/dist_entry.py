@@ -18,7 +18,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.engine.role_process import die_with_parent, prefer_batch_scheduling, set_process_name
+from ding.engine.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 
@@ -31,7 +31,8 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     comm = system.get(f"comm_{role}") or {}
     cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
                    host="127.0.0.1", port=0)
-    for key in ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy"):
+    keys = ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy")
+    for key in keys + (("collector_nice",) if role == "collector" else ()):
         if system.get(key) is not None:
             cfg[key] = system[key]
     cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
@@ -62,7 +63,9 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
-    prefer_batch_scheduling()  # before any thread starts: they inherit it
+    prefer_batch_scheduling()  # before any thread starts: they inherit it (so does the nice value below)
+    if role == "collector":
+        lower_priority(int(cfg.get("collector_nice", 0) or 0))
     setup_torch_threads()
     if role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0:
         from ding.worker.adapter import run_group_member  # learner1..: follows learner0 through the learner group;

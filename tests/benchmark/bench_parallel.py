@@ -62,6 +62,8 @@ system_config.path_data = './{exp}/data'
 system_config.path_policy = './{exp}/policy'
 main_config.policy.collect.collector.collector_num = {collectors}
 main_config.policy.learn.learner.learner_num = {learners}
+if {collector_nice!r} is not None:  # --collector-nice: an A/B of the collectors' CPU priority
+    system_config.collector_nice = {collector_nice!r}
 if {unpaced!r}:  # (d): the learner trains as fast as it can on what the buffer holds
     main_config.policy.other.commander.learner_iter_per_sample = 0
 create_config.env_manager.type = {manager!r}
@@ -106,7 +108,7 @@ def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | No
         with open(path, "w") as f:
             f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=max(setup.collectors, 1),
                                   manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
-                                  unpaced=setup.unpaced))
+                                  unpaced=setup.unpaced, collector_nice=COLLECTOR_NICE))
         cmd = [sys.executable, "-m", "ding", "-m", mode, "-c", path, "-s", str(seed)]
         if train_iter is not None:
             cmd += ["--train-iter", str(train_iter)]
@@ -185,6 +187,8 @@ def _median(rows: list[dict], key: str) -> float:
     values = [r[key] for r in rows if r[key] is not None]
     return statistics.median(values) if values else float("nan")
 
+
+COLLECTOR_NICE: int | None = None  # --collector-nice (None: the config's default, system_config.collector_nice)
 
 # the targets of issue #16 item 5, for the parallel line of a setup: (time, env steps) as ratios to the setup's first
 # serial line, at most (None: no target)
@@ -300,7 +304,8 @@ def update_only_rate(iters: int, seeds: list[int]) -> float:
             path = os.path.join(tmp, "cfg.py")
             with open(path, "w") as f:
                 f.write(CONFIG.format(mode="serial", exp="bench_update", stop_value=1e9, collectors=1,
-                                      manager="base", step_cost=None, learners=1, unpaced=False))
+                                      manager="base", step_cost=None, learners=1, unpaced=False,
+                                      collector_nice=None))
             out = subprocess.run([sys.executable, "-c", UPDATE_ONLY, path, str(iters)], cwd=tmp, capture_output=True,
                                  text=True, timeout=900)
             if out.returncode != 0:
@@ -372,7 +377,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1500, help="train iterations of the throughput runs")
     ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
+    ap.add_argument("--collector-nice", type=int, default=None,
+                    help="system_config.collector_nice of the parallel runs (default: the config's, 5)")
     args = ap.parse_args(argv)
+    global COLLECTOR_NICE
+    COLLECTOR_NICE = args.collector_nice
     keys = [k.strip() for k in args.setups.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SETUPS]
     if unknown:
