@@ -74,28 +74,32 @@ def resolve(arg: str) -> tuple[str, str]:
     return arg, os.path.join(CONFIG_DIR, arg + ".py")
 
 
-def run_ding(name: str, seed: int, budget: int, extra: list[str] | None = None, config: str | None = None) -> dict:
-    """One whole ``ding`` process; its result file and eval curve."""
+def run_ding(name: str, seed: int, budget: int, extra: list[str] | None = None, config: str | None = None,
+             env: dict[str, str] | None = None, timeout: float = 3600) -> dict:
+    """One whole ``ding`` process; its result file and eval curves (``curve``: (env step, return); ``wall_curve``:
+    (env step, training wall s at that evaluation, return)). ``env``: extra environment variables."""
     config = config or os.path.join(CONFIG_DIR, name + ".py")
     mode = pipeline_mode(config)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "ding.entry.cli", "-m", mode, "-c", config, "-s", str(seed), "--exp-name",
                "run", "--env-step", str(budget)] + (extra or [])
         t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1"), capture_output=True,
-                              text=True, timeout=3600)
+        proc = subprocess.run(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})),
+                              capture_output=True, text=True, timeout=timeout)
         process_wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise RuntimeError(f"{name} seed {seed} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
         with open(os.path.join(tmp, "run", "result")) as f:
             result = json.load(f)
         with open(os.path.join(tmp, "run", "log", "eval.csv")) as f:
-            curve = [(int(float(r["env_step"])), float(r["eval_return_mean"])) for r in csv.DictReader(f)]
+            rows = list(csv.DictReader(f))
+        curve = [(int(float(r["env_step"])), float(r["eval_return_mean"])) for r in rows]
+        wall_curve = [(int(float(r["env_step"])), float(r["wall_time"]), float(r["eval_return_mean"])) for r in rows]
     return {"bench": "algo", "config": name, "impl": "ding", "seed": seed, "stop_flag": bool(result["stop_flag"]),
             "env_step": result["env_step"], "train_wall_s": result["wall_time_s"],
             "process_wall_s": round(process_wall, 2), "eval_return": result["eval_return"], "budget": budget,
             "within_budget": bool(result["stop_flag"]) and result["env_step"] <= budget,
-            "stop_value": result["stop_value"], "curve": curve}
+            "stop_value": result["stop_value"], "curve": curve, "wall_curve": wall_curve}
 
 
 # ------------------------------------------------------------------ peers
@@ -272,7 +276,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if png:
         print(f"plot: {png}")
     for r in results + summary:
-        print(json.dumps({k: v for k, v in r.items() if k != "curve"}))
+        print(json.dumps({k: v for k, v in r.items() if k not in ("curve", "wall_curve")}))
     return results + summary
 
 

@@ -1,0 +1,1 @@
+../../dizoo/atari/config/serial/roadrunner/roadrunner_dqn_config.py
