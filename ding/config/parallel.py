@@ -102,8 +102,8 @@ SYSTEM_CONFIG = dict(
     role_start="fork",
     heartbeat_interval=1.0,  # seconds between a slave's heartbeats
     # nice steps by which a collector lowers its CPU priority at its start, so that the learner and the coordinator on
-    # the same host get the CPU first (docs/parallel.md, "When parallel mode pays off"); 0: collectors keep theirs
-    collector_nice=5,
+    # a host shared with other work get the CPU first (docs/parallel.md, "How roles start"); 0: collectors keep theirs
+    collector_nice=0,
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),

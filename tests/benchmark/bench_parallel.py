@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--iters", type=int, default=1500, help="train iterations of the throughput runs")
     ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
     ap.add_argument("--collector-nice", type=int, default=None,
-                    help="system_config.collector_nice of the parallel runs (default: the config's, 5)")
+                    help="system_config.collector_nice of the parallel runs (default: the config's, 0)")
     args = ap.parse_args(argv)
     global COLLECTOR_NICE
     COLLECTOR_NICE = args.collector_nice

@@ -113,7 +113,7 @@ def test_collector_nice_reaches_collectors_only(in_tmp_dir):
     assert role_config(cfg.system, "collector", "collector0").collector_nice == 7
     assert "collector_nice" not in role_config(cfg.system, "learner", "learner0")  # the learner keeps its priority
     default = compile_config_parallel(*_configs("par2"), save_cfg=False)
-    assert role_config(default.system, "collector", "collector1").collector_nice == 5
+    assert role_config(default.system, "collector", "collector1").collector_nice == 0
 
 
 @pytest.mark.skipif(not hasattr(os, "nice"), reason="no nice values on this OS")
