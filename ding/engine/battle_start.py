@@ -23,9 +23,39 @@ from .resume import AppendUndo, Limits, ResumePoint, check_resume, lock_run_dir
 from .training_view import GracefulStop
 
 
-def battle_create_config(create_cfg: Any) -> dict:
-    """``create_cfg`` with the battle workers as the collector and evaluator when it names none."""
+# DI-engine's league demo configs (``dizoo/league_demo/*_ppo_config.py``) carry no create config: its demo scripts
+# build ``GameEnv(env_type)`` and PPO themselves. A config with no env type whose ``env.env_type`` is one of the
+# demo's games gets what those scripts imply (docs/league.md, "DI-engine's demo configs").
+LEAGUE_DEMO_ENV_TYPES = ("prisoner_dilemma", "zero_sum")
+LEAGUE_DEMO_CREATE = dict(env=dict(type="league_demo_game"),  # registered by the env zoo's ding.plugins entry
+                          policy=dict(type="ppo"))
+
+
+def league_demo_defaults(main_cfg: Any, create_cfg: dict) -> list[str]:
+    """Fill ``create_cfg`` (in place) for a DI-engine league demo config that names no env type: the league demo's
+    ``GameEnv`` and, when no policy type is given, PPO. Returns what was filled (empty: nothing)."""
+    env_section = dict(create_cfg.get("env") or {})
+    game = (main_cfg.get("env") or {}).get("env_type")
+    if env_section.get("type") or (main_cfg.get("env") or {}).get("type") or game not in LEAGUE_DEMO_ENV_TYPES:
+        return []
+    filled = []
+    for part, default in LEAGUE_DEMO_CREATE.items():
+        section = dict(create_cfg.get(part) or {})
+        if not section.get("type") and not (main_cfg.get(part) or {}).get("type"):
+            section.update(copy.deepcopy(default))
+            create_cfg[part] = section
+            filled.append(f"{part} '{default['type']}'")
+    return filled
+
+
+def battle_create_config(create_cfg: Any, main_cfg: Any = None) -> dict:
+    """``create_cfg`` with the battle workers as the collector and evaluator when it names none, and, for a DI-engine
+    league demo config without an env type, the demo's game and PPO (one notice line says so)."""
     create_cfg = copy.deepcopy(dict(create_cfg or {}))
+    filled = league_demo_defaults(main_cfg or {}, create_cfg)
+    if filled:
+        print(f"ding: no env type in the config and env.env_type is {main_cfg['env']['env_type']!r} (DI-engine's "
+              f"league demo): using {' and '.join(filled)} as DI-engine's demo script does", flush=True)
     for part, default in (("collector", "episode_1v1"), ("evaluator", "battle_interaction")):
         section = dict(create_cfg.get(part) or {})
         section.setdefault("type", default)
@@ -41,7 +71,7 @@ def run_battle(main_cfg: Any, create_cfg: Any, seed: int, *, limits: Limits, res
     stop_values = env_cfg.get("stop_value")
     if isinstance(stop_values, (list, tuple)):  # one per evaluator (DI-engine's demo configs): checked by the run
         env_cfg.pop("stop_value")
-    compiled = compile_run_config(main_cfg, battle_create_config(create_cfg), seed, source=source)
+    compiled = compile_run_config(main_cfg, battle_create_config(create_cfg, main_cfg), seed, source=source)
     cfg = compiled.cfg
     if isinstance(stop_values, (list, tuple)):
         cfg.env.stop_value = list(stop_values)

@@ -149,23 +149,46 @@ def test_serial_battle_cli_trains_logs_and_plots(in_tmp_dir, capsys):
 
 
 @pytest.mark.parametrize("name", ["league_demo_ppo_config", "selfplay_demo_ppo_config"])
-def test_di_engine_league_demo_configs_train_unchanged(in_tmp_dir, name):
-    """DI-engine 0.5.3's demo configs, read from its wheel and not changed, train through serial_pipeline_battle:
-    three league players (main, main exploiter, league exploiter) / plain self-play, evaluated against the
-    equilibrium and the uniform player (its two stop values)."""
+def test_di_engine_league_demo_configs_train_unchanged_through_the_cli(in_tmp_dir, capsys, name):
+    """DI-engine 0.5.3's demo configs, read from its wheel and not changed (no create config, no env type: DI-engine's
+    demo script builds GameEnv itself), train through ``ding -m serial_battle -c <file>``: the league demo's game
+    and PPO are filled in with one notice line; three league players (main, main exploiter, league exploiter) /
+    plain self-play, evaluated against the equilibrium and the uniform player (its two stop values)."""
     path = copy_di_engine_file(f"dizoo/league_demo/{name}.py", ".")
     cfg = runpy.run_path(path)[name]
-    serial_pipeline_battle((cfg, LEAGUE_DEMO_CREATE), seed=0, max_env_step=1500)
+    assert "type" not in cfg.env and "create_config" not in runpy.run_path(path)
+    assert main(["-m", "serial_battle", "-c", path, "-s", "0", "--env-step", "1500"]) == 0
+    out = capsys.readouterr().out
+    notices = [line for line in out.splitlines() if "DI-engine's league demo" in line]
+    assert len(notices) == 1 and "env 'league_demo_game'" in notices[0] and "policy 'ppo'" in notices[0], out
     result = read_result(cfg.exp_name)
     rows = read_battle_eval_csv(os.path.join(cfg.exp_name, "log", "battle_eval.csv"))
     assert [r["evaluator"] for r in rows[:2]] == ["fixed_evaluator", "uniform_evaluator"]
     untrained = rows[1]
     assert untrained["train_iter"] == 0 and untrained["return_mean"] < -5.05  # not there before training
     # the main player defects (argmax) after training: both of DI-engine's stop values, within the budget
-    assert result["ended"] == "stop_value" and result["train_iter"] > 0 and result["env_step"] <= 1500
+    assert result["ended"] == "stop_value" and 0 < result["env_step"] <= 1500 and result["train_iter"] > 0, result
     assert rows[-2]["return_mean"] >= -10.1 and rows[-1]["return_mean"] >= -5.05
     active = [p for p in result["players"] if "historical" not in p]
     assert len(active) == (3 if name.startswith("league") else 1)
+    compiled = runpy.run_path(os.path.join(cfg.exp_name, "formatted_total_config.py"))
+    assert compiled["create_config"]["env"]["type"] == "league_demo_game"
+
+
+def test_a_league_demo_config_with_its_own_env_type_is_left_alone():
+    """The league demo default fills only what is missing: a config naming its env, or a game that is not the
+    demo's, gets nothing."""
+    from ding.engine.battle_start import league_demo_defaults
+
+    demo = {"env": {"env_type": "zero_sum"}}
+    create: dict = {}
+    assert league_demo_defaults(demo, create) == ["env 'league_demo_game'", "policy 'ppo'"]
+    assert create["env"]["type"] == "league_demo_game" and create["policy"]["type"] == "ppo"
+    create = {"policy": {"type": "dqn"}}
+    assert league_demo_defaults(demo, create) == ["env 'league_demo_game'"] and create["policy"]["type"] == "dqn"
+    create = {"env": {"type": "connect_four"}}
+    assert league_demo_defaults(demo, create) == [] and "policy" not in create
+    assert league_demo_defaults({"env": {"env_type": "chess"}}, {}) == []
 
 
 def _c4(exp_name: str) -> tuple:
