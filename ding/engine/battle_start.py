@@ -22,7 +22,6 @@ from .battle_run import BattleRun
 from .resume import AppendUndo, Limits, ResumePoint, check_resume, lock_run_dir
 from .training_view import GracefulStop
 
-
 # DI-engine's league demo configs (``dizoo/league_demo/*_ppo_config.py``) carry no create config: its demo scripts
 # build ``GameEnv(env_type)`` and PPO themselves. A config with no env type whose ``env.env_type`` is one of the
 # demo's games gets what those scripts imply (docs/league.md, "DI-engine's demo configs").
