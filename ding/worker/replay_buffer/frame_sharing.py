@@ -27,8 +27,12 @@ class FrameStack:
     """A ``(k, H, W)`` uint8 frame stack as ``k`` shared ``bytes`` frames (oldest first)."""
 
     __slots__ = ("frames", "shape")
+    # whether any record was ever made in this process (packed, or unpickled from a checkpoint): until then no
+    # stored item can hold one, and sampling skips the look at every key of every item (:func:`materialize`)
+    made_any = False
 
     def __init__(self, frames: tuple[bytes, ...], shape: tuple[int, int, int]) -> None:
+        FrameStack.made_any = True
         self.frames = frames
         self.shape = shape
 
@@ -112,6 +116,8 @@ def materialize(items: list[Any], made: dict[int, np.ndarray] | None = None) -> 
     """``items`` (dicts, or lists of dicts, that the caller owns: fresh copies) with their :class:`FrameStack`
     values turned into arrays, in place; a record held by two items gives both the same array, as the stacks were
     shared before they were stored."""
+    if not FrameStack.made_any:  # no record exists in this process: nothing to turn back (the common, non-image case)
+        return items
     made = {} if made is None else made
     for item in items:
         if type(item) is list:
