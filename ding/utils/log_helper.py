@@ -31,7 +31,30 @@ def build_tb_writer(logdir: str) -> Any:
 
     from tensorboardX import SummaryWriter
 
-    return SummaryWriter(logdir, filename_suffix=f".{uuid.uuid4().hex[:8]}")
+    writer = SummaryWriter(logdir, filename_suffix=f".{uuid.uuid4().hex[:8]}")
+    _one_close_at_a_time(getattr(writer, "file_writer", None))
+    return writer
+
+
+def _one_close_at_a_time(file_writer: Any) -> None:
+    """Serialise the closes of a tensorboardX event file. tensorboardX closes every event file again at interpreter
+    exit (an ``atexit`` hook); its ``close`` checks a flag it sets only at the end, so a close still running in
+    another thread when the process exits (a role shutting down after an error) made the hook fail with
+    ``AttributeError: 'NoneType' object has no attribute 'close'`` and a traceback on stderr. With the lock the hook
+    waits for that close and then finds the file closed."""
+    import threading
+
+    events: Any = getattr(file_writer, "event_writer", None)
+    close = getattr(events, "close", None)
+    if events is None or close is None:
+        return
+    lock = threading.Lock()
+
+    def locked_close() -> None:
+        with lock:
+            close()
+
+    events.close = locked_close
 
 
 def get_text_logger(file: str | None, name: str, to_console: bool = False) -> logging.Logger:
