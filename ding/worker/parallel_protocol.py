@@ -388,10 +388,13 @@ class EvalResult(Record):
     episode_lengths: list[int] = field(default_factory=list)
     envstep_count: int = 0
     duration: float = 0.0
+    env_time: float = 0.0  # of duration: seconds the envs' steps took (what splitting an evaluation divides) ...
+    policy_time: float = 0.0  # ... and the policy's forward passes (what every shard repeats)
     eval_flag: bool = True
     battle: BattleResult | None = None  # a battle evaluation's games against the fixed opponent
 
     def _validate(self, peer: str, context: Any) -> None:
+        _nonnegative(self, peer, "duration", "env_time", "policy_time")
         if not self.eval_flag:
             raise self._bad("eval_flag", "must be true in the answer to an evaluation", peer)
 
@@ -402,7 +405,8 @@ class EvalResult(Record):
                    eval_return_std=float(info["eval_episode_return_std"]),
                    episode_returns=[float(r) for r in info["eval_episode_return"]],
                    episode_lengths=[int(n) for n in info["episode_length"]],
-                   envstep_count=int(info["envstep_count"]), duration=float(info["duration"]))
+                   envstep_count=int(info["envstep_count"]), duration=float(info["duration"]),
+                   env_time=float(info.get("env_time", 0.0)), policy_time=float(info.get("policy_time", 0.0)))
 
 
 @dataclass

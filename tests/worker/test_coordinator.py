@@ -152,7 +152,7 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir):
 
 
 def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir):
-    cfg = _cfg(exp="shards", eval_split_after_s=0)  # split from the first evaluation on
+    cfg = _cfg(exp="shards", eval_split_after_s=0, eval_split_env_share=0)  # split from the first evaluation on
     coordinator = Coordinator(cfg, token=TOKEN)
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0] * 9),
                   FakeCollector("collector1", [10.0] * 3 + [200.0] * 9)]

@@ -23,7 +23,8 @@ def commander(in_tmp_dir):
     main.policy.learn.update_per_collect = 5  # 0.5 train iterations per sample
     main.policy.learn.batch_size = 4
     main.policy.eval.evaluator.eval_freq = 20
-    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20, eval_split_after_s=0)
+    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20, eval_split_after_s=0,
+                                       eval_split_env_share=0)  # split every evaluation (unless a test says)
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     c = SoloCommander(cfg.main)
     c.increase_collector_task_space()
@@ -272,6 +273,50 @@ def test_split_episodes_sizes_differ_by_at_most_one():
 
     assert split_episodes(5, 2) == [3, 2] and split_episodes(5, 4) == [2, 1, 1, 1]
     assert split_episodes(3, 8) == [1, 1, 1] and split_episodes(5, 1) == [5]
+
+
+def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_share_of_its_time(commander):
+    c = commander
+    c._split_env_share = 0.5  # the default: split only where the envs' steps dominate an evaluation
+    c.snapshot_policy = lambda pid: f"{pid}.eval"
+    c.drop_snapshot = lambda sid, best: None
+    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+    first = c.get_collector_task("collector0")
+    assert first["eval_flag"] and first["policy_id"] == "policy"  # nothing measured yet: one task
+    _finish_collect(c, c.get_collector_task("collector1"))
+    # a cheap env: the policy's forward passes took most of the evaluation, splitting would repeat them
+    c.finish_collector_task(first["task_id"], EvalResult(policy_iter=0, eval_return_mean=9.0, duration=0.2,
+                                                         env_time=0.02, policy_time=0.17, episode_returns=[9.0] * 5))
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
+    second = c.get_collector_task("collector0")
+    assert second["eval_flag"] and second["policy_id"] == "policy" and second["n_episode"] == 0
+    collect = c.get_collector_task("collector1")
+    assert not collect["eval_flag"]
+    _finish_collect(c, collect)
+    # a slow env: its steps took 90% of the evaluation, so the next one is split over both collectors
+    c.finish_collector_task(second["task_id"], EvalResult(policy_iter=20, eval_return_mean=9.0, duration=2.0,
+                                                          env_time=1.8, policy_time=0.1, episode_returns=[9.0] * 5))
+    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 40, "policy_iter": 40}))
+    a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
+    assert a["eval_flag"] and b["eval_flag"] and a["policy_id"] == b["policy_id"] == "policy.eval"
+    assert sorted([a["n_episode"], b["n_episode"]]) == [2, 3]
+
+
+def test_eval_split_env_share_must_be_a_share(commander):
+    from ding.config import compile_config_parallel
+    from ding.utils import ConfigError
+    from ding.worker.coordinator.solo_parallel_commander import SoloCommander
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main = copy.deepcopy(main_config)
+    main.policy.other.commander.eval_split_env_share = 1.5
+    cfg = compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
+    with pytest.raises(ConfigError, match="eval_split_env_share.*between 0 and 1, got 1.5"):
+        SoloCommander(cfg.main)
 
 
 def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander):

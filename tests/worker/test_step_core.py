@@ -48,3 +48,39 @@ def test_deepcopy_and_before_act():
     core.step(_forward, {}, before_act=seen.append)
     assert len(seen) == 1 and seen[0][0] is not env.ready_obs[0]  # the policy saw a copy
     assert core.sent_obs[0] is not env.ready_obs[0]
+
+
+def test_the_envs_and_the_policys_time_are_measured_apart():
+    import time
+
+    class _Slow(_Manager):
+        def step(self, actions):
+            time.sleep(0.03)
+            return super().step(actions)
+
+    def slow_forward(obs):
+        time.sleep(0.01)
+        return _forward(obs)
+
+    core = EnvStepCore(_Slow())
+    for _ in range(2):
+        core.step(slow_forward, {})
+    assert core.env_time >= 0.06 and core.policy_time >= 0.02
+    assert core.policy_time < core.env_time  # each clock holds its own part, not the whole step
+
+
+def test_env_share_of_evaluations_so_far():
+    from ding.worker.coordinator.eval_shards import EnvShare
+    from ding.worker.parallel_protocol import EvalResult
+
+    def result(env_time, policy_time):
+        return EvalResult(policy_iter=0, eval_return_mean=0.0, env_time=env_time, policy_time=policy_time)
+
+    share = EnvShare()
+    assert share.value is None  # nothing measured yet
+    share.add([result(0.0, 0.0)])
+    assert share.value is None  # a collector that does not measure: still unknown
+    share.add([result(0.9, 0.05), result(0.9, 0.05)])
+    assert abs(share.value - 0.9 / 0.95) < 1e-12
+    share.add([result(0.1, 1.0)])  # one evaluation slowed by a preemption moves the totals, not the decision
+    assert share.value > 0.5

@@ -45,15 +45,19 @@ class PlayerEvalStats:
 class BattleEvalInfo(list):
     """What ``eval`` returns beside the stop flag: as in DI-engine, a list with one entry per player, each the info
     dicts of that player's evaluated episodes (``info[0][k]['result']``); plus ``players`` (a
-    :class:`PlayerEvalStats` per player), ``train_iter``, ``envstep`` and ``stop_flag``."""
+    :class:`PlayerEvalStats` per player), ``train_iter``, ``envstep``, ``stop_flag``, and ``duration`` / ``env_time`` /
+    ``policy_time`` (seconds the evaluation took; the envs' steps and the policies' forward passes of them)."""
 
     def __init__(self, per_player: list[list[Any]], players: list[PlayerEvalStats], train_iter: int, envstep: int,
-                 stop_flag: bool) -> None:
+                 stop_flag: bool, duration: float = 0.0, env_time: float = 0.0, policy_time: float = 0.0) -> None:
         super().__init__(per_player)
         self.players = players
         self.train_iter = train_iter
         self.envstep = envstep
         self.stop_flag = stop_flag
+        self.duration = duration
+        self.env_time = env_time
+        self.policy_time = policy_time
 
 
 @SERIAL_EVALUATOR_REGISTRY.register("battle_interaction")
@@ -154,7 +158,8 @@ class BattleInteractionSerialEvaluator(BaseSerialEvaluator):
                 save_ckpt_fn(CKPT_BEST_NAME)
             self._best_return = mean
         stop_flag = bool(mean >= stop_value)
-        result = BattleEvalInfo(infos, stats, train_iter, envstep, stop_flag)
+        result = BattleEvalInfo(infos, stats, train_iter, envstep, stop_flag, duration, core.env_time,
+                                core.policy_time)
         self._log(result, steps / max(duration, 1e-9))
         return stop_flag, result
 

@@ -85,7 +85,8 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
         """Run one evaluation; return ``(stop_flag, episode_info)``.
 
         ``episode_info`` holds ``eval_episode_return`` (list, env by env), ``episode_length`` (list), the return's
-        ``_mean/_std/_max/_min``, ``best_return``, ``envstep_count``, ``duration``, ``train_iter``, ``envstep`` and
+        ``_mean/_std/_max/_min``, ``best_return``, ``envstep_count``, ``duration`` (seconds; ``env_time`` of them in the
+        envs' steps, ``policy_time`` in the policy's forward), ``train_iter``, ``envstep`` and
         the lists/means of any ``info['episode_info']`` dicts the envs report at episode end.
         """
         self._check_ready("eval")
@@ -161,6 +162,8 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
             "episode_length": [n for i in range(env.env_num) for n in lengths[i]],
             "envstep_count": steps,
             "duration": duration,
+            "env_time": core.env_time,  # of duration: the envs' steps ...
+            "policy_time": core.policy_time,  # ... and the policy's forward passes (the rest: bookkeeping)
             "best_return": self._best_return,
             "stop_flag": stop_flag,
         }

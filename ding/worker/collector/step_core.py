@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Container, Mapping
 from typing import Any
 
@@ -19,7 +20,7 @@ class EnvStepCore:
     and the caller raises its own error (it knows why nothing is left).
     """
 
-    __slots__ = ("env", "deepcopy_obs", "transform_obs", "sent_obs", "sent_out")
+    __slots__ = ("env", "deepcopy_obs", "transform_obs", "sent_obs", "sent_out", "env_time", "policy_time")
 
     def __init__(self, env: Any, deepcopy_obs: bool = False, transform_obs: bool = False) -> None:
         self.env = env
@@ -27,6 +28,8 @@ class EnvStepCore:
         self.transform_obs = transform_obs  # give the policy torch tensors instead of numpy arrays
         self.sent_obs: dict[int, Any] = {}
         self.sent_out: dict[int, Any] = {}
+        self.env_time = 0.0  # seconds spent in the env manager's step (the envs' own cost)
+        self.policy_time = 0.0  # seconds spent in the policy's forward
 
     def step(
             self,
@@ -43,15 +46,24 @@ class EnvStepCore:
         if skip:
             obs = {i: o for i, o in obs.items() if i not in skip}
         if not obs:
-            return env.step({}) if in_flight(env) else None
+            return self._step_env({}) if in_flight(env) else None
         if self.deepcopy_obs:
             obs = copy.deepcopy(obs)
         if before_act is not None:
             before_act(obs)
+        t0 = time.perf_counter()
         output = forward(to_tensor(obs) if self.transform_obs else obs, **policy_kwargs)
+        self.policy_time += time.perf_counter() - t0
         self.sent_obs.update(obs)
         self.sent_out.update(output)
-        return env.step({env_id: out["action"] for env_id, out in output.items()})
+        return self._step_env({env_id: out["action"] for env_id, out in output.items()})
+
+    def _step_env(self, actions: Mapping[int, Any]) -> Mapping[int, Any]:
+        t0 = time.perf_counter()
+        try:
+            return self.env.step(actions)
+        finally:
+            self.env_time += time.perf_counter() - t0
 
 
 def in_flight(env: Any) -> bool:

@@ -10,6 +10,7 @@ next free collector runs it; the evaluation ends when every episode has a result
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..parallel_protocol import BattleResult, EvalResult
@@ -20,6 +21,27 @@ def split_episodes(n_episode: int, shards: int) -> list[int]:
     shards = max(1, min(int(shards), int(n_episode)))
     base, extra = divmod(int(n_episode), shards)
     return [base + (1 if i < extra else 0) for i in range(shards)]
+
+
+class EnvShare:
+    """Of the time evaluations spent stepping (the envs' steps plus the policy's forward passes), the envs' share,
+    over every evaluation so far: one evaluation's clocks can be off by a preemption on a busy machine, the run's
+    totals hardly. ``value`` is None until an evaluation reported its times (a collector that does not measure them
+    reports none)."""
+
+    def __init__(self) -> None:
+        self.env = 0.0
+        self.policy = 0.0
+
+    def add(self, results: Iterable[EvalResult]) -> None:
+        for r in results:
+            self.env += r.env_time
+            self.policy += r.policy_time
+
+    @property
+    def value(self) -> float | None:
+        total = self.env + self.policy
+        return self.env / total if total > 0 else None
 
 
 @dataclass
@@ -70,10 +92,12 @@ class ShardedEvaluation:
         else:  # results without per-episode returns: weight the shards' means equally
             mean = sum(r.eval_return_mean for r in self.results) / len(self.results)
             std = max(r.eval_return_std for r in self.results)
+        longest = max(self.results, key=lambda r: r.duration)  # the evaluation took as long as its longest shard
         battles = [r.battle for r in self.results if r.battle is not None]  # battle evaluations: every shard's games
         battle = None if not battles else BattleResult(players=list(battles[0].players),
                                                        games=[g for b in battles for g in b.games])
         return EvalResult(policy_iter=min(r.policy_iter for r in self.results), eval_return_mean=mean,
                           eval_return_std=std, episode_returns=returns, episode_lengths=lengths,
                           envstep_count=sum(r.envstep_count for r in self.results),
-                          duration=max(r.duration for r in self.results), battle=battle)
+                          duration=longest.duration, env_time=longest.env_time,
+                          policy_time=longest.policy_time, battle=battle)

@@ -27,7 +27,7 @@ from ..parallel_protocol import (
     LearnInfo,
 )
 from .base_parallel_commander import BaseCommander, LimitedSpaceContainer
-from .eval_shards import ShardedEvaluation
+from .eval_shards import EnvShare, ShardedEvaluation
 
 _uid = itertools.count()
 
@@ -74,6 +74,12 @@ class SoloCommander(BaseCommander):
         # times); 0: always. Splitting pauses collection while every collector evaluates: with a cheap env (plain
         # CartPole) 1.0 keeps more throughput, with a slow one (2 ms a step) 0 reached 195 sooner (docs/benchmarks.md)
         eval_split_after_s=0.0,
+        # split only while the envs' steps take at least this share of an evaluation's stepping time (env steps +
+        # the policy's forward passes, over the evaluations so far; the first is never split): every shard
+        # repeats a forward pass for each step of its episodes while the envs' time is divided among the shards, so
+        # with a cheap env (plain CartPole: ~0.1) splitting costs CPU and saves nothing, with a slow one (2 ms a step:
+        # ~0.95) it divides the evaluation's time by the shards; 0: split whatever the envs cost
+        eval_split_env_share=0.5,
     )
 
     def __init__(self, cfg: Any) -> None:
@@ -124,6 +130,12 @@ class SoloCommander(BaseCommander):
             raise ConfigError(f"policy.other.commander.eval_split_after_s: expected seconds >= 0, got {split_after!r}")
         self._split_after = float(split_after)
         self._last_eval_cost = 0.0  # seconds the last evaluation took on one collector (its shards' times summed)
+        share = self._commander_cfg.get("eval_split_env_share", 0.5)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ConfigError(f"policy.other.commander.eval_split_env_share: expected a share of an evaluation's time "
+                              f"between 0 and 1, got {share!r}")
+        self._split_env_share = float(share)
+        self._env_share = EnvShare()  # the envs' share of the evaluations' stepping time so far
         n_episode = cfg.env.get("n_evaluator_episode")
         self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
         self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
@@ -292,13 +304,21 @@ class SoloCommander(BaseCommander):
         self._last_eval_time = time.monotonic()
         self._served_at_eval = self._served_batches
         shards = self._eval_shards if self._eval_shards is not None else max(1, self._collectors)
-        if self._last_eval_cost < self._split_after:
+        if self._last_eval_cost < self._split_after or not self._env_bound():
             shards = 1
         snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
         evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
                                           shards)
         self._active.append(evaluation)
         return evaluation
+
+    def _env_bound(self) -> bool:
+        """Whether splitting the next evaluation pays: the envs' steps took at least ``eval_split_env_share`` of the
+        evaluations' stepping time so far (unknown before the first: not split)."""
+        if self._split_env_share <= 0:
+            return True
+        share = self._env_share.value
+        return share is not None and share >= self._split_env_share
 
     def _end_evaluation(self, evaluation: ShardedEvaluation, best: bool) -> None:
         if evaluation in self._active:
@@ -317,6 +337,7 @@ class SoloCommander(BaseCommander):
                     return False
                 combined = evaluation.combined()
                 self._last_eval_cost = sum(r.duration for r in evaluation.results)
+                self._env_share.add(evaluation.results)
                 best = evaluation.sharded and combined.eval_return_mean > self._best_return
                 reached = self._finish_eval(combined)
                 self._end_evaluation(evaluation, best)
