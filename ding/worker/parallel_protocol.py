@@ -215,9 +215,12 @@ class LearnerClosed(Record):
 
     learner_step: int
     ckpt_name: str | None = None
+    train_s: float = 0.0  # seconds the learner's training thread ran ...
+    data_wait_s: float = 0.0  # ... and, of them, waited for its next batch (the rest it trained)
+    trained: int = 0  # train iterations this learner process ran (a restarted one: since its checkpoint)
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "learner_step")
+        _nonnegative(self, peer, "learner_step", "train_s", "data_wait_s", "trained")
 
 
 @dataclass

@@ -15,6 +15,9 @@ def test_bench_parallel_smoke(capsys):
         ("serial", 0, None), ("parallel", 2, None), ("parallel", 2, (2.0, "cpu"))]
     for rec, iters in zip(out, (60, 60, 30)):
         assert rec["runs"][0]["train_iter"] >= iters and rec["env_steps_per_s"] > 0
+    # a parallel run's learner reports its own speed while it had a batch; a serial run has none
+    assert out[0]["runs"][0]["learner_busy_iters_per_s"] is None
+    assert out[1]["runs"][0]["learner_busy_iters_per_s"] > 0
     assert "env steps/s" in capsys.readouterr().out
     summary = module.summary([dict(out[0], bench="parallel_throughput")])
     assert "(a) throughput" in summary
@@ -26,6 +29,6 @@ def test_update_only_reference_trains_the_configs_update():
     module = load_bench_module("bench_parallel")
     rate = module.update_only_rate(20, [0])
     assert rate > 0
-    line = module.summary([{"bench": "parallel_learner_rate", "label": "parallel learner, not paced",
+    line = module.summary([{"bench": "parallel_learner_rate", "label": "parallel learner, busy (paced run)",
                             "iters_per_s": 0.5 * rate, "update_only_iters_per_s": rate, "ratio": 0.5}])
     assert "target >= 0.8x: NOT met" in line

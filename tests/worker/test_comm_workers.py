@@ -99,6 +99,8 @@ def test_learner_trains_on_data_files_skips_bad_ones_and_checkpoints(main_json, 
         assert "total_loss" in out["infos"][0]["stats"]
         closed = master.new_task(conn, "learner_close_task", {}, deadline_s=60).result(60)
         assert closed["learner_step"] == 2
+        # its own timing: 2 iterations trained, the training thread ran longer than it waited for the two batches
+        assert closed["trained"] == 2 and 0 < closed["data_wait_s"] < closed["train_s"]
         assert "iteration_2.pth.tar" in os.listdir(os.path.join("w", "ckpt"))
         assert read_policy("./w/policy/policy")["iter"] == 2
     finally:

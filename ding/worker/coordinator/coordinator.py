@@ -46,6 +46,7 @@ from ..parallel_protocol import (
     EvalResult,
     EvalTask,
     GetDataTask,
+    LearnerClosed,
     LearnerCloseTask,
     LearnerSlot,
     LearnerStartTask,
@@ -155,6 +156,7 @@ class Coordinator:
         self._on_eval = on_eval
         self._on_end = on_end
         self.stats: collections.Counter[str] = collections.Counter()
+        self.learner_closed: LearnerClosed | None = None  # the learner's last close answer (its timing for result)
         self._ledger = DataLedger(self._path_data, self._logger, self.stats)
         self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
         self._buffer_file = buffer_state_path(self._exp_name)
@@ -567,6 +569,7 @@ class Coordinator:
             return
         try:
             final = self._ask(conn, LearnerCloseTask(wait_s=60.0), 90.0)
+            self.learner_closed = final
             self._commander.update_learner_info(slot.task_id, LearnInfo(learner_step=final.learner_step))
             self.deal_with_learner_finish_task(slot.task_id, final)
             self.info(f"learner '{conn.name}' closed at train_iter {final.learner_step}")

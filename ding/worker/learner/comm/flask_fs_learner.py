@@ -151,6 +151,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
         self._cache_size = 0
         self._start_lock = threading.Lock()
+        self._train_s = 0.0  # the training thread's run time, and of it the time it waited for a batch
+        self._data_wait_s = 0.0
+        self._start_iter = 0
         self._limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
                                     max_decoded_bytes=int(float(cfg.max_sample_mb) * (1 << 20)))
 
@@ -225,12 +228,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
     def _train(self) -> None:
         assert self._learner is not None
+        self._start_iter = self._learner.train_iter
+        t0 = time.perf_counter()
         try:
             self._learner.start()
         except BaseException as e:  # noqa: BLE001 -- kept and reported to the coordinator by the next task
             self._error = e
             self._logger.exception(f"learner '{self.name}' stopped with an error")
         finally:
+            self._train_s = time.perf_counter() - t0
             self._stop.set()
             self._release_slots()
 
@@ -287,7 +293,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             return LearnerClosed(learner_step=0)
         if self._error is None:
             self.send_policy(learner.policy.state_dict())  # the final policy, written at once
-        return LearnerClosed(learner_step=learner.train_iter, ckpt_name=learner.ckpt_name)
+        return LearnerClosed(learner_step=learner.train_iter, ckpt_name=learner.ckpt_name, train_s=self._train_s,
+                             data_wait_s=min(self._data_wait_s, self._train_s),
+                             trained=max(0, learner.train_iter - self._start_iter))
 
     def _take_skipped(self) -> int:
         with self._load_lock:
@@ -302,6 +310,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         The coordinator keeps up to ``prefetch_batches`` batches queued here (the demand sent at start tells it the
         batch size and that number), so training never waits for a round trip while data is available.
         """
+        t0 = time.perf_counter()
         while True:
             try:
                 item = self._data.get(timeout=0.1)
@@ -312,6 +321,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 continue
             if item is _STOPPED:
                 return None
+            self._data_wait_s += time.perf_counter() - t0
             samples, slot, envstep = item
             self._slots.append((slot, envstep))
             if envstep >= 0 and self._learner is not None:
