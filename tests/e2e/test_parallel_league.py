@@ -90,3 +90,47 @@ def test_league_run_beats_the_scripted_player_on_the_full_budget(workdir, seed):
     assert rates[0] <= 0.1 and max(rates) >= 0.8, rates
     assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
 
+
+def _commander_state(workdir, exp: str) -> dict:
+    with open(os.path.join(str(workdir), exp, "parallel_state.json")) as f:
+        return json.load(f)["commander"]
+
+
+@pytest.mark.timeout(400)
+def test_league_state_survives_resume_and_goes_on(workdir):
+    """``ding -m parallel --resume`` on a league run: the one_vs_one commander's league comes back from
+    parallel_state.json (the same league, its snapshots and their files, its payoff counts and ratings, the game
+    counters) and goes on from there. (That a restored league makes the same choices as one never stopped is
+    tests/worker/test_one_vs_one_commander.py's; here the coordinator must carry it.)"""
+    exp = "league_resume"
+    main = {"env": {"stop_value": 1e9},  # no early stop: both sessions run to their limits
+            "policy": {"other": {"league": {"payoff": {"decay": 1.0}, "main_player": {"one_phase_step": 50}},
+                                 "commander": {"eval_interval": 5}}}}
+    cfg = write_config(workdir, exp, main=main, base=CONNECT_FOUR_LEAGUE)
+    first = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", "0", "--env-step", "1500"), workdir)
+    assert first.wait(timeout=180) == 0, read_log(workdir)
+    s1 = _commander_state(workdir, exp)
+    second = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", "0", "--env-step", "2500", "--resume"), workdir)
+    assert second.wait(timeout=180) == 0, read_log(workdir)
+    s2 = _commander_state(workdir, exp)
+    l1, l2 = s1["league"], s2["league"]
+    assert l2["league_uid"] == l1["league_uid"]  # the same league, not a new one
+    # every snapshot of the first session is still there, in order, with its file; the second session added more
+    h1, h2 = l1["historical"], l2["historical"]
+    assert len(h1) >= 2 and len(h2) > len(h1), (len(h1), len(h2))
+    for a, b in zip(h1, h2):
+        assert (a["player_id"], a["checkpoint_path"], a["total_agent_step"]) == (
+            b["player_id"], b["checkpoint_path"], b["total_agent_step"])
+        assert os.path.exists(os.path.join(str(workdir), b["checkpoint_path"]))
+    assert min(int(h["player_id"].split("_")[-2]) for h in h2[len(h1):]) > max(
+        int(h["player_id"].split("_")[-2]) for h in h1)  # later snapshots: the learner's step went on too
+    # undecayed payoff counts only grow, and the table holds both sessions' games
+    games1 = {(r[0], r[1]): r[5] for r in l1["payoff"]["records"]}
+    games2 = {(r[0], r[1]): r[5] for r in l2["payoff"]["records"]}
+    assert all(games2.get(pair, 0) >= g for pair, g in games1.items()), (games1, games2)
+    assert sum(games2.values()) == s2["league_games"] > s1["league_games"] == sum(games1.values()) > 0
+    assert s2["fixed_opponent_games"] > s1["fixed_opponent_games"] > 0
+    main_id = "main_player_default_0"  # its rating goes on from the first session's (the games rated so far kept)
+    assert l2["active"][main_id]["rating"][1] >= l1["active"][main_id]["rating"][1] > 0
+    assert s2["eval_history"][:len(s1["eval_history"])] == s1["eval_history"]
+    assert not processes_mentioning(str(workdir)), "a role process outlived the launcher"
