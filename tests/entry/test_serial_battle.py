@@ -175,6 +175,33 @@ def test_di_engine_league_demo_configs_train_unchanged_through_the_cli(in_tmp_di
     assert compiled["create_config"]["env"]["type"] == "league_demo_game"
 
 
+def test_di_engine_league_demo_configs_train_unchanged_from_python(in_tmp_dir, capsys):
+    """The same two files through ``serial_pipeline_battle`` in Python, in the two forms a DI-engine user holds them:
+    the file's path (its dict named after the file), and the imported dict with no create config. Both train to
+    both of their stop values (the main player defects) within the CLI test's budget."""
+    league_path = copy_di_engine_file("dizoo/league_demo/league_demo_ppo_config.py", ".")
+    selfplay_path = copy_di_engine_file("dizoo/league_demo/selfplay_demo_ppo_config.py", ".")
+    league_cfg = runpy.run_path(league_path)["league_demo_ppo_config"]
+    selfplay_cfg = runpy.run_path(selfplay_path)["selfplay_demo_ppo_config"]
+    before = copy.deepcopy(selfplay_cfg)
+    policies = [serial_pipeline_battle(league_path, seed=0, max_env_step=1500),
+                serial_pipeline_battle((selfplay_cfg, {}), seed=0, max_env_step=1500)]
+    assert selfplay_cfg == before  # the caller's dict is not changed
+    assert all(hasattr(p, "eval_mode") for p in policies)  # the main player's policy comes back
+    for cfg, players in ((league_cfg, ["league_exploiter", "main_exploiter", "main_player"]),
+                         (selfplay_cfg, ["naive_sp_player"])):
+        result = read_result(cfg.exp_name)
+        assert result["ended"] == "stop_value" and 0 < result["env_step"] <= 1500 and result["train_iter"] > 0, result
+        active = sorted(p for p in result["players"] if "historical" not in p)
+        assert [p.rsplit("_default_", 1)[0] for p in active] == players, active
+        rows = read_battle_eval_csv(os.path.join(cfg.exp_name, "log", "battle_eval.csv"))
+        assert [r["evaluator"] for r in rows[:2]] == ["fixed_evaluator", "uniform_evaluator"]
+        assert rows[1]["train_iter"] == 0 and rows[1]["return_mean"] < -5.05  # not there before training
+        assert rows[-2]["return_mean"] >= -10.1 and rows[-1]["return_mean"] >= -5.05
+    notices = [line for line in capsys.readouterr().out.splitlines() if "DI-engine's league demo" in line]
+    assert len(notices) == 2, notices  # one per run
+
+
 def test_a_league_demo_config_with_its_own_env_type_is_left_alone():
     """The league demo default fills only what is missing: a config naming its env, or a game that is not the
     demo's, gets nothing."""
