@@ -78,6 +78,9 @@ def _convert(value: Any, tp: Any, where: str, record: str, peer: str) -> Any:
         if not isinstance(value, list):
             raise bad(f"must be a list, got {type(value).__name__}")
         (item,) = typing.get_args(tp)
+        fast = _scalar_list(value, item)  # lists of plain scalars (priorities, ids) in one pass; None: check each
+        if fast is not None:
+            return fast
         return [_convert(v, item, f"{where}[{i}]", record, peer) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
@@ -85,6 +88,23 @@ def _convert(value: Any, tp: Any, where: str, record: str, peer: str) -> Any:
         _, item = typing.get_args(tp)
         return {k: _convert(v, item, f"{where}.{k}", record, peer) for k, v in value.items()}
     raise TypeError(f"{record}.{where}: JsonRecord cannot check type {_type_name(tp)}")  # a bug in the record
+
+
+def _scalar_list(value: list, item: Any) -> list | None:
+    """``value`` as a checked ``list[item]`` for ``item`` int, float, str or bool when every element is exactly
+    of a JSON scalar type that passes (the common case, checked without a call per element); None otherwise, and the
+    caller checks element by element (and names the bad one)."""
+    if item is int:
+        return value if all(type(v) is int for v in value) else None
+    if item is float:
+        if all(type(v) is float or type(v) is int for v in value) and all(map(math.isfinite, value)):
+            return [float(v) for v in value]
+        return None
+    if item is str:
+        return value if all(type(v) is str for v in value) else None
+    if item is bool:
+        return value if all(type(v) is bool for v in value) else None
+    return None
 
 
 class JsonRecord:
@@ -133,10 +153,15 @@ class JsonRecord:
         return getattr(self, key)
 
 
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+
+
 def _to_json(v: Any) -> Any:
     if isinstance(v, JsonRecord):
         return v.to_json()
     if isinstance(v, list):
+        if all(type(x) in _SCALARS for x in v):  # (priorities, ids: copied in one pass)
+            return list(v)
         return [_to_json(x) for x in v]
     if isinstance(v, Mapping):
         return {k: _to_json(x) for k, x in v.items()}

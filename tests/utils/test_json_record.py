@@ -30,6 +30,9 @@ class Outer(JsonRecord):
     maybe: float | None = None
     flag: bool = False
     blob: Any = None
+    ids: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
 
 def test_round_trip_and_ints_become_floats():
@@ -55,6 +58,12 @@ def test_round_trip_and_ints_become_floats():
     ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "table": {"x": math.nan}}, "table.x", "finite"),
     ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "maybe": "no"}, "maybe", "must be a number"),
     ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "flag": 1}, "flag", "must be a bool"),
+    # lists of scalars are checked in one pass; a bad element is still named
+    ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "ids": [1, 2, True]}, "ids[2]", "must be an int"),
+    ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "ids": [1, 2.0]}, "ids[1]", "must be an int"),
+    ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "weights": [0.5, math.nan]}, "weights[1]", "finite"),
+    ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "weights": [0.5, "1"]}, "weights[1]", "must be a number"),
+    ({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "names": ["x", None]}, "names[1]", "must be a str"),
 ])
 def test_each_problem_is_one_error_naming_the_field(data, where, problem):
     with pytest.raises(ProtocolError) as info:
@@ -62,6 +71,14 @@ def test_each_problem_is_one_error_naming_the_field(data, where, problem):
     err = info.value
     assert isinstance(err, DingError) and err.record == "Outer" and err.field == where and err.peer == "peer p"
     assert problem in str(err) and f"'{where}'" in str(err)
+
+
+def test_lists_of_scalars_pass_in_one_pass_with_ints_made_floats():
+    rec = Outer.from_json({"name": "a", "ratio": 1.0, "inner": {"n": 1}, "ids": [3, 4], "weights": [1, 0.5],
+                           "names": ["x"]})
+    assert rec.ids == [3, 4] and rec.weights == [1.0, 0.5] and all(type(w) is float for w in rec.weights)
+    back = rec.to_json()
+    assert back["weights"] == [1.0, 0.5] and back["weights"] is not rec.weights  # to_json copies
 
 
 def test_not_an_object():
