@@ -108,6 +108,35 @@ def test_update_with_the_last_batch_lists_matches_the_general_path():
         np.testing.assert_array_equal(fast, general)
 
 
+@pytest.mark.parametrize("max_use", [float("inf"), 2])
+def test_update_right_after_the_sample_matches_the_general_path(max_use):
+    # with nothing pushed or removed between sample() and update(), the shortcut also skips checking that the slots
+    # still hold the sampled items, and (for a batch without repeats) looking for repeated slots; max_use=2 empties
+    # slots inside sample() itself, after which the check must run again
+    states = []
+    for as_arrays in (False, True):
+        buffer = _buffer(replay_buffer_size=16, max_use=max_use,
+                         thruput_controller=dict(sample_min_limit_ratio=0.25))
+        for step in range(12):
+            buffer.push(_items(3, start=10 * step))
+            batch = buffer.sample(8 if step % 2 else 2, step)  # 8: repeated slots; 2: mostly distinct
+            if batch is None:
+                continue
+            info = _feedback(batch, np.linspace(0.5, 3.0, len(batch)) + step)
+            if as_arrays:
+                info = {k: np.array(v) for k, v in info.items()}
+            buffer.update(info)
+        state = buffer.state_dict()
+        states.append((state["priority"], state["sum_tree"]["tree"], state["min_tree"]["leaves"], state["use"],
+                       state["uid"]))
+    for fast, general in zip(*states):
+        np.testing.assert_array_equal(fast, general)
+    if max_use == 2:  # no emptied slot got mass back from an update
+        empty = states[0][4] < 0
+        assert empty.any()
+        assert (states[0][1][16:][empty] == 0).all() and (states[0][2][empty] == np.inf).all()
+
+
 def test_max_use_removes_items_after_their_last_use():
     buffer = _buffer(replay_buffer_size=8, max_use=2, enable_track_used_data=True)
     removed = []

@@ -107,9 +107,12 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._uid, self._use, self._collect_iter = (self._meta[:, c] for c in (_UID, _USE, _COLLECT_ITER))
         self._priority = self._meta.view(np.float64)[:, _PRIORITY]
         self._uid[:] = -1
-        # The last sample's (slot list, unique-id list, slot array, unique-id array): update() with the lists a
-        # learner copies from that batch skips converting and range-checking them again.
-        self._last_draw: tuple[list, list, np.ndarray, np.ndarray] | None = None
+        # The last sample's (slot list, unique-id list, slot array, unique-id array, self._writes at the draw, whether
+        # its slots strictly increase): update() with the lists a learner copies from that batch skips converting and
+        # range-checking them again, and, when no slot was written or emptied since, checking that they still hold
+        # the sampled items and looking for repeated slots.
+        self._last_draw: tuple[list, list, np.ndarray, np.ndarray, int, bool] | None = None
+        self._writes = 0  # counts the pushes, removals and clears that change which item a slot holds
         self._dict_subclasses = False  # a stored item is an EasyDict or another dict subclass: copy it by its type
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._positions = np.arange(64)  # 0, 1, 2, ...: strata of a sample, entries of an update (grown on demand)
@@ -217,6 +220,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 new_priority = np.where(missing[n - k:], self._max_priority, priorities[n - k:])
                 self._max_priority = max(self._max_priority, float(new_priority.max()))
             self._uid[slots] = np.arange(first, first + k, dtype=np.int64)
+            self._writes += 1
             self._use[slots] = 0
             self._collect_iter[slots] = [self._last_learner_iter if c is None else c for c in collect_iter[n - k:]]
             self._set_priority(slots, new_priority)
@@ -237,6 +241,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._sum_tree.update_unique(slots, np.zeros(slots.size))
         self._min_tree.update_unique(slots, np.full(slots.size, np.inf))
         self._uid[slots] = -1
+        self._writes += 1
         self._rate_monitor.add("removed", slots.size)
         return self._storage.remove(slots)
 
@@ -264,9 +269,12 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             priority = _to_numpy(priority, np.float64, "priority", self._instance_name)
         given_uid, given_slots = info["replay_unique_id"], info["replay_buffer_idx"]
         last = self._last_draw  # one read: a sample() in another thread may replace it
-        if (last is not None and type(given_slots) is list and type(given_uid) is list and given_slots == last[0]
-                and given_uid == last[1]):  # the ids of the last batch, as drawn (and so in range)
-            slots, uid = last[2], last[3]
+        drawn = (last is not None and type(given_slots) is list and type(given_uid) is list
+                 and given_slots == last[0] and given_uid == last[1])  # the ids of the last batch, as drawn
+        drawn_at, drawn_increasing = -1, False
+        if drawn:
+            assert last is not None
+            slots, uid, drawn_at, drawn_increasing = last[2], last[3], last[4], last[5]  # in range: they were drawn
         else:
             uid = _to_numpy(given_uid, np.int64, "replay_unique_id", self._instance_name)
             slots = _to_numpy(given_slots, np.int64, "replay_buffer_idx", self._instance_name)
@@ -281,16 +289,19 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         with self._lock:
             if self._closed or not self._use_priority:
                 return
-            current = self._uid[slots] == uid  # empty slots hold -1, which no sampled item carries
-            if not np.logical_and.reduce(current):  # (the ufunc reductions skip ndarray.all's Python wrapper)
-                slots, priority = slots[current], priority[current]
-                if slots.size == 0:
-                    return
-                highest = float(priority.max())
+            untouched = drawn and drawn_at == self._writes  # no slot written or emptied since the draw
+            if not untouched:
+                current = self._uid[slots] == uid  # empty slots hold -1, which no sampled item carries
+                if not np.logical_and.reduce(current):  # (the ufunc reductions skip ndarray.all's Python wrapper)
+                    slots, priority = slots[current], priority[current]
+                    if slots.size == 0:
+                        return
+                    highest = float(priority.max())
             self._max_priority = max(self._max_priority, highest)
             # One slot sampled twice: the later entry wins, as a loop over the entries would do. A batch drawn by
             # sample() comes in slot order, so strictly increasing slots (no repeats) are the common case.
-            if slots.size > 1 and not np.logical_and.reduce(slots[1:] > slots[:-1]):
+            increasing = untouched and drawn_increasing
+            if slots.size > 1 and not increasing and not np.logical_and.reduce(slots[1:] > slots[:-1]):
                 if self._positions.size < slots.size:
                     self._positions = np.arange(slots.size)
                 seen, position = self._last_seen, self._positions[:slots.size]
@@ -380,8 +391,12 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             slots = self._sum_tree.find(strata)
         else:
             slots = self._find_in_range(strata / size, start, stop)
-        np.add.at(self._use, slots, 1)
-        rows = self._meta.take(slots, axis=0).T.copy()  # (4, size): uid, use, collect_iter, priority bits
+        increasing = size < 2 or bool(np.logical_and.reduce(slots[1:] > slots[:-1]))  # no slot drawn twice
+        if increasing:
+            self._use[slots] += 1
+        else:
+            np.add.at(self._use, slots, 1)
+        rows = self._meta.take(slots, axis=0).T  # (4, size): uid, use, collect_iter, priority bits
         uid = rows[_UID]
         priority = rows[_PRIORITY].view(np.float64)
         beta = self.beta
@@ -396,7 +411,6 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         # Copy in C loops (itemgetter, map): the copies wait on memory (the stored dicts are spread over the heap),
         # and a tight loop lets the CPU overlap those waits; then add the meta keys to the fresh, cached copies.
         slot_list, uid_list = slots.tolist(), uid.tolist()
-        self._last_draw = (slot_list, uid_list, slots, uid)
         stored = itemgetter(*slot_list)(self._storage.data) if size > 1 else (self._storage.data[slot_list[0]],)
         columns = (slot_list, uid_list, weight.tolist(), use.tolist(), staleness.tolist(), priority.tolist())
         if self._dict_subclasses:
@@ -412,6 +426,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             result = [dict(d, replay_unique_id=u, replay_buffer_idx=s, IS=w, use=n, staleness=st, priority=p)
                       for d, s, u, w, n, st, p in zip(stored, *columns)]
         self._sample_calls += 1
+        # before the max_use removal below: update() must then look which slots still hold the sampled items
+        self._last_draw = (slot_list, uid_list, slots, uid, self._writes, increasing)
         used_up: list = []
         if self._max_use < math.inf:
             done = np.unique(slots[use >= self._max_use])
@@ -452,6 +468,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._min_tree = MinSegmentTree(self._min_tree.capacity)
         self._uid[:] = -1
         self._use[:] = 0
+        self._writes += 1
 
     def save_data(self, file_name: str) -> None:
         """Write the stored items, oldest first, with their priorities (see ``buffer_io`` for the format)."""
@@ -497,6 +514,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
                 self._storage.data = copy.deepcopy(self._storage.data)
             self._dict_subclasses = any(type(item) is not dict for item in self._storage.data if item is not None)
             self._uid[:] = state["uid"]
+            self._writes += 1
             self._use[:] = state["use"]
             self._collect_iter[:] = state["collect_iter"]
             self._priority[:] = state["priority"]
