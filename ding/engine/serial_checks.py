@@ -34,20 +34,6 @@ def check_limits(**limits: int | None) -> None:
         raise ConfigError("\n".join(problems))
 
 
-def check_batch_fits_buffer(cfg: Any) -> None:
-    """A batch the buffer can never hold would leave the loop collecting forever without one update."""
-    buffer_cfg = cfg.policy.other.get("replay_buffer") or {}
-    size, batch = buffer_cfg.get("replay_buffer_size"), cfg.policy.learn.get("batch_size")
-    ratio = (buffer_cfg.get("thruput_controller") or {}).get("sample_min_limit_ratio", 1)
-    if size is None or batch is None or batch * ratio <= size:
-        return
-    need = f"{batch} stored items" if ratio == 1 else f"{batch * ratio:g} stored items (sample_min_limit_ratio={ratio})"
-    raise ConfigError(
-        f"policy.learn.batch_size: a batch of {batch} needs {need}, but policy.other.replay_buffer.replay_buffer_size "
-        f"is {size}, so training would never start; raise replay_buffer_size or lower batch_size"
-    )
-
-
 def share_priority_settings(cfg: Any) -> None:
     """The policy decides whether priorities exist (its learner returns them); a prioritized buffer follows it, and
     a buffer without priorities is an error rather than silently sampling uniformly."""

@@ -15,10 +15,11 @@ from contextlib import ExitStack
 from typing import Any
 
 from ding.config import CompiledConfig
+from ding.config.ranges import check_batch_fits_buffer
 from ding.utils import ResumeError
 
 from .resume import AppendUndo, Limits, ResumePoint, check_resume, lock_run_dir
-from .serial_checks import check_batch_fits_buffer, check_pipeline_fits_policy, share_priority_settings
+from .serial_checks import check_pipeline_fits_policy, share_priority_settings
 from .serial_loops import OffPolicyLoop, OnPolicyLoop, TrainLoop
 from .serial_run import SerialRun
 

@@ -319,6 +319,36 @@ def test_eval_split_env_share_must_be_a_share(commander):
         SoloCommander(cfg.main)
 
 
+@pytest.mark.parametrize("key, value, match", [
+    # a learner that trains only on a full batch, and collectors paced to stay fewer samples ahead of it than a batch
+    ("other.commander.collect_ahead_samples", 32, r"collect_ahead_samples: 32 is below a batch "
+                                                  r"\(policy.learn.batch_size=64\).*int >= 64"),
+    ("other.commander.collect_ahead_samples", 64.5, "collect_ahead_samples: 64.5 is below a batch"),
+    # a buffer that can never hold a batch
+    ("other.replay_buffer.replay_buffer_size", 32, "batch of 64 needs 64 stored items.*replay_buffer_size is 32"),
+])
+def test_settings_under_which_the_learner_never_gets_a_batch_are_config_errors(in_tmp_dir, key, value, match):
+    """Found in a real run: collect_ahead_samples=32 with batch_size 64 waited after its first evaluation for ever,
+    no error, no exit (the stall watchdog counts only time with a batch's worth of data in the buffer)."""
+    from ding.utils import ConfigError
+    from ding.worker.coordinator.solo_parallel_commander import SoloCommander
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main = copy.deepcopy(main_config)
+    section, name = key.rsplit(".", 1)
+    node = main.policy
+    for part in section.split("."):
+        node = node[part]
+    node[name] = value
+    cfg = compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
+    with pytest.raises(ConfigError, match=match):
+        SoloCommander(cfg.main)
+
+
 def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander):
     c = commander
     c._split_after = 1.0  # as with eval_split_after_s=1.0

@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ding.config.ranges import check_batch_fits_buffer
 from ding.utils import COMMANDER_REGISTRY, ConfigError
 
 from ..parallel_protocol import (
@@ -105,6 +106,16 @@ class SoloCommander(BaseCommander):
             raise ConfigError(f"policy.other.commander.learner_iter_per_sample: must be >= 0, got {ratio}")
         self._ratio = float(ratio)
         self._ahead = self._commander_cfg.get("collect_ahead_samples")
+        # settings under which the learner could never get a batch: the run would wait for ever, not fail
+        check_batch_fits_buffer(cfg)
+        if self._ahead is not None and self._ratio > 0 and (
+                isinstance(self._ahead, bool) or not isinstance(self._ahead, int) or self._ahead < self._batch_size):
+            raise ConfigError(
+                f"policy.other.commander.collect_ahead_samples: {self._ahead!r} is below a batch "
+                f"(policy.learn.batch_size={self._batch_size}): the learner trains only once the buffer holds a full "
+                f"batch, so collectors paced to run at most {self._ahead!r} samples ahead of it would wait for it and "
+                f"it for them; use an int >= {self._batch_size}, or None (max(batch_size, 2 * n_sample * "
+                f"collectors))")
         self._stop_value = float(cfg.env.get("stop_value", math.inf))
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
