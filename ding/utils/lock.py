@@ -104,6 +104,23 @@ def read_holder(path: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+def is_held(path: str) -> bool:
+    """Whether some process holds ``<path>/.lock`` now (a probe: takes and drops a shared lock without waiting)."""
+    try:
+        fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return True
+        raise
+    finally:
+        os.close(fd)  # closing drops the probe's shared lock, if it got one
+    return False
+
+
 def join_run_dir(path: str) -> None:
     """Let this process write ``path``, a run directory another process (the run's coordinator) holds: for the roles
     of a parallel run, which write their logs and checkpoints into the run's own directory."""
@@ -132,7 +149,7 @@ def guard_run_dir(exp_name: str, who: str) -> None:
             DirLock(path, what="run").acquire()  # held (and registered) until the process exits
             return
     if os.path.exists(os.path.join(path, LOCK_NAME)):
-        holder = read_holder(path)
+        holder = read_holder(path) if is_held(path) else None  # the pid stays in the file of a run that ended
         whose = f"a running ding process (pid {holder})" if holder is not None else "an earlier ding run"
         raise LockError(
             f"{who}: '{exp_name}' belongs to {whose} (lock file {os.path.join(exp_name, LOCK_NAME)}); ding never "

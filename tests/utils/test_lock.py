@@ -72,3 +72,27 @@ def test_release_empties_the_lock_file_and_lets_the_next_holder_in(tmp_path):
 def test_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(LockError, match="not a directory"):
         DirLock(str(tmp_path / "nope")).acquire()
+
+
+def test_a_run_directory_is_named_running_only_while_its_holder_lives(tmp_path, monkeypatch):
+    from ding.utils.lock import guard_run_dir, is_held
+
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == "locked"
+        assert is_held(str(run))
+        with pytest.raises(LockError, match=re.escape(f"belongs to a running ding process (pid {proc.pid})")):
+            guard_run_dir("run", "learner")
+    finally:
+        proc.kill()  # ends without releasing: its pid stays in the lock file
+        proc.wait(timeout=30)
+        proc.stdin.close()
+        proc.stdout.close()
+    assert read_holder(str(run)) == proc.pid and not is_held(str(run))
+    with pytest.raises(LockError) as info:
+        guard_run_dir("run", "learner")
+    assert "belongs to an earlier ding run" in str(info.value) and "running" not in str(info.value)
