@@ -8,6 +8,7 @@ started by ``ding -m parallel`` — when that launcher dies.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -84,14 +85,22 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         create = create_comm_learner if role == "learner" else create_comm_collector
         comm = create(role_cfg, name=name)
     stop = threading.Event()
+    joined = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
         stop.set()
+        if not joined.is_set():  # still joining (its retries last up to master_lost_timeout): stop them now
+            raise _StoppedWhileJoining(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         try:
             comm.start()
+            joined.set()
+        except _StoppedWhileJoining as e:
+            logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
+                                                   e.signum)
+            return 0
         except RequestRejected as e:
             where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
             if e.code != 401:
@@ -108,6 +117,14 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         for s, h in old.items():
             signal.signal(s, h)
     return 0
+
+
+class _StoppedWhileJoining(BaseException):
+    """SIGTERM/SIGINT reached a role before it had joined its coordinator (the launcher died, or Ctrl-C)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def run_dist_module(args: Any) -> int:

@@ -114,3 +114,39 @@ def test_token_from_the_config_file_is_named_as_such(workdir):
                     str(find_free_port())], workdir)
         line = _one_error_line(out)
         assert "(got 8 characters from system_config.auth_token in" in line and cfg in line, line
+
+
+@pytest.mark.parametrize("role", ["learner", "collector"])
+def test_sigterm_while_joining_ends_the_role_at_once(workdir, role):
+    """A role still retrying to join (nothing answers at the coordinator's address: its launcher died, say) stops on
+    SIGTERM at once instead of retrying for the rest of master_lost_timeout (120 s here)."""
+    import signal
+    import time
+
+    cfg = write_config(workdir, f"termjoin{role}", system={"master_lost_timeout": 120.0})
+    with socket.socket() as listener:  # stands where the coordinator should be: takes a join and cuts it
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        listener.settimeout(BOUND)
+        port = listener.getsockname()[1]
+        with open(workdir / f"{role}.log", "w") as out:
+            proc = subprocess.Popen(ding_cmd("-m", "dist", "--module", role, "-c", cfg, "-cdh", "127.0.0.1", "-cdp",
+                                             str(port)), cwd=str(workdir),
+                                    env=dict(os.environ, PYTHONUNBUFFERED="1", **TOKEN), stdout=out,
+                                    stderr=subprocess.STDOUT)
+        try:
+            conn, _ = listener.accept()  # the role is joining
+            conn.close()  # a cut connection: the role retries (for up to master_lost_timeout)
+            time.sleep(0.5)
+            assert proc.poll() is None, read_log(workdir, f"{role}.log")
+            t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+            took = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    text = read_log(workdir, f"{role}.log")
+    assert code == 0, text
+    assert took < 10, f"{role} took {took:.1f} s to stop after SIGTERM"
