@@ -49,3 +49,21 @@ def test_continuous_qac_reparameterization_and_1d_action():
     assert q.shape == (4,)
     with pytest.raises(ValueError, match="ContinuousQAC action_space: unknown 'hybrid'"):
         ContinuousQAC(3, 1, action_space="hybrid")
+
+
+def test_a_config_names_the_activation_and_every_hidden_layer_uses_it():
+    model = create_model({"type": "vac", "obs_shape": 11, "action_shape": 3, "action_space": "continuous",
+                          "encoder_hidden_size_list": [64, 64], "activation": "Tanh"}, where="policy.model")
+    kinds = {type(m) for m in model.modules()}
+    assert torch.nn.Tanh in kinds and torch.nn.ReLU not in kinds
+    out = model(torch.zeros(2, 11), mode="compute_actor_critic")
+    assert out["logit"]["mu"].shape == (2, 3)
+
+
+def test_an_unknown_activation_name_is_one_config_error_naming_the_key():
+    from ding.utils import ConfigError
+
+    with pytest.raises(ConfigError, match=r"policy\.model\.activation: unknown activation 'tanhh'; did you mean "
+                                          r"'tanh'\?"):
+        create_model({"type": "vac", "obs_shape": 4, "action_shape": 2, "activation": "tanhh"},
+                     where="policy.model")

@@ -47,4 +47,24 @@ def create_model(cfg: Mapping[str, Any], where: str = "model") -> nn.Module:
     model_cls = MODEL_REGISTRY.get(model_type, where=f"{where}.type")
     check_model_kwargs(model_cls, kwargs, where)
     check_ranges(kwargs, ranges_of(model_cls), where)
+    if isinstance(kwargs.get("activation"), str):  # a config file names it: 'tanh' for nn.Tanh()
+        kwargs["activation"] = activation_by_name(kwargs["activation"], f"{where}.activation")
     return model_cls(**kwargs)
+
+
+# Activations a config may name (the model templates take an ``nn.Module``; DI-engine's files pass ``nn.ReLU()``).
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU, "silu": nn.SiLU, "swish": nn.SiLU, "elu": nn.ELU,
+    "leaky_relu": nn.LeakyReLU, "sigmoid": nn.Sigmoid, "softplus": nn.Softplus, "mish": nn.Mish,
+}
+
+
+def activation_by_name(name: str, where: str = "model.activation") -> nn.Module:
+    """``'tanh'`` -> ``nn.Tanh()`` (case-insensitive); an unknown name is a ``ConfigError`` listing the known ones."""
+    cls = ACTIVATIONS.get(name.strip().lower())
+    if cls is None:
+        close = difflib.get_close_matches(name.strip().lower(), list(ACTIVATIONS), n=1, cutoff=0.6)
+        hint = f" did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"{where}: unknown activation {name!r};{hint} known: {', '.join(ACTIVATIONS)} (or pass an "
+                          "nn.Module such as torch.nn.Tanh())")
+    return cls()
