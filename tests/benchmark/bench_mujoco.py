@@ -80,7 +80,8 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
             random_collect_size=p.random_steps,
             model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden),
             learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=3e-4, learning_rate_policy=3e-4,
-                       learning_rate_alpha=3e-4, target_theta=0.005, discount_factor=0.99, auto_alpha=True),
+                       learning_rate_alpha=3e-4, target_theta=0.005, discount_factor=0.99, auto_alpha=True,
+                       alpha=1.0),  # the initial temperature of SB3's ent_coef="auto" (ding's default is 0.2)
             collect=dict(n_sample=1), eval=dict(evaluator=dict(eval_freq=p.eval_every)),
             other=dict(replay_buffer=dict(replay_buffer_size=1_000_000)))
     elif algo == "td3":
@@ -97,10 +98,13 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
         iters_per_collect = epochs * (n_sample // batch)
         policy = dict(
             recompute_adv=True, action_space="continuous",
+            # SB3's MlpPolicy: separate 64-64 tanh networks for the policy and the value, each with a linear output
+            # (as DI-engine's hopper_onppo_config: share_encoder=False, actor_head_layer_num=0), no value clipping
             model=dict(obs_shape=11, action_shape=3, action_space="continuous", encoder_hidden_size_list=[64, 64],
-                       actor_head_hidden_size=64, critic_head_hidden_size=64, activation="tanh"),
+                       share_encoder=False, actor_head_layer_num=0, critic_head_layer_num=0, activation="tanh"),
             learn=dict(epoch_per_collect=epochs, batch_size=batch, learning_rate=3e-4, value_weight=0.5,
-                       entropy_weight=0.0, clip_ratio=0.2, adv_norm=True, value_norm=False, grad_clip_value=0.5),
+                       entropy_weight=0.0, clip_ratio=0.2, value_clip=False, adv_norm=True, value_norm=False,
+                       grad_clip_value=0.5),
             collect=dict(n_sample=n_sample, discount_factor=0.99, gae_lambda=0.95),
             eval=dict(evaluator=dict(eval_freq=max(1, p.eval_every * iters_per_collect // n_sample))))
     main = dict(exp_name=f"bench_mujoco_{algo}_seed{seed}", env=env, policy=dict(cuda=False, **policy))
