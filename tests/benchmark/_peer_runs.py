@@ -47,3 +47,63 @@ def find_peer_python(given: str | None, modules: Sequence[str]) -> tuple[str | N
             return python, ""
     return None, (f"peer columns skipped: no interpreter here imports {' and '.join(modules)} (install them in a "
                   "separate venv and pass --peer-python)")
+
+
+# ---------------------------------------------------------------------------------------------------- plots
+# A learning curve: [[env_step, wall_s, eval_return], ...]. A line: {"label", "seed", "dashed", "curve"}.
+_SEED_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple")
+
+
+def plot_curves(lines: list[dict], path: str, title: str, ylabel: str, hlines: Sequence[tuple] = ()) -> None:
+    """Two panels, eval return vs env steps and vs wall time, one line per run (a seed's colour; peers dashed).
+    ``hlines``: ``(value, linestyle)`` reference lines (a target, random play)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for line in lines:
+        steps, walls, rets = zip(*line["curve"])
+        style = dict(color=_SEED_COLORS[line["seed"] % len(_SEED_COLORS)], linestyle="--" if line["dashed"] else "-",
+                     marker=".", label=line["label"])
+        axes[0].plot(steps, rets, **style)
+        axes[1].plot([w / 60 for w in walls], rets, **style)
+    for ax, xlabel in zip(axes, ("env steps", "wall time (min), evaluations included")):
+        for value, linestyle in hlines:
+            ax.axhline(value, color="grey", linewidth=0.8, linestyle=linestyle)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def draw_curves(lines: list[dict], path: str, title: str, ylabel: str, hlines: Sequence[tuple],
+                python: str | None) -> str:
+    """:func:`plot_curves` here, or through ``python`` (a peer interpreter, which has matplotlib through SB3) when
+    matplotlib is not importable here (ding's own environment does not need it). Returns the path or why not."""
+    import importlib.util
+
+    spec = dict(lines=lines, path=path, title=title, ylabel=ylabel, hlines=[list(h) for h in hlines])
+    if importlib.util.find_spec("matplotlib") is not None:
+        plot_curves(**spec)
+        return path
+    if python is None:
+        return "no plot: matplotlib is not importable here and there is no peer interpreter"
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        subprocess.run([python, os.path.abspath(__file__), "--plot-from", f.name], check=True, timeout=300)
+    finally:
+        os.unlink(f.name)
+    return path
+
+
+if __name__ == "__main__":  # the peer interpreter drawing for a driver without matplotlib
+    if sys.argv[1:2] != ["--plot-from"] or len(sys.argv) != 3:
+        raise SystemExit("usage: _peer_runs.py --plot-from SPEC.json")
+    with open(sys.argv[2]) as f:
+        plot_curves(**json.load(f))

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import functools
-import importlib.util
 import json
 import math
 import os
@@ -42,6 +41,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from _bench_loader import load_bench_module  # noqa: E402
+from _peer_runs import draw_curves  # noqa: E402
 
 GAME = "RoadRunner"
 CONFIG_NAME = "roadrunner_dqn"
@@ -232,49 +232,18 @@ def print_table(runs: list[dict], summary: dict, notes: list[str]) -> None:
         print(f"note: {note}")
 
 
-def plot(runs: list[dict], path: str, target: float) -> None:
-    """Two panels: eval return vs env steps and vs wall time, one line per run (SB3 dashed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    colors = {0: "tab:blue", 1: "tab:orange", 2: "tab:green", 3: "tab:red", 4: "tab:purple"}
-    for r in runs:
-        steps, walls, rets = zip(*r["wall_curve"])
-        style = dict(color=colors.get(r["seed"], "grey"), linestyle="-" if r["impl"] == "ding" else "--",
-                     marker=".", label=f"{r['impl']} seed {r['seed']}")
-        axes[0].plot(steps, rets, **style)
-        axes[1].plot([w / 60 for w in walls], rets, **style)
-    for ax, xlabel in zip(axes, ("env steps", "wall time (min), evaluations included")):
-        ax.axhline(target, color="grey", linewidth=0.8, linestyle="--")
-        ax.axhline(RANDOM_PLAY, color="grey", linewidth=0.8, linestyle=":")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(f"eval return ({EVAL_EPISODES} full games, unclipped)")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"{GAME} DQN, ding (solid) vs Stable-Baselines3 (dashed); dashed line: target {target:g}, "
-                 f"dotted: random play")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+def curve_lines(runs: list[dict]) -> list[dict]:
+    """The runs as :func:`_peer_runs.plot_curves` lines (SB3 dashed)."""
+    return [dict(label=f"{r['impl']} seed {r['seed']}", seed=r["seed"], dashed=r["impl"] != "ding",
+                 curve=[list(x) for x in r["wall_curve"]]) for r in runs]
 
 
 def draw(runs: list[dict], path: str, target: float, python: str | None) -> str:
-    """The PNG from this interpreter, or from ``python`` (the peer's, which has matplotlib through SB3)."""
-    if importlib.util.find_spec("matplotlib") is not None:
-        plot(runs, path, target)
-        return path
-    if python is None:
-        return "no plot: matplotlib is not importable here and there is no peer interpreter"
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(runs, f)
-    try:
-        subprocess.run([python, os.path.abspath(__file__), "--plot-from", f.name, "--out", path, "--target",
-                        str(target)], check=True, timeout=300)
-    finally:
-        os.unlink(f.name)
-    return path
+    """Return vs env steps and vs wall time, one line per run, as a PNG (here, or through the peer interpreter)."""
+    return draw_curves(curve_lines(runs), path,
+                       f"{GAME} DQN, ding (solid) vs Stable-Baselines3 (dashed); dashed line: target {target:g}, "
+                       "dotted: random play", f"eval return ({EVAL_EPISODES} full games, unclipped)",
+                       [(target, "--"), (RANDOM_PLAY, ":")], python)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -289,13 +258,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--smoke", action="store_true", help="ding only, 2 training iterations (the test suite)")
     parser.add_argument("--json", default=None, help="write every run with its curve to this file")
     parser.add_argument("--out", default=None, help="PNG of return vs env steps and vs wall time")
-    parser.add_argument("--plot-from", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
-    if args.plot_from:  # the peer interpreter drawing for a driver without matplotlib
-        with open(args.plot_from) as f:
-            plot(json.load(f), args.out, args.target)
-        return {}
     seeds = args.seeds[:1] if args.smoke else args.seeds
     python, note = (None, "peer column skipped (--no-peers or --smoke)") if (args.no_peers or args.smoke) else \
         peer_python(args.peer_python)

@@ -45,7 +45,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _peer_runs import find_peer_python, run_worker  # noqa: E402
+from _peer_runs import draw_curves, find_peer_python, run_worker  # noqa: E402
 
 ENV_ID = "Hopper-v5"
 ALGOS = ("sac", "td3", "ppo")
@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--runs-file", default=None, help="append each finished run here (JSON lines)")
     parser.add_argument("--summarize", default=None, metavar="RUNS_FILE", help="only summarise saved runs")
     parser.add_argument("--smoke", action="store_true", help="ding SAC, one seed, 500 env steps")
+    parser.add_argument("--out", default=None, help="PNG of return vs env steps and vs wall time (one per algorithm)")
     parser.add_argument("--worker", choices=FRAMEWORKS, help=argparse.SUPPRESS)
     parser.add_argument("--algo", choices=ALGOS, default="sac", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -366,8 +367,27 @@ def main(argv: list[str] | None = None) -> dict:
     if notes:
         summary["notes"] = notes
     print_table(runs, summary, notes)
+    if args.out:
+        for path in draw(runs, args.out, args.target, args.peer_python or os.environ.get("DING_BENCH_PEER_PYTHON")):
+            print(f"plot: {path}")
     print(json.dumps(summary))
     return summary
+
+
+def draw(runs: list[dict], out: str, target: float, python: str | None) -> list[str]:
+    """One PNG per algorithm (``out``, or ``<stem>_<algo>.png`` for several): return vs env steps and vs wall time,
+    one line per run, the peers dashed."""
+    algos = list(dict.fromkeys(r["algo"] for r in runs))
+    stem, ext = os.path.splitext(out)
+    paths = []
+    for algo in algos:
+        lines = [dict(label=f"{r['framework']} seed {r['seed']}", seed=r["seed"], dashed=r["framework"] != "ding",
+                      curve=r["curve"]) for r in runs if r["algo"] == algo and r["curve"]]
+        path = out if len(algos) == 1 else f"{stem}_{algo}{ext or '.png'}"
+        paths.append(draw_curves(lines, path, f"{ENV_ID} {algo.upper()}: ding (solid) vs peers (dashed); dashed line: "
+                                 f"{target:g}", f"eval return ({runs[0]['eval_episodes']} episodes, deterministic)",
+                                 [(target, "--")], python))
+    return paths
 
 
 if __name__ == "__main__":
