@@ -19,12 +19,15 @@ process CPU seconds (``cpu_s``), the fairer figure when the machine is shared an
 
 Hyperparameters (the same on every side; SB3's RL-Zoo Hopper values, DI-engine's hopper_*_config.py structure):
 - SAC: 256x256 actor and twin critics, Adam 3e-4 for actor, critics and temperature, batch 256, gamma 0.99,
-  tau 0.005, auto temperature (target entropy -|A|), 10,000 uniformly random env steps first, then one gradient
-  step per env step, 1M replay buffer.
+  tau 0.005, auto temperature (target entropy -|A|, starting at 1.0 as SB3's ``ent_coef="auto"``), 10,000
+  uniformly random env steps first, then one gradient step per env step, 1M replay buffer.
 - TD3: 256x256, Adam 1e-3 (actor and critic), batch 256, 10,000 random steps, exploration noise 0.1, target policy
   noise 0.2 clipped at 0.5, actor every 2 critic updates, one critic update per env step.
-- PPO: 64x64 tanh actor and critic, Adam 3e-4, 2,048 env steps per rollout, 10 epochs of batch 64, GAE 0.95,
-  clip 0.2, gamma 0.99 (SB3's defaults, which RL-Zoo uses for Hopper with normalised observations; here raw).
+- PPO: separate 64x64 tanh actor and critic networks (SB3's MlpPolicy), Adam 3e-4, 2,048 env steps per rollout,
+  10 epochs of batch 64, GAE 0.95, clip 0.2, no value clipping, gradient norm 0.5, gamma 0.99 (SB3's defaults,
+  which RL-Zoo uses for Hopper with normalised observations; here raw). What stays each library's own: the initial
+  log-std (ding -0.5, DI-engine's PPO init; SB3 0.0) and ding's advantages recomputed every epoch (DI-engine's
+  ``recompute_adv``; SB3 computes them once per rollout).
 ding evaluates on its train-iteration schedule: for SAC/TD3 one iteration per env step after the 10,000 random
 steps, so its evaluations fall at 10,000 + multiples of ``--eval-every`` env steps (its curve's x is the env step
 of each evaluation); for PPO ``eval_freq`` is set to the iterations of ``--eval-every`` env steps.
