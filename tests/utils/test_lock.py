@@ -26,8 +26,8 @@ def holder(tmp_path):
     """A separate process holding the lock of ``tmp_path``; killed afterwards whatever happens."""
     procs = []
 
-    def start():
-        p = subprocess.Popen([sys.executable, "-c", _HOLDER, str(tmp_path)], stdin=subprocess.PIPE,
+    def start(path=None):
+        p = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path or tmp_path)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
         procs.append(p)
         assert p.stdout.readline().strip() == "locked"
@@ -74,24 +74,18 @@ def test_missing_directory_is_a_clear_error(tmp_path):
         DirLock(str(tmp_path / "nope")).acquire()
 
 
-def test_a_run_directory_is_named_running_only_while_its_holder_lives(tmp_path, monkeypatch):
+def test_a_run_directory_is_named_running_only_while_its_holder_lives(tmp_path, holder, monkeypatch):
     from ding.utils.lock import guard_run_dir, is_held
 
     monkeypatch.chdir(tmp_path)
     run = tmp_path / "run"
     run.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout.readline().strip() == "locked"
-        assert is_held(str(run))
-        with pytest.raises(LockError, match=re.escape(f"belongs to a running ding process (pid {proc.pid})")):
-            guard_run_dir("run", "learner")
-    finally:
-        proc.kill()  # ends without releasing: its pid stays in the lock file
-        proc.wait(timeout=30)
-        proc.stdin.close()
-        proc.stdout.close()
+    proc = holder(run)
+    assert is_held(str(run))
+    with pytest.raises(LockError, match=re.escape(f"belongs to a running ding process (pid {proc.pid})")):
+        guard_run_dir("run", "learner")
+    proc.kill()  # ends without releasing: its pid stays in the lock file
+    proc.wait(timeout=30)
     assert read_holder(str(run)) == proc.pid and not is_held(str(run))
     with pytest.raises(LockError) as info:
         guard_run_dir("run", "learner")

@@ -61,9 +61,10 @@ ACTIVATIONS: dict[str, type[nn.Module]] = {
 
 def activation_by_name(name: str, where: str = "model.activation") -> nn.Module:
     """``'tanh'`` -> ``nn.Tanh()`` (case-insensitive); an unknown name is a ``ConfigError`` listing the known ones."""
-    cls = ACTIVATIONS.get(name.strip().lower())
+    key = name.strip().lower()
+    cls = ACTIVATIONS.get(key)
     if cls is None:
-        close = difflib.get_close_matches(name.strip().lower(), list(ACTIVATIONS), n=1, cutoff=0.6)
+        close = difflib.get_close_matches(key, list(ACTIVATIONS), n=1, cutoff=0.6)
         hint = f" did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"{where}: unknown activation {name!r};{hint} known: {', '.join(ACTIVATIONS)} (or pass an "
                           "nn.Module such as torch.nn.Tanh())")
