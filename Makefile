@@ -11,7 +11,7 @@ TORCH_SPEC ?= torch==2.13.0
 
 setup: $(VENV)/.ding-installed
 
-$(VENV)/.ding-installed: pyproject.toml setup.py
+$(VENV)/.ding-installed: pyproject.toml setup.py ding/worker/replay_buffer/_segtree.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "$(TORCH_SPEC)"

@@ -461,3 +461,31 @@ def test_threads_push_sample_update_clear_keep_the_trees_consistent():
     valid = state["storage"]["valid"]
     leaves = state["sum_tree"]["tree"][len(state["sum_tree"]["tree"]) // 2:][:50]
     assert ((leaves > 0) == valid).all() and valid.sum() == buffer.count() <= 50
+
+
+def test_compiled_and_numpy_trees_give_the_same_samples(monkeypatch):
+    """The compiled segment tree (where the install built it) and the numpy one are interchangeable: same draws, same
+    weights, through pushes, priority updates, max_use removals and overwrites."""
+    from ding.worker.replay_buffer import segment_tree
+
+    if not segment_tree.native_available():
+        pytest.skip("the compiled segment tree is not built here (tests/worker/test_segment_tree.py says why)")
+    runs = []
+    for form in ("1", "0"):
+        monkeypatch.setenv("DING_NATIVE_TREES", form)
+        buffer = _buffer(replay_buffer_size=300, max_use=6)
+        assert (buffer._sum_tree._native is not None) == (form == "1")
+        rng = np.random.default_rng(11)
+        draws = []
+        for step in range(120):
+            buffer.push(_items(7, start=step * 7))
+            batch = buffer.sample(32, step)
+            if batch is None:
+                continue
+            draws.append(([d["i"] for d in batch], [d["IS"] for d in batch]))
+            buffer.update(_feedback(batch, rng.random(32) * 10.0 ** rng.integers(-3, 3)))
+        runs.append(draws)
+    assert len(runs[0]) == len(runs[1]) > 100
+    for (items_a, weights_a), (items_b, weights_b) in zip(*runs):
+        assert items_a == items_b
+        np.testing.assert_allclose(weights_a, weights_b, rtol=1e-9)

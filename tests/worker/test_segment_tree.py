@@ -1,12 +1,86 @@
-"""Sum and min segment trees: batched updates and prefix-sum search against brute force."""
+"""Sum and min segment trees: batched updates and prefix-sum search against brute force.
+
+Every test runs twice: with the compiled loops (``_segtree.c``, where the install built them) and with the numpy
+forms (``DING_NATIVE_TREES=0``); the two must agree with brute force, so they agree with each other.
+"""
 from __future__ import annotations
+
+import shutil
+import sysconfig
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ding.worker.replay_buffer import MinSegmentTree, SumSegmentTree
+from ding.worker.replay_buffer import MinSegmentTree, SumSegmentTree, segment_tree
+
+
+@pytest.fixture(scope="module", autouse=True, params=["native", "numpy"])
+def tree_form(request):
+    """Which form the trees built in a test use (module scope: hypothesis's tests take no function fixtures)."""
+    if request.param == "native" and not segment_tree.native_available():
+        # test_the_compiled_trees_are_built fails where a compiler was there to build them; this form is not here
+        pytest.skip("the compiled segment tree is not built on this machine (no C compiler at install)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DING_NATIVE_TREES", "1" if request.param == "native" else "0")
+        yield request.param
+
+
+def test_trees_use_the_form_asked_for(tree_form):
+    assert (SumSegmentTree(8)._native is not None) == (tree_form == "native")
+    assert (MinSegmentTree(8)._native is not None) == (tree_form == "native")
+
+
+def test_the_compiled_trees_are_built():
+    """`pip install -e .` builds the extension wherever a C compiler is present (the README's set-up on CI)."""
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) on this machine: the numpy form is the one in use")
+    assert segment_tree.native_available(), (
+        "ding.worker.replay_buffer._segtree is not built although a C compiler is present: reinstall with "
+        "`pip install -e .` and read its build output")
+
+
+def test_native_rejects_wrong_arrays_instead_of_crashing(tree_form):
+    if tree_form != "native":
+        return
+    native = segment_tree._NATIVE_MODULE
+    tree = np.zeros(16)
+    with pytest.raises(TypeError, match="int64"):
+        native.sum_set(tree, np.array([1, 2], dtype=np.int32), np.ones(2))
+    with pytest.raises(TypeError, match="float64"):
+        native.sum_set(tree, np.array([1, 2]), np.ones(2, dtype=np.float32))
+    with pytest.raises(ValueError, match="2 indices and 3 values"):
+        native.sum_set(tree, np.array([1, 2]), np.ones(3))
+    with pytest.raises(IndexError, match="out of range"):
+        native.sum_set(tree, np.array([8]), np.ones(1))
+    with pytest.raises(ValueError, match="power of two"):
+        native.sum_set(np.zeros(12), np.array([1]), np.ones(1))
+    with pytest.raises(ValueError, match="no mass"):
+        native.sum_find(tree, np.ones(2), np.zeros(2, dtype=np.int64))
+    read_only = np.zeros(16)
+    read_only.flags.writeable = False
+    with pytest.raises((BufferError, ValueError), match="(?i)writ|read-only"):
+        native.sum_set(read_only, np.array([1]), np.ones(1))
+    with pytest.raises((BufferError, ValueError), match="contiguous"):
+        native.sum_find(tree, np.ones(4)[::2], np.zeros(2, dtype=np.int64))
+    with pytest.raises(IndexError, match="out of range"):
+        native.min_set(np.zeros(8), np.array([-1]), np.ones(1), 0.0, 8)
+    assert tree.sum() == 0  # nothing was written by the failed calls
+
+
+def test_native_sum_tree_keeps_every_node_the_exact_sum_of_its_children(tree_form):
+    if tree_form != "native":
+        return
+    rng = np.random.default_rng(7)
+    tree = SumSegmentTree(1024)
+    for _ in range(50):
+        idx = np.unique(rng.integers(0, 1024, 64))
+        tree.update_unique(idx, rng.random(idx.size) * 10.0 ** rng.integers(-6, 6))
+    nodes = tree._tree.copy()
+    tree.rebuild()
+    np.testing.assert_array_equal(nodes, tree._tree)  # bit for bit: a rebuild changes nothing
 
 
 def _brute_find(leaves: np.ndarray, r: np.ndarray) -> np.ndarray:

@@ -17,7 +17,7 @@ from .buffer_io import read_buffer_file, write_buffer_file
 from .frame_sharing import copy_out, materialize
 from .monitor import PeriodicThruputMonitor, SampledDataMonitor, ThruputController
 from .naive_buffer import NaiveReplayBuffer
-from .segment_tree import MinSegmentTree, SumSegmentTree
+from .segment_tree import MinSegmentTree, SumSegmentTree, note_if_not_native
 
 MIN_PRIORITY = 1e-6  # priorities below this (including 0) are sampled as if they were this: items stay reachable
 _UPDATE_KEYS = ("priority", "replay_unique_id", "replay_buffer_idx")
@@ -117,6 +117,8 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
         self._last_seen = np.zeros(capacity, dtype=np.int64)  # scratch for de-duplicating update() entries
         self._positions = np.arange(64)  # 0, 1, 2, ...: strata of a sample, entries of an update (grown on demand)
         self._use_priority = bool(conf.priority)
+        if self._use_priority:
+            note_if_not_native()
         self._use_is_weight = self._use_priority and bool(conf.priority_IS_weight)
         self._min_limit_ratio = float(conf.thruput_controller.sample_min_limit_ratio)
         self._alpha = float(conf.alpha)
@@ -548,7 +550,7 @@ def _to_numpy(value: Any, dtype: type, key: str, instance_name: str) -> np.ndarr
     if type(value) is not list and hasattr(value, "detach"):  # a torch tensor, possibly on GPU or requiring grad
         value = value.detach().cpu().numpy()
     try:
-        array: np.ndarray = np.asarray(value, dtype=dtype)
+        array: np.ndarray = np.ascontiguousarray(value, dtype=dtype)  # (the compiled trees read contiguous arrays)
         return array if array.ndim == 1 else array.reshape(-1)
     except (TypeError, ValueError) as e:
         raise ReplayBufferError(f"buffer '{instance_name}': update() {key} must be a list or array of numbers "
