@@ -392,7 +392,7 @@ class EvalResult(Record):
     envstep_count: int = 0
     duration: float = 0.0
     env_time: float = 0.0  # of duration: seconds the envs' steps took (what splitting an evaluation divides) ...
-    policy_time: float = 0.0  # ... and the policy's forward passes (what every shard repeats)
+    policy_time: float = 0.0  # ... and the CPU seconds of the policy's forward passes (what every shard repeats)
     eval_flag: bool = True
     battle: BattleResult | None = None  # a battle evaluation's games against the fixed opponent
 

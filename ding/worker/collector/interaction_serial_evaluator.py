@@ -86,7 +86,7 @@ class InteractionSerialEvaluator(BaseSerialEvaluator):
 
         ``episode_info`` holds ``eval_episode_return`` (list, env by env), ``episode_length`` (list), the return's
         ``_mean/_std/_max/_min``, ``best_return``, ``envstep_count``, ``duration`` (seconds; ``env_time`` of them in the
-        envs' steps, ``policy_time`` in the policy's forward), ``train_iter``, ``envstep`` and
+        envs' steps; ``policy_time``: CPU seconds of the policy's forward passes), ``train_iter``, ``envstep`` and
         the lists/means of any ``info['episode_info']`` dicts the envs report at episode end.
         """
         self._check_ready("eval")

@@ -75,11 +75,11 @@ class SoloCommander(BaseCommander):
         # times); 0: always. Splitting pauses collection while every collector evaluates: with a cheap env (plain
         # CartPole) 1.0 keeps more throughput, with a slow one (2 ms a step) 0 reached 195 sooner (docs/benchmarks.md)
         eval_split_after_s=0.0,
-        # split only while the envs' steps take at least this share of an evaluation's stepping time (env steps +
-        # the policy's forward passes, over the evaluations so far; the first is never split): every shard
-        # repeats a forward pass for each step of its episodes while the envs' time is divided among the shards, so
-        # with a cheap env (plain CartPole: ~0.1) splitting costs CPU and saves nothing, with a slow one (2 ms a step:
-        # ~0.95) it divides the evaluation's time by the shards; 0: split whatever the envs cost
+        # split only while the envs' steps take at least this share of an evaluation's stepping time (the envs' wall
+        # time + the CPU time of the policy's forward passes, over the evaluations so far; the first is never split):
+        # every shard repeats a forward pass for each step of its episodes while the envs' time is divided among the
+        # shards, so with a cheap env (plain CartPole: ~0.1) splitting costs CPU and saves nothing, with a slow one
+        # (2 ms a step: ~0.95) it divides the evaluation's time by the shards; 0: split whatever the envs cost
         eval_split_env_share=0.5,
     )
 
