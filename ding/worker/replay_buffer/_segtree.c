@@ -45,6 +45,32 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int kind, int writable, co
     return 1;
 }
 
+/* The three array arguments of a call, acquired together: `specs` gives each one's kind, whether it is written, and
+ * its name for errors. On failure the ones acquired are released and 0 is returned with the exception set. */
+typedef struct {
+    int kind;
+    int writable;
+    const char *name;
+} ArraySpec;
+
+static int get_buffers(PyObject *const objs[3], Py_buffer views[3], const ArraySpec specs[3]) {
+    for (int i = 0; i < 3; i++) {
+        if (!get_buffer(objs[i], &views[i], specs[i].kind, specs[i].writable, specs[i].name)) {
+            while (i-- > 0) {
+                PyBuffer_Release(&views[i]);
+            }
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void release_buffers(Py_buffer views[3]) {
+    for (int i = 2; i >= 0; i--) {
+        PyBuffer_Release(&views[i]);
+    }
+}
+
 /* The number of leaves of a heap-layout tree of `nodes` nodes; -1 and an exception if it is not 2 * a power of two. */
 static Py_ssize_t tree_capacity(Py_ssize_t nodes) {
     Py_ssize_t capacity = nodes / 2;
@@ -67,23 +93,14 @@ static int check_indices(const int64_t *idx, Py_ssize_t n, Py_ssize_t capacity) 
 }
 
 static PyObject *sum_set(PyObject *self, PyObject *args) {
-    PyObject *tree_obj, *idx_obj, *values_obj;
-    if (!PyArg_ParseTuple(args, "OOO:sum_set", &tree_obj, &idx_obj, &values_obj)) {
+    static const ArraySpec specs[3] = {
+        {KIND_FLOAT64, 1, "tree"}, {KIND_INT64, 0, "idx"}, {KIND_FLOAT64, 0, "values"}};
+    PyObject *objs[3];
+    Py_buffer views[3];
+    if (!PyArg_ParseTuple(args, "OOO:sum_set", &objs[0], &objs[1], &objs[2]) || !get_buffers(objs, views, specs)) {
         return NULL;
     }
-    Py_buffer tree_view, idx_view, values_view;
-    if (!get_buffer(tree_obj, &tree_view, KIND_FLOAT64, 1, "tree")) {
-        return NULL;
-    }
-    if (!get_buffer(idx_obj, &idx_view, KIND_INT64, 0, "idx")) {
-        PyBuffer_Release(&tree_view);
-        return NULL;
-    }
-    if (!get_buffer(values_obj, &values_view, KIND_FLOAT64, 0, "values")) {
-        PyBuffer_Release(&idx_view);
-        PyBuffer_Release(&tree_view);
-        return NULL;
-    }
+    Py_buffer tree_view = views[0], idx_view = views[1], values_view = views[2];
     PyObject *result = NULL;
     double *tree = (double *)tree_view.buf;
     const int64_t *idx = (const int64_t *)idx_view.buf;
@@ -121,30 +138,19 @@ static PyObject *sum_set(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
-    PyBuffer_Release(&values_view);
-    PyBuffer_Release(&idx_view);
-    PyBuffer_Release(&tree_view);
+    release_buffers(views);
     return result;
 }
 
 static PyObject *sum_find(PyObject *self, PyObject *args) {
-    PyObject *tree_obj, *targets_obj, *out_obj;
-    if (!PyArg_ParseTuple(args, "OOO:sum_find", &tree_obj, &targets_obj, &out_obj)) {
+    static const ArraySpec specs[3] = {
+        {KIND_FLOAT64, 0, "tree"}, {KIND_FLOAT64, 0, "targets"}, {KIND_INT64, 1, "out"}};
+    PyObject *objs[3];
+    Py_buffer views[3];
+    if (!PyArg_ParseTuple(args, "OOO:sum_find", &objs[0], &objs[1], &objs[2]) || !get_buffers(objs, views, specs)) {
         return NULL;
     }
-    Py_buffer tree_view, targets_view, out_view;
-    if (!get_buffer(tree_obj, &tree_view, KIND_FLOAT64, 0, "tree")) {
-        return NULL;
-    }
-    if (!get_buffer(targets_obj, &targets_view, KIND_FLOAT64, 0, "targets")) {
-        PyBuffer_Release(&tree_view);
-        return NULL;
-    }
-    if (!get_buffer(out_obj, &out_view, KIND_INT64, 1, "out")) {
-        PyBuffer_Release(&targets_view);
-        PyBuffer_Release(&tree_view);
-        return NULL;
-    }
+    Py_buffer tree_view = views[0], targets_view = views[1], out_view = views[2];
     PyObject *result = NULL;
     const double *tree = (const double *)tree_view.buf;
     const double *targets = (const double *)targets_view.buf;
@@ -191,32 +197,22 @@ static PyObject *sum_find(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
-    PyBuffer_Release(&out_view);
-    PyBuffer_Release(&targets_view);
-    PyBuffer_Release(&tree_view);
+    release_buffers(views);
     return result;
 }
 
 static PyObject *min_set(PyObject *self, PyObject *args) {
-    PyObject *leaves_obj, *idx_obj, *values_obj;
+    static const ArraySpec specs[3] = {
+        {KIND_FLOAT64, 1, "leaves"}, {KIND_INT64, 0, "idx"}, {KIND_FLOAT64, 0, "values"}};
+    PyObject *objs[3];
+    Py_buffer views[3];
     double minimum;
     Py_ssize_t holders;
-    if (!PyArg_ParseTuple(args, "OOOdn:min_set", &leaves_obj, &idx_obj, &values_obj, &minimum, &holders)) {
+    if (!PyArg_ParseTuple(args, "OOOdn:min_set", &objs[0], &objs[1], &objs[2], &minimum, &holders) ||
+        !get_buffers(objs, views, specs)) {
         return NULL;
     }
-    Py_buffer leaves_view, idx_view, values_view;
-    if (!get_buffer(leaves_obj, &leaves_view, KIND_FLOAT64, 1, "leaves")) {
-        return NULL;
-    }
-    if (!get_buffer(idx_obj, &idx_view, KIND_INT64, 0, "idx")) {
-        PyBuffer_Release(&leaves_view);
-        return NULL;
-    }
-    if (!get_buffer(values_obj, &values_view, KIND_FLOAT64, 0, "values")) {
-        PyBuffer_Release(&idx_view);
-        PyBuffer_Release(&leaves_view);
-        return NULL;
-    }
+    Py_buffer leaves_view = views[0], idx_view = views[1], values_view = views[2];
     PyObject *result = NULL;
     double *leaves = (double *)leaves_view.buf;
     const int64_t *idx = (const int64_t *)idx_view.buf;
@@ -258,9 +254,7 @@ static PyObject *min_set(PyObject *self, PyObject *args) {
     }
     result = Py_BuildValue("dn", minimum, holders);
 done:
-    PyBuffer_Release(&values_view);
-    PyBuffer_Release(&idx_view);
-    PyBuffer_Release(&leaves_view);
+    release_buffers(views);
     return result;
 }
 
