@@ -28,8 +28,8 @@ def tree_form(request):
 
 
 def test_trees_use_the_form_asked_for(tree_form):
-    assert (SumSegmentTree(8)._native is not None) == (tree_form == "native")
-    assert (MinSegmentTree(8)._native is not None) == (tree_form == "native")
+    assert SumSegmentTree(8).native == (tree_form == "native")
+    assert MinSegmentTree(8).native == (tree_form == "native")
 
 
 def test_the_compiled_trees_are_built():
@@ -254,3 +254,20 @@ def test_bad_input_errors():
     with pytest.raises(IndexError, match="outside"):
         tree.sum(3, 9)
     assert tree.find_prefixsum_idx([]).size == 0
+
+
+def test_trees_pickle_and_copy_in_either_form(tree_form):
+    import copy
+    import pickle
+
+    rng = np.random.default_rng(4)
+    s, m = SumSegmentTree(64), MinSegmentTree(64)
+    idx, values = np.arange(40), rng.random(40)
+    s.update(idx, values)
+    m.update(idx, values)
+    for clone in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+        assert clone.native == s.native and clone.sum() == s.sum()
+        r = rng.random(16) * s.sum()
+        np.testing.assert_array_equal(clone.find_prefixsum_idx(r), s.find_prefixsum_idx(r))
+    for clone in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert clone.native == m.native and clone.min() == m.min()

@@ -108,7 +108,10 @@ class SumSegmentTree:
 
     def __init__(self, capacity: int, native: bool | None = None) -> None:
         self.capacity = _check_capacity(capacity)
-        self._native = _pick_native(native)
+        compiled = _pick_native(native)
+        # the compiled functions themselves (they pickle by name; a module would make the tree unpicklable)
+        self._native_set = compiled.sum_set if compiled is not None else None
+        self._native_find = compiled.sum_find if compiled is not None else None
         self._depth = self.capacity.bit_length() - 1
         self._tree = np.zeros(2 * self.capacity, dtype=np.float64)
         self._leaves = self._tree[self.capacity:]  # a view; the tree array is never reallocated
@@ -118,6 +121,11 @@ class SumSegmentTree:
         self._shifts = np.arange(1, self._depth + 1, dtype=np.int64)[None, :]
         self._tiled_shifts = np.tile(self._shifts[0], _TILED_LEAVES)  # 1..depth, repeated for _TILED_LEAVES leaves
         self._writes_since_rebuild = 0
+
+    @property
+    def native(self) -> bool:
+        """Whether this tree runs the compiled loops (else the numpy forms)."""
+        return self._native_set is not None
 
     @property
     def values(self) -> np.ndarray:
@@ -137,8 +145,8 @@ class SumSegmentTree:
         """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
         if idx.size == 0:
             return
-        if self._native is not None:  # exact: each ancestor recomputed from its children, so no rebuild is due
-            self._native.sum_set(self._tree, idx, values)
+        if self._native_set is not None:  # exact: each ancestor recomputed from its children, so no rebuild is due
+            self._native_set(self._tree, idx, values)
             return
         leaf = idx + self.capacity
         delta = values - self._tree[leaf]
@@ -202,9 +210,9 @@ class SumSegmentTree:
             return np.zeros(0, dtype=np.int64)
         if not self._tree[1] > 0:
             raise ValueError("find_prefixsum_idx: the tree holds no mass (every leaf is 0)")
-        if self._native is not None:
+        if self._native_find is not None:
             out = np.empty(target.size, dtype=np.int64)
-            self._native.sum_find(self._tree, target, out)
+            self._native_find(self._tree, target, out)
             return out
         # Enter the tree at a level of up to 1024 nodes through one cumsum + searchsorted (the same answer as walking
         # the top levels one by one, in 5 numpy calls instead of 50), then walk the remaining levels together.
@@ -249,7 +257,7 @@ class SumSegmentTree:
             raise ValueError(f"sum tree state has capacity {state['capacity']}, this tree has {self.capacity}")
         self._tree[:] = state["tree"]
         self._writes_since_rebuild = int(state["writes_since_rebuild"])
-        if self._native is not None:  # inner nodes exactly the sums of their children, as compiled updates keep them
+        if self.native:  # inner nodes exactly the sums of their children, as compiled updates keep them
             self.rebuild()
 
 
@@ -264,10 +272,16 @@ class MinSegmentTree:
 
     def __init__(self, capacity: int, native: bool | None = None) -> None:
         self.capacity = _check_capacity(capacity)
-        self._native = _pick_native(native)
+        compiled = _pick_native(native)
+        self._native_set = compiled.min_set if compiled is not None else None
         self._leaves = np.full(self.capacity, np.inf)
         self._min = math.inf
         self._holders = self.capacity  # leaves equal to the minimum
+
+    @property
+    def native(self) -> bool:
+        """Whether this tracker runs the compiled update (else the numpy form)."""
+        return self._native_set is not None
 
     @property
     def values(self) -> np.ndarray:
@@ -286,8 +300,8 @@ class MinSegmentTree:
         """Fast path of :meth:`update`: ``idx`` is an int64 array of distinct in-range indices (not checked)."""
         if idx.size == 0:
             return
-        if self._native is not None:
-            self._min, self._holders = self._native.min_set(self._leaves, idx, values, self._min, self._holders)
+        if self._native_set is not None:
+            self._min, self._holders = self._native_set(self._leaves, idx, values, self._min, self._holders)
             return
         leaves = self._leaves
         old = leaves[idx]
