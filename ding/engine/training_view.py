@@ -44,8 +44,11 @@ class GracefulStop:
             raise KeyboardInterrupt
         self.requested = True
         self.signal_name = signal.Signals(signum).name
-        print(f"\nding: {self.signal_name} received; saving a checkpoint at the next safe point "
-              "(send it again to abort without saving)", file=sys.stderr, flush=True)
+        try:  # a handler runs between two bytecodes of the main thread, maybe inside its own write to stderr
+            print(f"\nding: {self.signal_name} received; saving a checkpoint at the next safe point "
+                  "(send it again to abort without saving)", file=sys.stderr, flush=True)
+        except RuntimeError:  # "reentrant call": the stop is recorded all the same, only its line is lost
+            pass
 
     def __exit__(self, *exc: Any) -> None:
         for sig, old in self._old.items():

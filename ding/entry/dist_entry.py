@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import signal
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +18,14 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.engine.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
+from ding.engine.role_process import (
+    StoppedBySignal,
+    StopSignals,
+    die_with_parent,
+    lower_priority,
+    prefer_batch_scheduling,
+    set_process_name,
+)
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 
@@ -84,47 +90,30 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     else:
         create = create_comm_learner if role == "learner" else create_comm_collector
         comm = create(role_cfg, name=name)
-    stop = threading.Event()
-    joined = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-        if not joined.is_set():  # still joining (its retries last up to master_lost_timeout): stop them now
-            raise _StoppedWhileJoining(signum)
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    joined = threading.Event()  # read lock-free (is_set) by the signal handler
+    with StopSignals(interrupt=lambda: not joined.is_set()) as stop:  # still joining: stop its retries now
         try:
-            comm.start()
-            joined.set()
-        except _StoppedWhileJoining as e:
-            logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
-                                                   e.signum)
-            return 0
-        except RequestRejected as e:
-            where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
-            if e.code != 401:
-                raise
-            raise ConfigError(
-                f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came from "
-                f"{token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator the same "
-                "token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
-        while not comm.wait(0.2):
-            if stop.is_set():
-                break
-    finally:
-        comm.close()
-        for s, h in old.items():
-            signal.signal(s, h)
+            try:
+                comm.start()
+                joined.set()
+            except StoppedBySignal as e:
+                logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
+                                                       e.signum)
+                return 0
+            except RequestRejected as e:
+                where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
+                if e.code != 401:
+                    raise
+                raise ConfigError(
+                    f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came "
+                    f"from {token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator "
+                    "the same token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
+            while not comm.wait(0.2):
+                if stop.requested:
+                    break
+        finally:
+            comm.close()
     return 0
-
-
-class _StoppedWhileJoining(BaseException):
-    """SIGTERM/SIGINT reached a role before it had joined its coordinator (the launcher died, or Ctrl-C)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def run_dist_module(args: Any) -> int:
