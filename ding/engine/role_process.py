@@ -10,9 +10,6 @@ import ctypes
 import os
 import signal
 import sys
-import threading
-from collections.abc import Callable
-from typing import Any
 
 PARENT_PID_ENV = "DING_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
@@ -43,60 +40,6 @@ def die_with_parent() -> None:
             pass
     if os.getppid() != int(parent):
         raise SystemExit(f"ding: the launcher (pid {parent}) is gone; exiting")
-
-
-class StopSignals:
-    """SIGTERM and SIGINT as a request to stop, for a role's main loop to poll (:attr:`requested`).
-
-    The handler only records the signal: it never takes a lock. Python runs a handler in the main thread between two
-    bytecodes, possibly while that thread holds a lock (inside ``Event.set``, say); a second signal arriving there
-    would wait forever on the lock its own thread holds. Repeated signals are the normal case for a role whose
-    launcher is killed: each time one of the dying launcher's threads exits, Linux hands the role to the next thread
-    and sends the parent-death signal again (seen: ten SIGTERMs within 60 ms, and a collector that hung for good in
-    an ``Event.set`` inside its handler).
-
-    ``interrupt`` (called in the handler, so it must not take a lock either): when it answers True at the first
-    signal, the handler raises :class:`StoppedBySignal` into the main thread instead (a role still joining its
-    coordinator, whose retries would otherwise run on). Later signals never raise. Outside the main thread the object
-    installs nothing (Python delivers signals to the main thread only).
-    """
-
-    def __init__(self, interrupt: Callable[[], bool] | None = None) -> None:
-        self.signum: int | None = None
-        self.count = 0
-        self._interrupt = interrupt
-        self._old: dict[int, Any] = {}
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        self.count += 1
-        if self.signum is not None:
-            return
-        self.signum = signum
-        if self._interrupt is not None and self._interrupt():
-            raise StoppedBySignal(signum)
-
-
-class StoppedBySignal(BaseException):
-    """Raised into the main thread by :class:`StopSignals` at the first signal, where its ``interrupt`` asked for it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def prefer_batch_scheduling() -> bool:

@@ -8,52 +8,39 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 from typing import Any
 
 from ding.utils import atomic_write_text, set_status_line
+
+from .stop_signals import StopSignals
 
 _EVAL_FIELDS = ("train_iter", "env_step", "eval_return_mean", "eval_return_std", "wall_time")
 BATTLE_EVAL_FIELDS = ("train_iter", "env_step", "evaluator", "return_mean", "wins", "draws", "losses", "win_rate",
                       "rating", "wall_time")
 
 
-class GracefulStop:
+class GracefulStop(StopSignals):
     """Turn the first SIGINT/SIGTERM into a stop request the loop honours at its next safe point.
 
     The loop then writes a checkpoint and ends; :meth:`reraise` raises :class:`TrainingInterrupted` (a
-    ``KeyboardInterrupt``) afterwards so callers
-    see the interruption. A second signal aborts at once. Outside the main thread signals cannot be caught, so the
-    object is inert there.
+    ``KeyboardInterrupt``) afterwards so callers see the interruption. A second signal aborts at once. Outside the main
+    thread signals cannot be caught, so the object is inert there.
     """
 
-    def __init__(self) -> None:
-        self.requested = False
-        self.signal_name: str | None = None
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> GracefulStop:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
+    @property
+    def signal_name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum is not None else None
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
-        self.signal_name = signal.Signals(signum).name
+        super()._handle(signum, frame)
         try:  # a handler runs between two bytecodes of the main thread, maybe inside its own write to stderr
             print(f"\nding: {self.signal_name} received; saving a checkpoint at the next safe point "
                   "(send it again to abort without saving)", file=sys.stderr, flush=True)
         except RuntimeError:  # "reentrant call": the stop is recorded all the same, only its line is lost
             pass
-
-    def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-        self._old.clear()
 
     def reraise(self, exp_dir: str) -> None:
         if self.requested:

@@ -18,14 +18,8 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.engine.role_process import (
-    StoppedBySignal,
-    StopSignals,
-    die_with_parent,
-    lower_priority,
-    prefer_batch_scheduling,
-    set_process_name,
-)
+from ding.engine.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
+from ding.engine.stop_signals import StoppedBySignal, StopSignals
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 

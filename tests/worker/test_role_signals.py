@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from ding.engine.role_process import StoppedBySignal, StopSignals
+from ding.engine.stop_signals import StoppedBySignal, StopSignals
 
 # the role's main thread waits on events (as run_role does) while another process fires SIGTERM at it for 2 s, as the
 # kernel does at a role whose launcher dies. A handler that calls Event.set deadlocks or overflows the stack here
 # within the 2 s (3 tries out of 3 when this test was written).
 _BURST = textwrap.dedent("""
     import os, signal, subprocess, sys, threading
-    from ding.engine.role_process import StopSignals
+    from ding.engine.stop_signals import StopSignals
 
     busy = threading.Event()
     with StopSignals() as stop:
