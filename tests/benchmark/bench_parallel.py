@@ -3,6 +3,7 @@
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
     python tests/benchmark/bench_parallel.py --setups d       # 1 learner next to 2 learners (learner iterations/s)
+    python tests/benchmark/bench_parallel.py --setups e       # the learner's ceiling: the update beside collection
     python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
 
 Every run is a whole process (``ding -m serial`` / ``ding -m parallel``), so imports, process start-up and the
@@ -22,6 +23,10 @@ evaluations count. The setups:
   (``learner_num=2``, the LearnerAggregator and a gloo group): learner iterations per second over the run's training
   time for a fixed budget of train iterations (stop value out of reach), and its ratio to the 1-learner line. The
   learner is not paced by collection here (``learner_iter_per_sample=0``), so the figure is the learners' own speed.
+* **(e) the learner's ceiling on this machine**: no parallel run. The update of (a)'s learner line alone in a process,
+  and the same while a second process does the collectors' work flat out (the same config's serial collector and
+  evaluator): on 2 cores the second ratio bounds what (a)'s learner line can reach in any design that collects while
+  it trains, before transport or a coordinator cost anything.
 
 **Time to 195** is from the process start until the evaluation that reached it is in ``log/eval.csv`` (so the
 shutdown after it does not count; the process wall time is in the JSON lines too). **Env steps to 195** is that
@@ -202,6 +207,7 @@ SETUPS = {
     "c": [Setup("c", "serial", step_cost=WAIT2), Setup("c", "serial", step_cost=WAIT2, manager="subprocess"),
           Setup("c", "parallel", 4, step_cost=WAIT2)],
     "d": [Setup("d", "parallel", 2, unpaced=True), Setup("d", "parallel", 2, learners=2, unpaced=True)],
+    "e": [],  # the learner's ceiling on this machine (learner_ceiling): no parallel run
 }
 
 
@@ -316,6 +322,62 @@ def update_only_rate(iters: int, seeds: list[int]) -> float:
     return statistics.median(rates)
 
 
+NEIGHBOUR = r"""
+import sys
+from ding.config import compile_config, read_config
+from ding.utils import setup_torch_threads
+from ding.worker.builder import build_acting
+
+setup_torch_threads()
+main, create = read_config(sys.argv[1])
+cfg = compile_config(main, create_cfg=create, seed=0, save_cfg=False)
+side = build_acting(cfg, seed=0)
+print("ready", flush=True)
+i = 0
+while True:  # the collectors' work, flat out: collect tasks of n_sample, an evaluation every 40 train iterations' worth
+    side.collector.collect(n_sample=16, train_iter=i, policy_kwargs=dict(eps=0.5))
+    i += 1
+    if i % 4 == 0:
+        side.evaluator.eval(train_iter=i, envstep=side.collector.envstep)
+"""
+
+
+def learner_ceiling(iters: int, seeds: list[int]) -> list[dict]:
+    """(e) the most a learner can reach on this machine while collection runs: the same update alone, and beside one
+    process doing the collectors' work flat out (the serial collector and evaluator of the same config, no transport,
+    no coordinator), alternated over the seeds' repeats. Its ratio bounds the learner target of (a) from above for any
+    design that collects while it trains on the same cores."""
+    alone, beside = [], []
+    for k, _ in enumerate(seeds):
+        for with_neighbour in ((False, True) if k % 2 == 0 else (True, False)):
+            if not with_neighbour:
+                alone.append(update_only_rate(iters, [0]))
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "cfg.py")
+                with open(path, "w") as f:
+                    f.write(CONFIG.format(mode="serial", exp="bench_neighbour", stop_value=1e9, collectors=1,
+                                          manager="base", step_cost=None, learners=1, unpaced=False,
+                                          collector_nice=None))
+                nb = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, path], cwd=tmp, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True)
+                try:
+                    line = nb.stdout.readline() if nb.stdout else ""
+                    if "ready" not in line:
+                        rest = nb.stdout.read() if nb.stdout else ""
+                        raise RuntimeError(f"the neighbour process did not start:\n{line}{rest[-4000:]}")
+                    beside.append(update_only_rate(iters, [0]))
+                finally:
+                    nb.kill()
+                    nb.wait()
+    ref, near = statistics.median(alone), statistics.median(beside)
+    print(f"  update alone {ref:7,.0f} iters/s   beside the collectors' work {near:7,.0f} iters/s   {near / ref:.2f}x",
+          flush=True)
+    return [{"bench": "parallel_learner_ceiling", "setup": "e", "label": "update beside the collectors' work",
+             "alone": alone, "beside": beside, "iters_per_s": near, "update_only_iters_per_s": ref,
+             "ratio": near / ref}]
+
+
 def learner_rate(seeds: list[int], iters: int, paced: list[dict]) -> list[dict]:
     """(a) the learner's own speed inside a parallel run, against the same update alone in a serial process (target:
     >= 0.8x). Two measures: **busy** -- the learner of the paced throughput runs with 2 collectors (``paced``: their
@@ -362,6 +424,10 @@ def summary(out: list[dict]) -> str:
                          f"{rec['update_only_iters_per_s']:,.0f} update-only in a serial process: "
                          f"{rec['ratio']:.2f}x  {target}")
     for rec in out:
+        if rec["bench"] == "parallel_learner_ceiling":
+            lines.append(f"  {'(e) learner ceiling':<28} {rec['label']:<32} {rec['iters_per_s']:6,.0f} iters/s against "
+                         f"{rec['update_only_iters_per_s']:,.0f} alone: {rec['ratio']:.2f}x  (bounds (a)'s learner)")
+    for rec in out:
         if rec["bench"] == "parallel_learners":
             lines.append(f"  {'(d) learners':<28} {rec['label']:<44} {rec['iters_per_s']:6.1f} iters/s "
                          f"{rec['ratio_to_one_learner']:5.2f}x one learner (median of the seeds' ratios)")
@@ -405,6 +471,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
         out += throughput([Setup("b", "parallel", 2, step_cost=CPU2)], seeds, 30)
         return out
     for key in keys:
+        if key == "e":
+            print(f"(e) the learner's ceiling: the update alone and beside the collectors' work ({args.iters} "
+                  "iterations):", flush=True)
+            out += learner_ceiling(args.iters, seeds)
+            continue
         if key == "d":
             print(f"(d) learner iterations/s ({args.iters} train iterations, stop value out of reach):", flush=True)
             out += learners(SETUPS["d"], seeds, args.iters)

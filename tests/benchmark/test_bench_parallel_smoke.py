@@ -32,3 +32,13 @@ def test_update_only_reference_trains_the_configs_update():
     line = module.summary([{"bench": "parallel_learner_rate", "label": "parallel learner, busy (paced run)",
                             "iters_per_s": 0.5 * rate, "update_only_iters_per_s": rate, "ratio": 0.5}])
     assert "target >= 0.8x: NOT met" in line
+
+
+@pytest.mark.benchmark
+@pytest.mark.timeout(300)
+def test_learner_ceiling_runs_the_update_alone_and_beside_the_collectors_work():
+    module = load_bench_module("bench_parallel")
+    rec, = module.learner_ceiling(20, [0])
+    assert len(rec["alone"]) == 1 and len(rec["beside"]) == 1  # one of each per seed
+    assert rec["iters_per_s"] > 0 and rec["ratio"] == rec["iters_per_s"] / rec["update_only_iters_per_s"]
+    assert "(e) learner ceiling" in module.summary([rec])
