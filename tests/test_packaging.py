@@ -23,8 +23,8 @@ def test_license_is_an_spdx_string():
 
 
 def test_torch_floor_is_where_tensors_only_loading_is_safe():
-    """Every checkpoint and policy file is read with torch.load(weights_only=True), which is itself unsafe before
-    torch 2.6 (CVE-2025-32434): the declared floor must not go below it."""
+    """Every checkpoint is read with torch.load(weights_only=True), which is itself unsafe before torch 2.6
+    (CVE-2025-32434): the declared floor must not go below it. (Parallel mode's policy files are not torch files.)"""
     import torch
 
     with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:

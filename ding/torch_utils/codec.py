@@ -160,7 +160,11 @@ def _pack(obj: Any, blobs: list[bytes], table: list[list[Any]], path: str, seen:
     if isinstance(obj, np.generic):
         kind, obj = "$s", np.asarray(obj)
     elif type(obj).__module__.startswith("torch") and hasattr(obj, "detach"):
-        kind, obj = "$t", obj.detach().cpu().numpy()
+        try:
+            kind, obj = "$t", obj.detach().cpu().numpy()
+        except TypeError as e:  # e.g. bfloat16, which numpy has no dtype for
+            raise TypeError(f"{path}: a torch tensor of dtype {obj.dtype} cannot be stored in a ding file (numpy has "
+                            "no such dtype); cast it first, e.g. .float()") from e
     if not isinstance(obj, np.ndarray):
         raise TypeError(f"{path}: cannot store a {type(obj).__module__}.{type(obj).__qualname__} in a data file; "
                         "samples may hold numpy arrays, torch tensors, scalars, strings, None and dicts/lists of them")

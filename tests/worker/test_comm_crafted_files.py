@@ -97,26 +97,46 @@ class Payload:
 
 
 def test_read_policy_refuses_crafted_policy_files(in_tmp_dir):
+    from ding.torch_utils import encode
     from ding.utils import DataFileError
 
     model = {"w": torch.zeros(3)}
     write_policy("good", model, 3)
     assert read_policy("good")["iter"] == 3
     assert read_policy("missing") is None
-    torch.save(Payload(), "code")
+    torch.save(Payload(), "code")  # a pickle that would run code if it were unpickled
+    torch.save({"model": model, "iter": 1}, "torch_zip")  # torch.save's format: never unpickled either
     os.mkfifo("fifo")
     os.symlink("/dev/zero", "link")
-    torch.save({"model": model, "iter": 1, "extra": 2}, "extra_key")
-    torch.save({"model": {"w": [1, 2]}, "iter": 1}, "not_tensors")
-    with open("zipbomb", "wb") as f:
-        f.write(_zip_with({"archive/data.pkl": bytes(8 << 20)}, zipfile.ZIP_DEFLATED))
-    cases = {"code": "cannot be loaded as tensors", "fifo": "is a FIFO", "link": "is a symbolic link",
-             "extra_key": "exactly the keys", "not_tensors": "must map parameter names to tensors",
-             "zipbomb": "compressed records", "good": "over the limit of 100 bytes"}
+    for name, obj in (("extra_key", {"model": model, "iter": 1, "extra": 2}),
+                      ("not_tensors", {"model": {"w": [1, 2]}, "iter": 1}),
+                      ("bool_iter", {"model": model, "iter": True})):
+        with open(name, "wb") as f:
+            f.write(encode(obj, compress=False))
+    with open("bomb", "wb") as f:  # a small file that decompresses to 8 MiB
+        f.write(encode({"model": {"w": np.zeros(1 << 21, dtype=np.float32)}, "iter": 1}, compress=True))
+    cases = {"code": "not a ding data file", "torch_zip": "not a ding data file", "fifo": "is a FIFO",
+             "link": "is a symbolic link", "extra_key": "exactly the keys", "bool_iter": "exactly the keys",
+             "not_tensors": "must map parameter names to tensors", "bomb": "decompresses to more than",
+             "good": "over the limit of 100 bytes"}
     for name, match in cases.items():
         with pytest.raises(DataFileError, match=match):
             read_policy(name, max_bytes=100 if name == "good" else 1 << 20)
+    assert os.path.getsize("bomb") < 1 << 20  # the bomb is refused for what it expands to, not for its size
     assert not os.path.exists("pwned")
+
+
+def test_policy_file_round_trip_keeps_names_dtypes_and_values(in_tmp_dir):
+    state = {"a.weight": torch.randn(3, 4), "a.bias": torch.randn(4), "steps": torch.tensor(7),
+             "mask": torch.tensor([True, False]), "half": torch.randn(2).half()}
+    write_policy("p", state, 12)
+    got = read_policy("p")
+    assert got["iter"] == 12 and list(got["model"]) == list(state)
+    for k, v in state.items():
+        assert got["model"][k].dtype == v.dtype and torch.equal(got["model"][k], v)
+    with pytest.raises(TypeError, match="bfloat16 cannot be stored"):
+        write_policy("q", {"w": torch.zeros(2, dtype=torch.bfloat16)}, 1)
+    assert not os.path.exists("q")
 
 
 def test_collector_task_fails_on_a_crafted_policy_file_then_recovers(main_json, master):  # noqa: F811
