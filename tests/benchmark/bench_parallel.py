@@ -302,6 +302,15 @@ print(json.dumps({"update_only_iters_per_s": rate}))
 """
 
 
+def _plain_serial_config(directory: str, exp: str) -> str:
+    """Write (a)'s config in serial mode, stop value out of reach, to ``directory/cfg.py``; its path."""
+    path = os.path.join(directory, "cfg.py")
+    with open(path, "w") as f:
+        f.write(CONFIG.format(mode="serial", exp=exp, stop_value=1e9, collectors=1, manager="base", step_cost=None,
+                              learners=1, unpaced=False, collector_nice=None))
+    return path
+
+
 def update_only_rate(iters: int, seeds: list[int]) -> float:
     """The learner's update alone in a serial process: the same config's DQN update (policy learn mode + BaseLearner
     with its hooks) on batches of 64 made-up CartPole transitions, no collection or evaluation (median over the
@@ -309,11 +318,7 @@ def update_only_rate(iters: int, seeds: list[int]) -> float:
     rates = []
     for _ in seeds:
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "cfg.py")
-            with open(path, "w") as f:
-                f.write(CONFIG.format(mode="serial", exp="bench_update", stop_value=1e9, collectors=1,
-                                      manager="base", step_cost=None, learners=1, unpaced=False,
-                                      collector_nice=None))
+            path = _plain_serial_config(tmp, "bench_update")
             out = subprocess.run([sys.executable, "-c", UPDATE_ONLY, path, str(iters)], cwd=tmp, capture_output=True,
                                  text=True, timeout=900)
             if out.returncode != 0:
@@ -354,11 +359,7 @@ def learner_ceiling(iters: int, seeds: list[int]) -> list[dict]:
                 alone.append(update_only_rate(iters, [0]))
                 continue
             with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "cfg.py")
-                with open(path, "w") as f:
-                    f.write(CONFIG.format(mode="serial", exp="bench_neighbour", stop_value=1e9, collectors=1,
-                                          manager="base", step_cost=None, learners=1, unpaced=False,
-                                          collector_nice=None))
+                path = _plain_serial_config(tmp, "bench_neighbour")
                 nb = subprocess.Popen([sys.executable, "-c", NEIGHBOUR, path], cwd=tmp, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True)
                 try:
