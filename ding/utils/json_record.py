@@ -92,8 +92,8 @@ def _convert(value: Any, tp: Any, where: str, record: str, peer: str) -> Any:
 
 def _scalar_list(value: list, item: Any) -> list | None:
     """``value`` as a checked ``list[item]`` for ``item`` int, float, str or bool when every element is exactly
-    of a JSON scalar type that passes (the common case, checked without a call per element); None otherwise, and the
-    caller checks element by element (and names the bad one)."""
+    of a JSON scalar type that passes (the common case, checked without a call per element), and for ``item`` Any;
+    None otherwise, and the caller checks element by element (and names the bad one)."""
     if item is int:
         return value if all(type(v) is int for v in value) else None
     if item is float:
@@ -104,6 +104,8 @@ def _scalar_list(value: list, item: Any) -> list | None:
         return value if all(type(v) is str for v in value) else None
     if item is bool:
         return value if all(type(v) is bool for v in value) else None
+    if item is Any:  # JSON values of any kind: nothing to check, nothing to convert
+        return value
     return None
 
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from ding.utils import DataFileError, JsonRecord, ProtocolError
 from ding.utils.json_record import fields_doc
 
-from .parallel_files import data_path, from_columns, to_columns
+from .parallel_files import data_ids_valid, from_columns, split_data_id, to_columns
 
 Record = JsonRecord  # every task and answer below is one
 
@@ -48,9 +48,10 @@ def check_data_id(data_id: Any) -> str | None:
     if not isinstance(data_id, str):
         return f"must be a str, got {type(data_id).__name__}"
     try:
-        data_path("", data_id)  # the one rule for data file names
+        split_data_id(data_id)  # the one rule for data ids
     except DataFileError:
-        return f"{data_id!r:.80} is not a plain file name (letters, digits, '_.-'; no '..', no separators)"
+        return (f"{data_id!r:.80} is not a data id (a plain file name of letters, digits, '_.-', no '..', no "
+                "separators; optionally ':<sample index>')")
     return None
 
 
@@ -194,6 +195,8 @@ class LearnTask(Record):
                 raise self._bad(f"data[{i}].data_id", "is missing", peer)
             if any(len(col) != len(ids) for col in batch.values()):
                 raise self._bad(f"data[{i}]", "columns must all have the same length", peer)
+            if data_ids_valid(ids):  # all of them in one pass; else find and name the bad one
+                continue
             for j, data_id in enumerate(ids):
                 problem = check_data_id(data_id)
                 if problem:

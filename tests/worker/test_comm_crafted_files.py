@@ -18,7 +18,7 @@ import torch
 from ding.interaction import TaskFailed
 from ding.torch_utils.codec import _HEAD, _LEN, MAGIC
 from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
-from ding.worker.parallel_files import read_policy, to_columns, write_data, write_policy
+from ding.worker.parallel_files import read_policy, to_columns, write_data, write_policy, write_samples
 from ding.worker.parallel_protocol import EvalTask
 
 from .test_comm_workers import TOKEN, _join, _transition, main_json, master  # noqa: F401 -- fixtures
@@ -79,6 +79,32 @@ def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, mast
                                                              "wait_s": 30}, deadline_s=40).result(40)
         assert again["trained"] == 1 and again["skipped_files"] == 1
         assert again["infos"][0]["learner_step"] == 3  # the training thread is alive and counting
+    finally:
+        learner.close()
+
+
+def test_learner_trains_on_a_tasks_data_file_and_skips_ids_its_files_do_not_hold(main_json, master):  # noqa: F811
+    from ding.torch_utils import save_file
+
+    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    try:
+        conn = _join(master, learner)
+        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
+        os.makedirs(paths["path_data"])
+        master.new_task(conn, "learner_start_task", dict(
+            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
+            load_path=None), deadline_s=60).result(60)
+        ids = write_samples(paths["path_data"], "collector_task_1_0", [_transition(i) for i in range(6)])
+        write_data(paths["path_data"], "single", _transition(7))
+        save_file([1, 2], os.path.join(paths["path_data"], "not_samples"))
+        # a sample index on a one-sample file, an index past the list, a list of non-samples, a file for a list
+        wrong = ["single:0", "collector_task_1_0:6", "not_samples:0", "collector_task_1_0"]
+        batches = [[{"data_id": d, "IS": 1.0} for d in ids], [{"data_id": d, "IS": 1.0} for d in wrong]]
+        out = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in batches], "envstep": 6,
+                                                           "wait_s": 60}, deadline_s=90).result(90)
+        assert out["skipped_files"] == len(wrong) and out["trained"] == 2
+        assert sorted(bool(i.get("skipped")) for i in out["infos"]) == [False, True]  # (in the order they ended)
+        assert max(i["learner_step"] for i in out["infos"]) == 1
     finally:
         learner.close()
 

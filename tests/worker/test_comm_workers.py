@@ -143,10 +143,13 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
             train_iter=7, envstep=0), deadline_s=30).result(30)
         assert out["sample_count"] == 16 == len(out["metadata"]) and out["policy_iter"] == 7
         assert out["envstep"] >= 16
-        first = out["metadata"][0]
-        assert first["data_id"] == "collector_task_1_0" and first["collect_iter"] == 7
-        sample = load_file(os.path.join("w", "data", first["data_id"]))
-        assert sample["obs"].shape == (4,) and "reward" in sample
+        ids = [m["data_id"] for m in out["metadata"]]
+        # the task's 16 samples in one data file, named after the task; its data ids say which sample is which
+        assert ids == [f"collector_task_1_0:{i}" for i in range(16)] and out["metadata"][0]["collect_iter"] == 7
+        assert os.listdir(os.path.join("w", "data")) == ["collector_task_1_0"]
+        samples = load_file(os.path.join("w", "data", "collector_task_1_0"))
+        assert isinstance(samples, list) and len(samples) == 16
+        assert samples[0]["obs"].shape == (4,) and "reward" in samples[0]
         ev = master.new_task(conn, "collector_data_task", dict(
             task_id="collector_task_2", buffer_id="b0", policy_id="policy", eval_flag=True, best_return=None,
             train_iter=7, envstep=16),

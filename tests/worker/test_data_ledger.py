@@ -69,3 +69,25 @@ def test_only_regular_files_under_path_data_are_checked_in_and_deleted(tmp_path)
     assert ledger.sweep() == 0  # the directory and the link are left alone, and nothing raised
     assert sorted(os.listdir(d)) == ["collector_task_5_dir", "collector_task_5_link"]
     assert outside.read_text() == "keep"
+
+
+def test_a_file_of_several_samples_goes_when_the_last_of_them_is_done_with(tmp_path):
+    d = str(tmp_path)
+    ledger = DataLedger(d)
+    _touch(d, "collector_task_6_0", "collector_task_7_0")
+    six = [f"collector_task_6_0:{i}" for i in range(3)]
+    ledger.added(six)
+    ledger.evicted(six[:2])
+    ledger.evicted(six[:2])  # the same items let go of twice must not count for the third
+    assert sorted(os.listdir(d)) == ["collector_task_6_0", "collector_task_7_0"]
+    ledger.pin([six[2]])
+    ledger.evicted([six[2]])
+    assert "collector_task_6_0" in os.listdir(d)  # a learn task still carries its last sample
+    ledger.unpin([six[2]])
+    assert os.listdir(d) == ["collector_task_7_0"] and ledger.deleted == 1
+    # a sample id the ledger never saw enter a buffer: its file is left for the sweep, never deleted early
+    ledger.evicted(["collector_task_7_0:0"])
+    assert os.listdir(d) == ["collector_task_7_0"]
+    # a saved buffer state that refers to one sample of a file keeps the whole file through a sweep
+    ledger.keep(["collector_task_7_0:1"])
+    assert ledger.sweep() == 0 and os.listdir(d) == ["collector_task_7_0"]

@@ -31,10 +31,11 @@ from easydict import EasyDict
 
 from ding.config import COORDINATOR_CONFIG
 from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskHandle, TaskTimeout, resolve_token
-from ding.utils import ConfigError, config_of, deep_merge_dicts
+from ding.utils import ConfigError, DataFileError, config_of, deep_merge_dicts
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
+from ..parallel_files import data_path
 from ..parallel_protocol import (
     DATA_ID,
     CollectorCloseTask,
@@ -306,7 +307,8 @@ class Coordinator:
         self._ledger.keep(ids)
         swept = self._ledger.sweep()  # files no saved item refers to (tasks that ended after the save)
         self._ledger = DataLedger(self._path_data, self._logger, self.stats)  # a fresh ledger: kept ids may go again
-        missing = sum(not os.path.exists(os.path.join(self._path_data, i)) for i in ids)
+        self._ledger.added(ids)
+        missing = sum(not _data_file_exists(self._path_data, i) for i in ids)
         self.notice(f"resumed the replay buffer: {len(ids):,} items ({missing:,} of their files are gone and will be "
                     f"skipped); {swept:,} stray data files removed")
 
@@ -435,6 +437,8 @@ class Coordinator:
     def deal_with_collector_send_data(self, task_id: str, buffer_id: str, data_id: str | None, data: Any) -> None:
         """Store a collector's metadata (one dict or a list) in the buffer ``buffer_id``."""
         items = data if isinstance(data, list) else [data]
+        # (before the push: a full buffer may let go of some of them at once)
+        self._ledger.added(item[DATA_ID] for item in items if isinstance(item, Mapping) and DATA_ID in item)
         self._buffer(buffer_id).push(items, cur_collector_envstep=self._commander.status().envstep)
 
     def deal_with_collector_finish_task(self, task: CollectTask | EvalTask, result: CollectResult | EvalResult) -> bool:
@@ -796,3 +800,10 @@ class Coordinator:
                     learners=len(master.slaves(role="learner", alive_only=True)),
                     collectors_connected=len(master.slaves(role="collector", alive_only=True)))
 
+
+def _data_file_exists(path_data: str, data_id: str) -> bool:
+    """Whether the data file holding ``data_id`` is there (False for a malformed id)."""
+    try:
+        return os.path.exists(data_path(path_data, data_id))
+    except DataFileError:
+        return False

@@ -1,9 +1,11 @@
 """DataLedger: which data files of a parallel run may be deleted, and deleting them.
 
-Collectors write one file per sample under ``path_data``; the coordinator's replay buffer holds their metadata. A file
-goes when the buffer lets go of its item — but not while a learn task still needs it (the task *pins* the files of the
-batches it carries), and not in the middle of sampling (``max_use`` evicts an item at the moment it is sampled, before
-it is pinned). Files of failed collector tasks and anything left at the end are swept by name.
+Collectors write a collect task's samples under ``path_data`` (one file holding them all, data ids ``F:i``, or one
+file per sample, data id ``F``); the coordinator's replay buffer holds their metadata. A sample is done with when the
+buffer lets go of its item, but not while a learn task still needs it (the task *pins* the data ids of the batches it
+carries), and not in the middle of sampling (``max_use`` evicts an item at the moment it is sampled, before it is
+pinned). A file goes when every sample in it is done with. Files of failed collector tasks and anything left at the end
+are swept by name.
 """
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 
-from ding.utils import DingError
+from ding.utils import DataFileError, DingError
 
-from ..parallel_files import data_path
+from ..parallel_files import data_path, split_data_id
 from ..parallel_protocol import COLLECT_TASK_PREFIX
 
 
@@ -33,14 +35,31 @@ class DataLedger:
         self._pins: collections.Counter[str] = collections.Counter()
         self._doomed: set[str] = set()  # data ids the buffer let go of whose files are not deleted yet
         self._sampling = 0
-        self._kept: set[str] = set()  # files a saved buffer state refers to: never deleted (the run may resume)
+        self._kept: set[str] = set()  # data ids a saved buffer state refers to: their files are never deleted
+        self._live: dict[str, set[str]] = {}  # file -> its samples (data ids 'F:i') not done with yet
         self.deleted = 0
+
+    def added(self, data_ids: Iterable[str]) -> None:
+        """These samples entered a buffer: a file holding several goes only when all of them are done with."""
+        with self._lock:
+            for data_id in data_ids:
+                name, index = _file_of(data_id)
+                if name and index is not None:
+                    self._live.setdefault(name, set()).add(data_id)
 
     # ---------------------------------------------------------------- life of a file
     def check_written(self, data_ids: Iterable[str]) -> str | None:
         """What is wrong with the files a collector says it wrote (None: each is a regular file under
         ``path_data``). A directory, a link or a missing file is refused before its metadata enters the buffer."""
+        seen: set[str] = set()
         for data_id in data_ids:
+            try:
+                name = split_data_id(data_id)[0]
+            except DataFileError as e:
+                return str(e)
+            if name in seen:
+                continue
+            seen.add(name)
             try:
                 mode = os.lstat(data_path(self.path_data, data_id)).st_mode
             except FileNotFoundError:
@@ -86,11 +105,25 @@ class DataLedger:
         self.flush()
 
     def flush(self) -> None:
-        """Delete the doomed files no learn task pins."""
+        """Delete the files of doomed samples no learn task pins, once no sample in them is still needed."""
         with self._lock:
             now = [i for i in self._doomed if self._pins[i] <= 0 and i not in self._kept]
             self._doomed.difference_update(now)
-        removed = self._delete(now)
+            files = []
+            for data_id in now:
+                name, index = _file_of(data_id)
+                if index is None:
+                    if name:
+                        files.append(name)
+                    continue
+                live = self._live.get(name)
+                if live is None:  # never added (cannot happen in a run): left for the sweep, never deleted early
+                    continue
+                live.discard(data_id)
+                if not live:
+                    del self._live[name]
+                    files.append(name)
+        removed = self._delete(files)
         with self._lock:
             self.deleted += removed
             if self._stats is not None:
@@ -121,7 +154,7 @@ class DataLedger:
         """Delete every collector data file left that is not kept (the run ended, or resumes: no live buffer refers
         to any of them)."""
         with self._lock:
-            kept = set(self._kept)
+            kept = {_file_of(i)[0] for i in self._kept}
         return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
 
     def _listdir(self) -> list[str]:
@@ -130,14 +163,15 @@ class DataLedger:
         except FileNotFoundError:
             return []
 
-    def _delete(self, data_ids: list[str]) -> int:
-        """Unlink the files (a missing one is fine); anything that cannot go is logged, never raised."""
+    def _delete(self, names: list[str]) -> int:
+        """Unlink the data files (plain file names; a missing one is fine); anything that cannot go is logged, never
+        raised."""
         removed = 0
-        for data_id in data_ids:
+        for name in names:
             try:
-                path = data_path(self.path_data, data_id)
+                path = data_path(self.path_data, name)
                 if not stat.S_ISREG(os.lstat(path).st_mode):
-                    self._logger.warning(f"data file {data_id!r} under {self.path_data} is not a regular file; "
+                    self._logger.warning(f"data file {name!r} under {self.path_data} is not a regular file; "
                                          "left alone")
                     continue
                 os.unlink(path)
@@ -145,5 +179,13 @@ class DataLedger:
             except FileNotFoundError:
                 pass
             except Exception as e:  # noqa: BLE001 -- one file that cannot go must not stop the others
-                self._logger.warning(f"could not delete data file {data_id!r} under {self.path_data}: {e}")
+                self._logger.warning(f"could not delete data file {name!r} under {self.path_data}: {e}")
         return removed
+
+
+def _file_of(data_id: str) -> tuple[str, int | None]:
+    """``split_data_id``, with ``('', None)`` for an id that is none (nothing of it is ever deleted)."""
+    try:
+        return split_data_id(data_id)
+    except DataFileError:
+        return "", None

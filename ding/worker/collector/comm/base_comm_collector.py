@@ -12,7 +12,8 @@ from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
 
 class BaseCommCollector(ABC):
     """Receives the coordinator's collector tasks and gives the parallel collector it builds (through its
-    constructor) the two functions it talks through: ``send_stepdata`` (write one sample's data file) and
+    constructor) the functions it talks through: ``send_stepdata`` (write one sample's data file),
+    ``send_samples`` (write a task's samples together; by default one file each through ``send_stepdata``) and
     ``get_policy_update_info`` (read the published policy). Metadata goes back in each task's answer."""
 
     config: dict = {}
@@ -31,6 +32,13 @@ class BaseCommCollector(ABC):
     @abstractmethod
     def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> Any:
         """Store one sample where the learner can read it."""
+
+    def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
+        """Store a task's samples; their data ids in order. This default writes one data file per sample
+        (``<file_id>.<i>``); a comm collector with a shared directory writes them together."""
+        from ..base_parallel_collector import samples_one_by_one
+
+        return samples_one_by_one(self.send_stepdata, file_id, samples, compress)
 
     def start(self) -> None:
         """Start serving the coordinator."""

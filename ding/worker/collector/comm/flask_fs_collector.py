@@ -91,7 +91,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             os.makedirs(self._path_data, exist_ok=True)
             collector = create_parallel_collector(cfg, exp_name=cfg.exp_name, instance_name=self.name,
                                                   seed=task.seed, policy_path=policy_path(path_policy, task.policy_id),
-                                                  send_stepdata=self.send_stepdata,
+                                                  send_stepdata=self.send_stepdata, send_samples=self.send_samples,
                                                   get_policy_update_info=self.get_policy_update_info)
             collector.start()
             self._collector = collector
@@ -123,6 +123,13 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
 
         self._check_cancelled()  # a cancelled task writes no more files: the coordinator deleted its data
         return write_data(self._path_data, data_id, stepdata, compress=compress)
+
+    def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
+        """Write a task's samples together (one data file, split only past its size cap); their data ids."""
+        from ding.worker.parallel_files import write_samples
+
+        self._check_cancelled()
+        return write_samples(self._path_data, file_id, samples, compress=compress)
 
     def get_policy_update_info(self, path: str) -> dict | None:
         from ding.worker.parallel_files import read_policy

@@ -336,7 +336,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             return self._load_locked(batch)
 
     def _load_locked(self, batch: list) -> list:
-        from ding.worker.parallel_files import read_data
+        from ding.worker.parallel_files import read_data_file
 
         samples = []
         cache = self._cache
@@ -349,10 +349,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                 self._skipped_files += 1
                 continue
             else:
-                try:
-                    stored = read_data(self._path_data, data_id, self._limits)
-                    if not isinstance(stored, dict):
-                        raise DataFileError(f"data file {data_id}: holds a {type(stored).__name__}, not a sample dict")
+                try:  # the whole file: a collect task's other samples are in the buffer too
+                    found = read_data_file(self._path_data, data_id, self._limits)
+                    stored = found[data_id]
                 except DataFileError as e:
                     self._skipped_files += 1
                     if not isinstance(e.__cause__, FileNotFoundError):
@@ -362,8 +361,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                     self._logger.warning(f"skipped a training sample: {e}")
                     continue
                 if self._cache_size > 0:
-                    cache[data_id] = stored
-                    if len(cache) > self._cache_size:
+                    for key, value in found.items():
+                        cache[key] = value
+                        cache.move_to_end(key)
+                    while len(cache) > self._cache_size:
                         cache.popitem(last=False)
             sample = dict(stored)
             for k, v in meta.items():
