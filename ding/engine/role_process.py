@@ -11,20 +11,12 @@ import os
 import signal
 import sys
 
+from ding.utils.process_name import set_process_name
+
+__all__ = ["PARENT_PID_ENV", "set_process_name", "die_with_parent", "prefer_batch_scheduling", "lower_priority"]
+
 PARENT_PID_ENV = "DING_PARENT_PID"
 _PR_SET_PDEATHSIG = 1
-_PR_SET_NAME = 15
-
-
-def set_process_name(name: str) -> None:
-    """Name the process for ``ps -o comm`` / ``top`` (Linux; at most 15 characters are kept)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def die_with_parent() -> None:

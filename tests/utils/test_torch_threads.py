@@ -148,3 +148,49 @@ def test_each_worker_constructor_applies_the_default(first, fresh_helper, in_tmp
     assert torch_threads._DEFAULT_CHECKED, f"{first} did not apply the thread default"
     if hasattr(worker, "close"):
         worker.close()
+
+
+_WORKER_THREAD = r"""
+import json, os, sys, threading, time, torch
+torch.set_num_threads(1)  # in the main thread, as the pipelines and roles do
+from ding.model.template.q_learning import DQN
+from ding.utils.torch_threads import torch_threads_in_this_thread
+net = DQN(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True)
+use_helper = sys.argv[1] == "1"
+spent = []
+def work():
+    if use_helper:
+        torch_threads_in_this_thread()
+    t0 = time.thread_time()
+    with torch.no_grad():
+        for _ in range(3000):  # a collector's evaluation: small batches, one forward per step
+            net(torch.randn(5, 4))["logit"].argmax(dim=-1)
+    spent.append(time.thread_time() - t0)
+def cpu_s(tid):
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:  # a thread that ended meanwhile
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+before = set(os.listdir("/proc/self/task"))
+t = threading.Thread(target=work)
+t.start()
+t.join()
+others = sum(cpu_s(i) for i in set(os.listdir("/proc/self/task")) - before)
+print(json.dumps({"worker_cpu_s": spent[0], "other_threads_cpu_s": others}))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through Linux's /proc")
+def test_a_worker_thread_runs_torch_ops_on_one_thread_after_the_helper():
+    """OpenMP keeps its thread count per thread: a thread started after ``torch.set_num_threads(1)`` opens its
+    parallel regions with the machine's cores, and the pool's workers spin beside it (in parallel mode: a collector's
+    task thread, 4 s of CPU in a spinning libgomp worker). With the helper no other thread burns CPU for its ops."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    out = subprocess.run([sys.executable, "-c", _WORKER_THREAD, "1"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    # without the helper, on 2 cores: each spinning pool thread burns about as much CPU as the worker thread itself
+    assert got["other_threads_cpu_s"] < 0.25 * got["worker_cpu_s"] + 0.05, got

@@ -19,6 +19,7 @@ import numpy as np
 
 from ding.config.ranges import at_least
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir
+from ding.utils.torch_threads import torch_threads_in_this_thread
 
 from ..parallel_protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
 from .base_parallel_collector import BaseParallelCollector
@@ -124,6 +125,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
 
     # ---------------------------------------------------------------- tasks
     def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
+        torch_threads_in_this_thread()  # tasks run in the slave's worker threads
         if isinstance(task, EvalTask):
             return self._evaluate(task)
         return self._collect(task)

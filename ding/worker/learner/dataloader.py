@@ -6,6 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ding.utils.torch_threads import torch_threads_in_this_thread
+
 _STOP = object()
 
 
@@ -38,6 +40,7 @@ class LearnerDataLoader:
         return _resolve(self._get_data(self._batch_size))
 
     def _work(self) -> None:
+        torch_threads_in_this_thread()
         while not self._stop.is_set():
             try:
                 item: Any = self._fetch()

@@ -28,6 +28,7 @@ from easydict import EasyDict
 
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
+from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
 from ding.worker.parallel_protocol import (
@@ -49,6 +50,7 @@ from ..checkpoint import find_latest_checkpoint
 from ..learner_hook import LearnerHook
 from .base_comm_learner import BaseCommLearner
 from .policy_publisher import PolicyPublisher
+from .train_process import TrainProcess, can_split
 
 _STOPPED = object()
 
@@ -120,19 +122,27 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
         max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
+        # run the learner's tasks (training, data files, policy, checkpoints) in a process of its own, apart from the
+        # HTTP server, so serving the coordinator never holds the training thread's GIL (train_process.py); False:
+        # one process (also where there is no fork)
+        train_process=True,
     )
+    _splittable = True  # a subclass whose tasks need this process (the learner group's leader) sets False
 
-    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
+    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None, *, _serve: bool = True) -> None:
         super().__init__(deep_merge_dicts(self.default_config(), cfg))
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        self._slave = RoleSlave(cfg, name, "learner", token, {
-            LearnerStartTask: self.deal_with_learner_start,
-            GetDataTask: self.deal_with_get_data,
-            LearnTask: self.deal_with_learner_learn,
-            LearnerCloseTask: self.deal_with_learner_close,
-        }, self.deal_with_resource(), self._logger)
+        self._trainer: TrainProcess | None = None
+        handlers = self._task_handlers()
+        if _serve and bool(cfg.train_process) and type(self)._splittable and can_split() is None:
+            # forked here, before this process starts any thread; the child builds its own unserved learner
+            child_cfg = EasyDict(dict(cfg, train_process=False))
+            self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)))
+            handlers = {record: self._relay for record in handlers}
+        self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(),
+                                     self._logger) if _serve else None
         self.send_policy_freq = 1  # set from the learner config by the start task
         self.send_policy_interval = 0.0
         self._publisher: PolicyPublisher | None = None
@@ -160,9 +170,22 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
         """Stop training (a checkpoint is written by the learner's after_run hooks), close the learner and the slave."""
+        if self._trainer is not None:
+            self._trainer.close(timeout=60.0)
         self._stop_learner(timeout=30.0)
-        self._slave.close()
+        if self._slave is not None:
+            self._slave.close()
         super().close()
+
+    def _task_handlers(self) -> dict[type, Any]:
+        return {LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,
+                LearnTask: self.deal_with_learner_learn, LearnerCloseTask: self.deal_with_learner_close}
+
+    def _relay(self, task: Any) -> Any:
+        """Run ``task`` in the training process; its answer record (or its error)."""
+        assert self._trainer is not None
+        wait = getattr(task, "wait_s", None)
+        return self._trainer.call(task, timeout=(float(wait) + 60.0) if wait is not None else 3600.0)
 
     def _stop_learner(self, timeout: float) -> None:
         self._stop.set()
@@ -228,6 +251,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
     def _train(self) -> None:
         assert self._learner is not None
+        torch_threads_in_this_thread()
         self._start_iter = self._learner.train_iter
         t0 = time.perf_counter()
         try:
@@ -267,6 +291,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         """Read the batches' data files (here, in the task's thread: the training thread only trains), queue them for
         the learner, answer with the learn info of each once the learner trained on all of them."""
         self._check_alive()
+        torch_threads_in_this_thread()  # (this task's thread decodes the data files into tensors)
         batches = task.batches()
         slot = _TaskSlot(len(batches))
         learner = self._learner
@@ -413,3 +438,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         every ``send_policy_freq`` iterations (at most every ``send_policy_interval`` seconds), hand each iteration's
         learn info to the learn task waiting for it."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
+
+
+def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]:
+    """What the training process runs: the unserved learner's task handlers, and its close."""
+    return learner._task_handlers(), learner.close

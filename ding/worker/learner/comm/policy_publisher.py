@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
+from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.parallel_files import write_policy
 
 
@@ -69,6 +70,7 @@ class PolicyPublisher:
             self.written_iter = policy_iter
 
     def _run(self) -> None:
+        torch_threads_in_this_thread()
         while True:
             self._wake.wait()
             self._wake.clear()
