@@ -107,7 +107,7 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
                     break
         finally:
             comm.close()
-    return 0
+    return int(getattr(comm, "exit_code", 0) or 0)
 
 
 def run_dist_module(args: Any) -> int:

@@ -115,3 +115,22 @@ def test_the_child_dies_with_its_parent(tmp_path):
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+def test_a_learner_whose_training_process_dies_ends_with_an_error():
+    """The comm learner's half: its training process killed (out of memory, say), the role stops serving and ends
+    with exit status 1, so `ding -m parallel` restarts it from its checkpoint instead of it answering every task with
+    the same error."""
+    from ding.worker import FlaskFileSystemLearner
+    from ding.worker.parallel_protocol import GetDataTask
+
+    comm = FlaskFileSystemLearner({}, name="learner0", token="t" * 32)
+    try:
+        assert comm._trainer is not None and comm._trainer.alive
+        os.kill(comm._trainer.pid, signal.SIGKILL)
+        assert comm.wait(30)  # the slave closed by itself
+        assert comm.exit_code == 1
+        with pytest.raises(TrainProcessGone, match="SIGKILL"):
+            comm._relay(GetDataTask(wait_s=1))
+    finally:
+        comm.close()

@@ -135,11 +135,13 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
         self._trainer: TrainProcess | None = None
+        self.exit_code = 0  # the role's exit status once it ended (1: its training process died)
         handlers = self._task_handlers()
         if _serve and bool(cfg.train_process) and type(self)._splittable and can_split() is None:
             # forked here, before this process starts any thread; the child builds its own unserved learner
             child_cfg = EasyDict(dict(cfg, train_process=False))
-            self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)))
+            self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)),
+                                         on_gone=self._trainer_gone)
             handlers = {record: self._relay for record in handlers}
         self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(),
                                      self._logger) if _serve else None
@@ -176,6 +178,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         if self._slave is not None:
             self._slave.close()
         super().close()
+
+    def _trainer_gone(self, why: str) -> None:
+        """The training process died on its own: this learner cannot train any more, so the role ends with an error
+        (``ding -m parallel`` restarts it from its checkpoint, as after a crash of the whole learner)."""
+        self.exit_code = 1
+        self._logger.error(f"{why}; the learner '{self.name}' stops (a restarted one continues from its checkpoint)")
+        if self._slave is not None:
+            threading.Thread(target=self._slave.close, args=("training process gone",), name=f"ding-{self.name}-end",
+                             daemon=True).start()
 
     def _task_handlers(self) -> dict[type, Any]:
         return {LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,

@@ -54,11 +54,15 @@ class TrainProcess:
     record (or raises its error); :meth:`close` asks it to finish (its handlers' close) and reaps it.
 
     ``make_handlers`` runs in the child, once: it builds the object that handles the tasks there and returns
-    ``(handlers, close)``: a map from task record type to handler, and what to call before the process exits."""
+    ``(handlers, close)``: a map from task record type to handler, and what to call before the process exits.
+    ``on_gone(why)`` is called when the process exits without :meth:`close` (killed, out of memory, crashed)."""
 
     def __init__(self, name: str, make_handlers: Callable[[], tuple[dict[type, Callable[[Any], Any]],
-                                                                   Callable[[], None]]]) -> None:
+                                                                   Callable[[], None]]],
+                 on_gone: Callable[[str], None] | None = None) -> None:
         self.name = name
+        self._on_gone = on_gone  # called (in the reader thread) when the process exits without being asked to
+        self._closing = False
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
         parent_end, child_end = Pipe(duplex=True)
         for stream in (sys.stdout, sys.stderr):  # what is buffered now would be written twice, once by the child
@@ -140,6 +144,8 @@ class TrainProcess:
         for slot in pending.values():
             slot[1] = ("gone", self._gone)
             slot[0].set()
+        if not self._closing and self._on_gone is not None:
+            self._on_gone(self._gone)
 
     # ---------------------------------------------------------------- ending
     @property
@@ -149,6 +155,7 @@ class TrainProcess:
     def close(self, timeout: float) -> None:
         """Ask the training process to close (its learner writes a checkpoint), wait up to ``timeout`` seconds for it
         to exit, then kill it. Idempotent."""
+        self._closing = True
         try:
             with self._send_lock:
                 self._conn.send((_CLOSE, -1, None))
