@@ -195,8 +195,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def _relay(self, task: Any) -> Any:
         """Run ``task`` in the training process; its answer record (or its error)."""
         assert self._trainer is not None
-        wait = getattr(task, "wait_s", None)
-        return self._trainer.call(task, timeout=(float(wait) + 60.0) if wait is not None else 3600.0)
+        waits = isinstance(task, (GetDataTask, LearnTask, LearnerCloseTask))  # tasks that bound their own wait
+        return self._trainer.call(task, timeout=float(task.wait_s) + 60.0 if waits else 3600.0)
 
     def _stop_learner(self, timeout: float) -> None:
         self._stop.set()
