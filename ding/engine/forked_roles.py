@@ -27,6 +27,8 @@ import time
 import traceback
 from collections.abc import Mapping, Sequence
 
+from ding.utils.process_helper import end_forked_child, flush_std_streams
+
 _OPEN_PIPES: set[int] = set()  # write ends of unreleased children: a later child closes them (it must not hold them)
 
 
@@ -109,11 +111,7 @@ def fork_role(argv: Sequence[str], env: Mapping[str, str], log_path: str) -> For
     reason = can_fork()
     if reason is not None:
         raise RuntimeError(f"fork_role: cannot fork a role ({reason})")
-    for stream in (sys.stdout, sys.stderr):  # what is buffered now would be written twice, once by the child
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
+    flush_std_streams()
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -168,12 +166,7 @@ def _child(read_fd: int, argv: list[str], env: dict[str, str], log_path: str) ->
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(int(code) & 0xFF)
+        end_forked_child(code)
 
 
 def _read_address(fd: int) -> tuple[str, str] | None:

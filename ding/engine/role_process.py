@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from ding.utils.process_name import set_process_name
+from ding.utils.process_helper import set_process_name
 
 __all__ = ["PARENT_PID_ENV", "set_process_name", "die_with_parent", "prefer_batch_scheduling", "lower_priority"]
 

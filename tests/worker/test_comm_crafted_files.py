@@ -21,7 +21,7 @@ from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
 from ding.worker.parallel_files import read_policy, to_columns, write_data, write_policy, write_samples
 from ding.worker.parallel_protocol import EvalTask
 
-from .test_comm_workers import TOKEN, _join, _transition, main_json, master  # noqa: F401 -- fixtures
+from .test_comm_workers import TOKEN, _join, _started_learner, _transition, main_json, master  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,14 +51,8 @@ def _plant_crafted_data(path_data: str) -> list[str]:
 
 
 def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, master):  # noqa: F811
-    learner = FlaskFileSystemLearner({"max_sample_mb": 16}, name="learner0", token=TOKEN)
+    learner, conn, paths = _started_learner(master, main_json, {"max_sample_mb": 16})
     try:
-        conn = _join(master, learner)
-        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
-        os.makedirs(paths["path_data"])
-        master.new_task(conn, "learner_start_task", dict(
-            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
-            load_path=None), deadline_s=60).result(60)
         for i in range(8):
             write_data(paths["path_data"], f"d{i}", _transition(i))
         crafted = _plant_crafted_data(paths["path_data"])
@@ -86,14 +80,8 @@ def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, mast
 def test_learner_trains_on_a_tasks_data_file_and_skips_ids_its_files_do_not_hold(main_json, master):  # noqa: F811
     from ding.torch_utils import save_file
 
-    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    learner, conn, paths = _started_learner(master, main_json)
     try:
-        conn = _join(master, learner)
-        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
-        os.makedirs(paths["path_data"])
-        master.new_task(conn, "learner_start_task", dict(
-            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
-            load_path=None), deadline_s=60).result(60)
         ids = write_samples(paths["path_data"], "collector_task_1_0", [_transition(i) for i in range(6)])
         write_data(paths["path_data"], "single", _transition(7))
         save_file([1, 2], os.path.join(paths["path_data"], "not_samples"))

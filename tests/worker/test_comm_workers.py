@@ -65,6 +65,18 @@ def _join(master, comm):
     return master.joined[comm.name]
 
 
+def _started_learner(master, main_json, cfg: dict | None = None):
+    """A comm learner joined to ``master`` and started on ./w/data and ./w/policy: ``(learner, conn, paths)``."""
+    learner = FlaskFileSystemLearner(cfg or {}, name="learner0", token=TOKEN)
+    conn = _join(master, learner)
+    paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
+    os.makedirs(paths["path_data"])
+    master.new_task(conn, "learner_start_task", dict(
+        paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
+        load_path=None), deadline_s=60).result(60)
+    return learner, conn, paths
+
+
 def _transition(i):
     return {"obs": np.full(4, i, np.float32), "next_obs": np.full(4, i + 1, np.float32), "action": np.int64(i % 2),
             "reward": np.array([1.0], np.float32), "done": False}
@@ -178,19 +190,16 @@ def test_metadata_batches_travel_as_columns():
         from_columns({"data_id": ["a"], "IS": [1.0, 2.0]})
 
 
-def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch):
+@pytest.mark.parametrize("train_process", [False, True], ids=["one-process", "training-process"])
+def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch, train_process):
     """Fault class 8: the training thread fails (here: samples whose obs do not fit the model); the learn task
     fails with that error and its traceback, and nothing in the error path raises a second error over it."""
     unhandled = []
     monkeypatch.setattr(threading, "excepthook", lambda args: unhandled.append(args))
-    learner = FlaskFileSystemLearner({}, name="learner0", token=TOKEN)
+    # (the excepthook above sees the training thread only in one process; the training process's answer must carry
+    # the same error and traceback through its pipe)
+    learner, conn, paths = _started_learner(master, main_json, {"train_process": train_process})
     try:
-        conn = _join(master, learner)
-        paths = {"path_data": "./w/data", "path_policy": "./w/policy"}
-        os.makedirs(paths["path_data"])
-        master.new_task(conn, "learner_start_task", dict(
-            paths, task_id="t0", main_config=main_json, policy_id="policy", buffer_id="b0", seed=0,
-            load_path=None), deadline_s=60).result(60)
         for i in range(8):
             write_data(paths["path_data"], f"d{i}", dict(_transition(i), obs=np.zeros(3, np.float32),
                                                          next_obs=np.zeros(3, np.float32)))

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
 
+from ding.utils.process_helper import end_forked_child, flush_std_streams
+
 _PR_SET_PDEATHSIG = 1
 _CALL, _CLOSE = "call", "close"  # parent -> child
 _DONE, _FAILED = "done", "failed"  # child -> parent
@@ -65,11 +67,7 @@ class TrainProcess:
         self._closing = False
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
         parent_end, child_end = Pipe(duplex=True)
-        for stream in (sys.stdout, sys.stderr):  # what is buffered now would be written twice, once by the child
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
+        flush_std_streams()
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child; its work is covered through the parent's calls)
             parent_end.close()
@@ -217,7 +215,7 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any]) -> None:  # 
                 ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             except (OSError, AttributeError):
                 pass
-        from ding.utils.process_name import set_process_name
+        from ding.utils.process_helper import set_process_name
         from ding.utils.torch_threads import torch_threads_in_this_thread
 
         set_process_name("ding-trainer")
@@ -252,9 +250,4 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any]) -> None:  # 
         traceback.print_exc()
         code = 1
     finally:
-        try:
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
+        end_forked_child(code)
