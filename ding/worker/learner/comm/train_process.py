@@ -71,7 +71,7 @@ class TrainProcess:
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child; its work is covered through the parent's calls)
             parent_end.close()
-            _child_main(child_end, make_handlers)
+            _child_main(child_end, make_handlers, trainer_process_name(name))
         child_end.close()
         self.pid = pid
         self._conn: Connection = parent_end
@@ -203,7 +203,12 @@ def _describe(status: int) -> str:
     return f"exit code {os.WEXITSTATUS(status)}"
 
 
-def _child_main(conn: Connection, make_handlers: Callable[[], Any]) -> None:  # pragma: no cover (forked)
+def trainer_process_name(learner: str) -> str:
+    """The training process's name in ``ps``: ``ding-trainer0`` for ``learner0``."""
+    return "ding-trainer" + (learner[len("learner"):] if learner.startswith("learner") else f"-{learner}")
+
+
+def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name: str) -> None:  # pragma: no cover
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the comm learner decides when this process stops
@@ -218,7 +223,7 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any]) -> None:  # 
         from ding.utils.process_helper import set_process_name
         from ding.utils.torch_threads import torch_threads_in_this_thread
 
-        set_process_name("ding-trainer")
+        set_process_name(process_name)
         handlers, close = make_handlers()
         send_lock = threading.Lock()
 
