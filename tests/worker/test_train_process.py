@@ -26,7 +26,8 @@ def _handlers():
         time.sleep(seconds)
         return seconds
 
-    return {int: lambda n: (n * 2, os.getpid()), str: boom, float: slow}, lambda: None
+    return {int: lambda n: (n * 2, os.getpid()), str: boom, float: slow, bytes: lambda b: threading.Lock()}, \
+        lambda: None
 
 
 def _alive(pid: int) -> bool:
@@ -48,6 +49,8 @@ def test_answers_and_errors_come_back_from_the_child():
         assert isinstance(cause, TrainProcessTraceback) and "in boom" in str(cause) and "ValueError" in str(cause)
         with pytest.raises(RuntimeError, match="runs no list"):
             proc.call([1], timeout=30)
+        with pytest.raises(RuntimeError, match="the answer could not be sent"):  # (a lock does not pickle)
+            proc.call(b"x", timeout=30)
         assert proc.call(5, timeout=30)[0] == 10  # an error fails that call only
     finally:
         proc.close(timeout=10)

@@ -240,7 +240,11 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name
                 with send_lock:
                     conn.send(out)
             except (OSError, EOFError, BrokenPipeError):
-                pass
+                pass  # the parent is gone
+            except Exception as e:  # noqa: BLE001 -- an answer that cannot be pickled fails its call, not silently
+                with send_lock:
+                    conn.send((_FAILED, request, (type(e).__name__, f"the answer could not be sent: {e}",
+                                                  traceback.format_exc())))
 
         while True:
             try:
