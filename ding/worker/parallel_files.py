@@ -54,11 +54,6 @@ def data_path(path_data: str, data_id: str) -> str:
     return os.path.join(path_data, split_data_id(data_id)[0])
 
 
-def data_file_of(data_id: str) -> str:
-    """The name of the data file holding ``data_id``."""
-    return split_data_id(data_id)[0]
-
-
 def policy_path(path_policy: str, policy_id: Any) -> str:
     """``path_policy/policy_id``; a policy id is a plain file name like a data id (nothing escapes the directory)."""
     if not isinstance(policy_id, str) or not _DATA_ID.fullmatch(policy_id) or policy_id in (".", ".."):
