@@ -219,10 +219,12 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
     train_collector = Collector(algorithm, train_envs, VectorReplayBuffer(1_000_000, 1), exploration_noise=True)
     test_collector = Collector(algorithm, test_envs)
     train_collector.reset()
-    train_collector.collect(n_step=p.random_steps, random=True)
+    # the trainer resets the collector's step count when it starts (it keeps the buffer): the warm-up's steps are
+    # added to every count below, so the curve's env steps are all the steps taken, as on the other sides
+    warm_up = int(train_collector.collect(n_step=p.random_steps, random=True).n_collected_steps)
 
     def record(mean_return: float) -> bool:  # called after every test: the curve point
-        curve.append([int(train_collector.collect_step), round(time.perf_counter() - t0, 2),
+        curve.append([warm_up + int(train_collector.collect_step), round(time.perf_counter() - t0, 2),
                       round(float(mean_return), 1)])
         print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
         return False
@@ -235,7 +237,8 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
         update_step_num_gradient_steps_per_sample=1.0, stop_fn=record, test_in_training=False, verbose=False,
         show_progress=False))
     wall = time.perf_counter() - t0
-    return {"wall_s": wall, "env_step": int(train_collector.collect_step), "cpu_s": round(time.process_time(), 1),
+    return {"wall_s": wall, "env_step": warm_up + int(train_collector.collect_step),
+            "cpu_s": round(time.process_time(), 1),
             "curve": curve}
 
 
