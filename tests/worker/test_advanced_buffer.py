@@ -458,7 +458,8 @@ def test_threads_push_sample_update_clear_keep_the_trees_consistent():
         t.join(5)
     assert not errors
     state = buffer.state_dict()
-    valid = state["storage"]["valid"]
+    valid = np.zeros(50, dtype=bool)  # the state holds the slots written since the last clear; the rest are empty
+    valid[:len(state["storage"]["valid"])] = state["storage"]["valid"]
     leaves = state["sum_tree"]["tree"][len(state["sum_tree"]["tree"]) // 2:][:50]
     assert ((leaves > 0) == valid).all() and valid.sum() == buffer.count() <= 50
 

@@ -291,6 +291,58 @@ def test_checkpoint_from_another_model_shape(in_tmp_dir):
             lrn2.load_checkpoint(path)
 
 
+def test_run_state_blob_keeps_values_dtypes_and_shared_objects():
+    import io
+
+    from ding.worker.learner.checkpoint import EXTRA_PICKLE_MAGIC, pack_extra, unpack_extra
+
+    frame = bytes(range(256)) * 4  # one frame two stored stacks point at (a frame-sharing buffer)
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    state = {"buffer": {"items": [{"obs": np.arange(3, dtype=np.float32), "frames": (frame, frame)},
+                                  {"obs": torch.tensor([1, 2], dtype=torch.int64), "frames": (frame,)}]},
+             "view": base.t(), "bf16": torch.tensor([1.5, -2.0], dtype=torch.bfloat16),
+             "grad": torch.ones(2, requires_grad=True), "scalar": torch.tensor(True), "rng": torch.get_rng_state(),
+             "plain": {"envstep": 7, "nan": float("nan")}}
+    blob = pack_extra(state)
+    assert blob.startswith(EXTRA_PICKLE_MAGIC)
+    back = unpack_extra(blob)
+    for key in ("view", "bf16", "grad", "scalar", "rng"):
+        assert back[key].dtype == state[key].dtype and back[key].shape == state[key].shape
+        assert torch.equal(back[key].detach(), state[key].detach()), key
+    assert back["grad"].requires_grad and not back["view"].requires_grad
+    back["view"] += 1  # a writable tensor, not a read-only view of the blob
+    items = back["buffer"]["items"]
+    assert items[0]["obs"].tolist() == [0.0, 1.0, 2.0] and items[1]["obs"].tolist() == [1, 2]
+    assert items[0]["frames"][0] is items[0]["frames"][1] is items[1]["frames"][0]  # stored once, still shared
+    assert back["plain"]["envstep"] == 7 and np.isnan(back["plain"]["nan"])
+    old = io.BytesIO()  # a run state blob as earlier versions wrote it (torch.save) still loads
+    torch.save({"collector": {"envstep": 3}, "t": base}, old)
+    old_back = unpack_extra(old.getvalue())
+    assert old_back["collector"] == {"envstep": 3} and torch.equal(old_back["t"], base)
+
+
+def test_a_checkpoint_with_an_older_torch_save_run_state_resumes(learner, monkeypatch):
+    import io
+
+    import ding.worker.learner.checkpoint as ckpt
+
+    box = {"envstep": 7}
+    learner.register_checkpoint_extra("collector", lambda: dict(box), box.update)
+
+    def torch_save_blob(extra):  # what pack_extra wrote before it used pickle
+        f = io.BytesIO()
+        torch.save(dict(extra), f)
+        return f.getvalue()
+
+    with monkeypatch.context() as m:
+        m.setattr(ckpt, "pack_extra", torch_save_blob)
+        path = learner.save_checkpoint()
+    assert not load_checkpoint_file(path)["extra"].startswith(ckpt.EXTRA_PICKLE_MAGIC)
+    box["envstep"] = 99
+    learner.load_checkpoint(path)
+    assert box["envstep"] == 7
+
+
 def test_extra_state_round_trip_and_not_in_best(learner, caplog):
     box = {"envstep": 7, "rng": [1, 2]}
     learner.register_checkpoint_extra("collector", lambda: dict(box), box.update)

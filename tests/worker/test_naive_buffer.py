@@ -114,6 +114,44 @@ def test_state_dict_resumes_exactly():
     assert other.push_count == 9 and other.count() == 6
 
 
+def test_state_dict_of_a_partly_filled_buffer_holds_only_the_written_slots_and_resumes_exactly():
+    buffer = _buffer(replay_buffer_size=1000)
+    buffer.push([{"i": i} for i in range(7)])
+    state = buffer.state_dict()
+    assert len(state["storage"]["data"]) == len(state["storage"]["valid"]) == 7  # not 1,000 slots
+    expected = [buffer.sample(3, 0) for _ in range(4)]
+    buffer.push([{"i": i} for i in range(7, 12)])
+    expected.append(buffer.sample(5, 0))
+    other = NaiveReplayBuffer(dict(replay_buffer_size=1000, seed=5))
+    other.load_state_dict(state)
+    got = [other.sample(3, 0) for _ in range(4)]
+    other.push([{"i": i} for i in range(7, 12)])  # writing goes on at slot 7, as in the original
+    got.append(other.sample(5, 0))
+    assert got == expected and other.count() == 12
+
+
+def test_state_dict_with_all_slots_as_older_versions_wrote_still_loads():
+    buffer = _buffer(replay_buffer_size=10)
+    buffer.push(list(range(4)))
+    state = buffer.state_dict()
+    storage = state["storage"]
+    storage["data"] = list(storage["data"]) + [None] * 6
+    storage["valid"] = np.concatenate([storage["valid"], np.zeros(6, dtype=bool)])
+    expected = [buffer.sample(2, 0) for _ in range(3)]
+    other = _buffer(replay_buffer_size=10)
+    other.load_state_dict(state)
+    assert [other.sample(2, 0) for _ in range(3)] == expected
+
+
+def test_a_damaged_storage_state_fails_with_one_error_naming_the_buffer():
+    buffer = _buffer(replay_buffer_size=10)
+    buffer.push(list(range(4)))
+    state = buffer.state_dict()
+    state["storage"]["valid"] = state["storage"]["valid"][:2]
+    with pytest.raises(ReplayBufferError, match="buffer 'buffer': load_state_dict.*damaged"):
+        _buffer(replay_buffer_size=10).load_state_dict(state)
+
+
 def test_state_dict_errors():
     state = _buffer(replay_buffer_size=6).state_dict()
     with pytest.raises(ReplayBufferError, match="replay_buffer_size=6 but this buffer has 7"):

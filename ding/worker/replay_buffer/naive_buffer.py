@@ -251,7 +251,12 @@ class NaiveReplayBuffer(IBuffer):
         with self._lock:
             self._check_open("load_state_dict")
             self._check_state(_state_dict)
-            self._storage.load_state_dict(_state_dict["storage"])
+            try:
+                self._storage.load_state_dict(_state_dict["storage"])
+            except (KeyError, TypeError, ValueError) as e:
+                raise ReplayBufferError(f"buffer '{self._instance_name}': load_state_dict(): the saved storage is "
+                                        f"damaged ({type(e).__name__}: {e}); resume from another checkpoint or start "
+                                        "with an empty buffer") from e
             self._rng.bit_generator.state = copy.deepcopy(_state_dict["rng"])
 
     def _check_state(self, state: Mapping[str, Any]) -> None:

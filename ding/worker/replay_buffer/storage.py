@@ -106,15 +106,24 @@ class CircularStorage:
         return [self.data[s] for s in self.valid_slots_in_order().tolist()]
 
     def state_dict(self) -> dict[str, Any]:
+        """The slots written so far (``filled`` of them; every later slot is empty), not all ``capacity``: a
+        checkpoint of a 1M-slot buffer holding a few thousand items pickles those items, not a million ``None``s
+        (2.5 s of a checkpoint's 3 s, measured with a Hopper SAC run's buffer)."""
         return {
-            "capacity": self.capacity, "data": list(self.data), "valid": self.valid.copy(), "tail": self.tail,
-            "filled": self.filled, "valid_count": self.valid_count, "push_count": self.push_count,
+            "capacity": self.capacity, "data": self.data[:self.filled], "valid": self.valid[:self.filled].copy(),
+            "tail": self.tail, "filled": self.filled, "valid_count": self.valid_count, "push_count": self.push_count,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s slots (also a state of all ``capacity`` slots, as older versions wrote)."""
         assert int(state["capacity"]) == self.capacity, "callers check the capacity first"
-        self.data = list(state["data"])
-        self.valid = np.array(state["valid"], dtype=bool)
+        data, valid = list(state["data"]), np.asarray(state["valid"], dtype=bool)
+        if len(data) > self.capacity or len(valid) != len(data) or len(data) < int(state["filled"]):
+            raise ValueError(f"a buffer state of {len(data)} items and {len(valid)} valid flags does not fit "
+                             f"{self.capacity} slots with {state['filled']} written")
+        self.data = data + [None] * (self.capacity - len(data))
+        self.valid = np.zeros(self.capacity, dtype=bool)
+        self.valid[:len(valid)] = valid
         self.tail = int(state["tail"])
         self.filled = int(state["filled"])
         self.valid_count = int(state["valid_count"])
