@@ -158,7 +158,9 @@ def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_sn
                   FakeCollector("collector1", [10.0] * 3 + [200.0] * 9)]
     recorded = []
     coordinator._on_eval = recorded.append
-    _run(coordinator, [FakeLearner(), *collectors])
+    # the collectors join first: no policy (and so no evaluation) exists before the learner joins, so every
+    # evaluation is handed out with both collectors there, however slowly a loaded machine lets them join
+    _run(coordinator, [*collectors, FakeLearner()])
     assert "stop value" in coordinator.end_reason and coordinator.fatal_error is None
     # (an evaluation handed out while one collector had joined is one task on the live policy)
     shards = [t for c in collectors for t in c.tasks if t["eval_flag"] and t["policy_id"] != "policy"]
