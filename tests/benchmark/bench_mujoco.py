@@ -46,6 +46,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _peer_runs import draw_curves, find_peer_python, run_worker  # noqa: E402
@@ -223,9 +224,20 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
     # added to every count below, so the curve's env steps are all the steps taken, as on the other sides
     warm_up = int(train_collector.collect(n_step=p.random_steps, random=True).n_collected_steps)
 
-    def record(mean_return: float) -> bool:  # called after every test: the curve point
+    tests: list[float] = []  # each test's mean return: the trainer hands stop_fn its best score so far, not these
+    collect_test = test_collector.collect
+
+    def collect_and_keep(*args: Any, **kwargs: Any) -> Any:
+        stats = collect_test(*args, **kwargs)
+        if stats.returns_stat is not None:
+            tests.append(float(stats.returns_stat.mean))
+        return stats
+
+    test_collector.collect = collect_and_keep  # type: ignore[method-assign]
+
+    def record(best_return: float) -> bool:  # called after every test: the curve point (that test's mean return)
         curve.append([warm_up + int(train_collector.collect_step), round(time.perf_counter() - t0, 2),
-                      round(float(mean_return), 1)])
+                      round(tests[-1] if tests else float(best_return), 1)])
         print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
         return False
 
