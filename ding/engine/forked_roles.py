@@ -31,6 +31,23 @@ from ding.utils.process_helper import end_forked_child, flush_std_streams
 
 _OPEN_PIPES: set[int] = set()  # write ends of unreleased children: a later child closes them (it must not hold them)
 
+# What every role imports on its way to its first task that the launcher has not imported yet when it forks: the HTTP
+# server's Flask (with werkzeug, jinja2, click, itsdangerous and blinker: about 0.1 s of CPU in each process) and the
+# loggers' tensorboardX. Each is imported lazily where it is used (a serial run never loads Flask); the launcher
+# imports them once before it forks, so the four to six roles of a local run do not each import them again, at the
+# same time, on the same cores. (tests/entry/test_forked_roles.py checks that a role's server and logger then import
+# nothing more of them.)
+ROLE_MODULES = ("flask", "werkzeug.serving", "tensorboardX", "ding.worker.builder")
+
+
+def preload_role_modules() -> None:
+    """Import :data:`ROLE_MODULES` in this process (the launcher, before :func:`fork_role`): the forked roles
+    inherit them. Importing starts no thread, so the launcher can still fork afterwards."""
+    import importlib
+
+    for name in ROLE_MODULES:
+        importlib.import_module(name)
+
 
 def can_fork() -> str | None:
     """Why this process cannot fork a role now (None: it can): not on Linux/macOS, or other threads run already."""

@@ -27,7 +27,7 @@ from ding.engine.coordinator_driver import (  # noqa: F401 -- ParallelRunError: 
     drive_coordinator,
     read_state,
 )
-from ding.engine.forked_roles import ForkedRole, can_fork, fork_role
+from ding.engine.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
 from ding.engine.resume import lock_run_dir, resume_dir
 from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
@@ -107,6 +107,7 @@ class LocalProcesses:
         they skip the imports an exec'd role does. Where forking is not possible now, they are exec'd at
         :meth:`start`, as restarts always are."""
         if can_fork() is None:
+            preload_role_modules()
             for name, role in roles:
                 self._forked[name] = fork_role(self._argv(name, role), self._env(), self._child(name, role).log_path)
 

@@ -61,3 +61,28 @@ def test_no_fork_while_another_thread_runs(tmp_path):
     stdout, _ = _run(tmp_path, "threads")
     assert "REASON 2 threads run in the launcher already" in stdout
     assert "REFUSED fork_role: cannot fork a role (2 threads" in stdout
+
+
+PRELOAD = textwrap.dedent('''
+    import sys
+    from ding.engine.forked_roles import can_fork, preload_role_modules
+    preload_role_modules()
+    print("CAN_FORK", can_fork())  # the imports started no thread: the launcher can still fork
+    before = set(sys.modules)
+    from ding.interaction.base import JsonServer
+    from ding.utils.log_helper import build_tb_writer
+    from ding.worker.builder import build_acting, build_learning
+    server = JsonServer("x", "127.0.0.1", 0, "t" * 24)  # what every role builds before it joins (not started)
+    writer = build_tb_writer(sys.argv[1])  # every role's logger
+    writer.close()
+    heavy = ("flask", "werkzeug", "jinja2", "click", "itsdangerous", "blinker", "tensorboardX", "google.protobuf")
+    print("NEW", sorted(m for m in set(sys.modules) - before if m.startswith(heavy)))
+''')
+
+
+def test_preloaded_role_modules_leave_a_forked_role_nothing_heavy_to_import(tmp_path):
+    out = subprocess.run([sys.executable, "-c", PRELOAD, str(tmp_path / "tb")], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "CAN_FORK None" in out.stdout
+    assert "NEW []" in out.stdout, out.stdout
