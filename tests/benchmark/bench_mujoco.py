@@ -5,6 +5,7 @@ Tianshou, 100k env steps each.
     python tests/benchmark/bench_mujoco.py --algos sac td3 ppo --frameworks ding sb3 --seeds 0
     python tests/benchmark/bench_mujoco.py --runs-file runs.jsonl ...   # append each run as it ends (resumable)
     python tests/benchmark/bench_mujoco.py --summarize runs.jsonl       # table + summary of runs saved before
+    python tests/benchmark/bench_mujoco.py --hparams di-engine ...      # SAC with DI-engine's hopper_sac_config values
     python tests/benchmark/bench_mujoco.py --smoke                      # tiny run, used by the test suite
 
 The protocol, the same for every framework: Hopper-v5 (episodes of at most 1,000 steps, time-limit truncation
@@ -20,7 +21,10 @@ process CPU seconds (``cpu_s``), the fairer figure when the machine is shared an
 Hyperparameters (the same on every side; SB3's RL-Zoo Hopper values, DI-engine's hopper_*_config.py structure):
 - SAC: 256x256 actor and twin critics, Adam 3e-4 for actor, critics and temperature, batch 256, gamma 0.99,
   tau 0.005, auto temperature (target entropy -|A|, starting at 1.0 as SB3's ``ent_coef="auto"``), 10,000
-  uniformly random env steps first, then one gradient step per env step, 1M replay buffer.
+  uniformly random env steps first, then one gradient step per env step, 1M replay buffer. With ``--hparams
+  di-engine``, DI-engine's ``dizoo/mujoco/config/hopper_sac_config.py`` values instead, on every side: Adam 1e-3 for
+  the actor and the critics and a fixed temperature of 0.2 (the rest as above); such runs are summarised apart
+  (``sac@di-engine``).
 - TD3: 256x256, Adam 1e-3 (actor and critic), batch 256, 10,000 random steps, exploration noise 0.1, target policy
   noise 0.2 clipped at 0.5, actor every 2 critic updates, one critic update per env step.
 - PPO: separate 64x64 tanh actor and critic networks (SB3's MlpPolicy), Adam 3e-4, 2,048 env steps per rollout,
@@ -63,13 +67,29 @@ RANDOM_STEPS = 10_000
 class Protocol:
     """What every framework's run is held to."""
 
-    def __init__(self, max_env_step: int, eval_every: int, eval_episodes: int, random_steps: int) -> None:
+    def __init__(self, max_env_step: int, eval_every: int, eval_episodes: int, random_steps: int,
+                 hparams: str = "zoo") -> None:
         self.max_env_step, self.eval_every = max_env_step, eval_every
         self.eval_episodes, self.random_steps = eval_episodes, random_steps
+        self.hparams = hparams
 
     def args(self) -> list[str]:
         return ["--max-env-step", str(self.max_env_step), "--eval-every", str(self.eval_every),
-                "--eval-episodes", str(self.eval_episodes), "--random-steps", str(self.random_steps)]
+                "--eval-episodes", str(self.eval_episodes), "--random-steps", str(self.random_steps),
+                "--hparams", self.hparams]
+
+
+HPARAMS = ("zoo", "di-engine")
+
+
+def sac_values(hparams: str) -> dict:
+    """SAC's learning rates and temperature under one of ``HPARAMS``, the same on every side:
+    ``zoo`` RL-Zoo's Hopper values (Adam 3e-4 everywhere, auto temperature starting at 1.0 as SB3's
+    ``ent_coef="auto"``); ``di-engine`` DI-engine's ``dizoo/mujoco/config/hopper_sac_config.py`` (Adam 1e-3 for the
+    critics and the actor, a fixed temperature of 0.2)."""
+    if hparams == "di-engine":
+        return dict(lr_q=1e-3, lr_policy=1e-3, lr_alpha=3e-4, auto_alpha=False, alpha=0.2)
+    return dict(lr_q=3e-4, lr_policy=3e-4, lr_alpha=3e-4, auto_alpha=True, alpha=1.0)
 
 
 # ---------------------------------------------------------------------------------------------------- workers
@@ -80,12 +100,13 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
                n_evaluator_episode=p.eval_episodes, stop_value=10**9)
     hidden = dict(actor_head_hidden_size=256, critic_head_hidden_size=256)
     if algo == "sac":
+        v = sac_values(p.hparams)
         policy: dict = dict(
             random_collect_size=p.random_steps,
             model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden),
-            learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=3e-4, learning_rate_policy=3e-4,
-                       learning_rate_alpha=3e-4, target_theta=0.005, discount_factor=0.99, auto_alpha=True,
-                       alpha=1.0),  # the initial temperature of SB3's ent_coef="auto" (ding's default is 0.2)
+            learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=v["lr_q"],
+                       learning_rate_policy=v["lr_policy"], learning_rate_alpha=v["lr_alpha"], target_theta=0.005,
+                       discount_factor=0.99, auto_alpha=v["auto_alpha"], alpha=v["alpha"]),
             collect=dict(n_sample=1), eval=dict(evaluator=dict(eval_freq=p.eval_every)),
             other=dict(replay_buffer=dict(replay_buffer_size=1_000_000)))
     elif algo == "td3":
@@ -161,8 +182,13 @@ def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
                             callback_after_eval=Record(), verbose=0)
     net = dict(net_arch=[256, 256])
     if algo == "sac":
-        model = SAC("MlpPolicy", env, learning_rate=3e-4, buffer_size=1_000_000, learning_starts=p.random_steps,
-                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1, ent_coef="auto",
+        v = sac_values(p.hparams)
+        if v["lr_q"] != v["lr_policy"]:
+            raise SystemExit("sb3: SAC takes one learning rate for the actor and the critics")
+        # SB3's temperature optimiser shares the learning rate; with a fixed temperature it has none
+        model = SAC("MlpPolicy", env, learning_rate=v["lr_q"], buffer_size=1_000_000, learning_starts=p.random_steps,
+                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1,
+                    ent_coef="auto" if v["auto_alpha"] else v["alpha"],
                     policy_kwargs=net, seed=seed, device="cpu", verbose=0)
     elif algo == "td3":
         import numpy as np
@@ -212,11 +238,14 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
         return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
                                                    hidden_sizes=hidden, concat=True))
 
-    alpha = AutoAlpha(-float(np.prod(act_shape)), 0.0, AdamOptimizerFactory(lr=3e-4))
+    v = sac_values(p.hparams)
+    # AutoAlpha's log-alpha starts at 0.0 (alpha 1.0, as SB3's ent_coef="auto")
+    alpha: Any = (AutoAlpha(-float(np.prod(act_shape)), 0.0, AdamOptimizerFactory(lr=v["lr_alpha"]))
+                  if v["auto_alpha"] else v["alpha"])
     algorithm = SAC(policy=SACPolicy(actor=actor, action_space=env.action_space),
-                    policy_optim=AdamOptimizerFactory(lr=3e-4), critic=critic(),
-                    critic_optim=AdamOptimizerFactory(lr=3e-4), critic2=critic(),
-                    critic2_optim=AdamOptimizerFactory(lr=3e-4), tau=0.005, gamma=0.99, alpha=alpha)
+                    policy_optim=AdamOptimizerFactory(lr=v["lr_policy"]), critic=critic(),
+                    critic_optim=AdamOptimizerFactory(lr=v["lr_q"]), critic2=critic(),
+                    critic2_optim=AdamOptimizerFactory(lr=v["lr_q"]), tau=0.005, gamma=0.99, alpha=alpha)
     train_collector = Collector(algorithm, train_envs, VectorReplayBuffer(1_000_000, 1), exploration_noise=True)
     test_collector = Collector(algorithm, test_envs)
     train_collector.reset()
@@ -274,11 +303,18 @@ def describe(run: dict, target: float) -> dict:
             "steps_to_target": hit[0] if hit else None, "wall_to_target_s": hit[1] if hit else None}
 
 
+def group_of(run: dict) -> str:
+    """The summary group of a run: its algorithm, and the hyperparameter set where it is not RL-Zoo's
+    (``sac@di-engine``)."""
+    hparams = run.get("hparams", "zoo")
+    return run["algo"] if hparams == "zoo" else f"{run['algo']}@{hparams}"
+
+
 def summarize(runs: list[dict], target: float) -> dict:
     summary: dict = {"bench": "mujoco_summary", "env_id": ENV_ID, "target": target}
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in runs:
-        groups.setdefault((r["algo"], r["framework"]), []).append(describe(r, target))
+        groups.setdefault((group_of(r), r["framework"]), []).append(describe(r, target))
     for (algo, fw), rs in sorted(groups.items()):
         reached = [r for r in rs if r["wall_to_target_s"] is not None]
         summary.setdefault(algo, {})[fw] = {
@@ -310,12 +346,12 @@ def print_table(runs: list[dict], summary: dict, notes: list[str]) -> None:
         return "-" if value is None else format(value, spec)
 
     for r in (describe(r, target) for r in runs):
-        print(f"{r['algo']:<4} {r['framework']:<9} {r['seed']:>4} {r['wall_s']:>7.0f} "
+        print(f"{group_of(r):<4} {r['framework']:<9} {r['seed']:>4} {r['wall_s']:>7.0f} "
               f"{fmt(r['final_return'], '.0f'):>7} {fmt(r['best_return'], '.0f'):>7} "
               f"{fmt(r['steps_to_target'], ','):>14} {fmt(r['wall_to_target_s'], '.0f'):>12}")
-    for algo in ALGOS:
+    for algo in (k for k, v in summary.items() if isinstance(v, dict)):
         for key in ("ding_wall_to_target_vs_sb3", "ding_total_wall_vs_sb3"):
-            if key in summary.get(algo, {}):
+            if key in summary[algo]:
                 print(f"{algo}: {key} = {summary[algo][key]}x")
     for note in notes:
         print(note)
@@ -331,6 +367,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--eval-every", type=int, default=5_000, help="env steps between evaluations")
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--random-steps", type=int, default=RANDOM_STEPS, help="SAC/TD3 random warm-up env steps")
+    parser.add_argument("--hparams", choices=HPARAMS, default="zoo",
+                        help="SAC's learning rates and temperature: RL-Zoo's or DI-engine's hopper_sac_config's")
     parser.add_argument("--target", type=float, default=1_000.0, help="the return whose wall time is compared")
     parser.add_argument("--runs-file", default=None, help="append each finished run here (JSON lines)")
     parser.add_argument("--summarize", default=None, metavar="RUNS_FILE", help="only summarise saved runs")
@@ -340,7 +378,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--algo", choices=ALGOS, default="sac", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    protocol = Protocol(args.max_env_step, args.eval_every, args.eval_episodes, args.random_steps)
+    protocol = Protocol(args.max_env_step, args.eval_every, args.eval_episodes, args.random_steps, args.hparams)
 
     if args.worker:
         import torch
@@ -356,7 +394,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         if args.smoke:
             args.algos, args.seeds, args.frameworks = ["sac"], [0], ["ding"]
-            protocol = Protocol(500, 100, 1, 200)
+            protocol = Protocol(500, 100, 1, 200, args.hparams)
         peers = [fw for fw in args.frameworks if fw != "ding"]
         peer_python = None
         if peers:
@@ -374,7 +412,8 @@ def main(argv: list[str] | None = None) -> dict:
                     result = run_worker(__file__, fw, python, worker_args, timeout=4 * 3600)
                     run = {"bench": "mujoco_run", "algo": algo, "framework": fw, "seed": seed,
                            "max_env_step": protocol.max_env_step, "eval_every": protocol.eval_every,
-                           "eval_episodes": protocol.eval_episodes, "loadavg_1m": round(os.getloadavg()[0], 2),
+                           "eval_episodes": protocol.eval_episodes, "hparams": protocol.hparams,
+                           "loadavg_1m": round(os.getloadavg()[0], 2),
                            **result}
                     runs.append(run)
                     print(json.dumps(run), flush=True)
@@ -395,13 +434,13 @@ def main(argv: list[str] | None = None) -> dict:
 def draw(runs: list[dict], out: str, target: float, python: str | None) -> list[str]:
     """One PNG per algorithm (``out``, or ``<stem>_<algo>.png`` for several): return vs env steps and vs wall time,
     one line per run, the peers dashed."""
-    algos = list(dict.fromkeys(r["algo"] for r in runs))
+    algos = list(dict.fromkeys(group_of(r) for r in runs))
     stem, ext = os.path.splitext(out)
     paths = []
     for algo in algos:
         lines = [dict(label=f"{r['framework']} seed {r['seed']}", seed=r["seed"], dashed=r["framework"] != "ding",
-                      curve=r["curve"]) for r in runs if r["algo"] == algo and r["curve"]]
-        path = out if len(algos) == 1 else f"{stem}_{algo}{ext or '.png'}"
+                      curve=r["curve"]) for r in runs if group_of(r) == algo and r["curve"]]
+        path = out if len(algos) == 1 else f"{stem}_{algo.replace('@', '_')}{ext or '.png'}"
         paths.append(draw_curves(lines, path, f"{ENV_ID} {algo.upper()}: ding (solid) vs peers (dashed); dashed line: "
                                  f"{target:g}", f"eval return ({runs[0]['eval_episodes']} episodes, deterministic)",
                                  [(target, "--")], python))

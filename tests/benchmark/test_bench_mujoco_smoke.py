@@ -44,6 +44,21 @@ def test_summary_compares_wall_time_to_the_target_with_sb3():
     assert summary["sac"]["ding_total_wall_vs_sb3"] == round(950 / 1900, 2)
 
 
+def test_di_engine_hyperparameters_are_di_engine_files_sac_values_and_summarised_apart():
+    bench = load_bench_module("bench_mujoco")
+    main, _ = bench.ding_config("sac", 0, bench.Protocol(1_000, 500, 1, 200, hparams="di-engine"))
+    learn = main["policy"]["learn"]  # dizoo/mujoco/config/hopper_sac_config.py of DI-engine 0.5.3
+    assert (learn["learning_rate_q"], learn["learning_rate_policy"]) == (1e-3, 1e-3)
+    assert learn["auto_alpha"] is False and learn["alpha"] == 0.2
+    zoo, _ = bench.ding_config("sac", 0, bench.Protocol(1_000, 500, 1, 200))
+    assert zoo["policy"]["learn"]["learning_rate_q"] == 3e-4 and zoo["policy"]["learn"]["auto_alpha"] is True
+    assert "--hparams" in bench.Protocol(1, 1, 1, 1, hparams="di-engine").args()
+    runs = [dict(algo="sac", framework="ding", seed=0, wall_s=1.0, env_step=1, curve=[[1, 1.0, 5.0]], hparams=h)
+            for h in ("zoo", "di-engine")]
+    summary = bench.summarize(runs, 1000.0)
+    assert summary["sac"]["ding"]["seeds"] == [0] and summary["sac@di-engine"]["ding"]["seeds"] == [0]
+
+
 @needs_mujoco
 @pytest.mark.slow
 @pytest.mark.timeout(4 * 3600)
