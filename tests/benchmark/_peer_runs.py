@@ -64,7 +64,7 @@ def plot_curves(lines: list[dict], path: str, title: str, ylabel: str, hlines: S
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for line in lines:
-        steps, walls, rets = zip(*line["curve"])
+        steps, walls, rets = ([point[i] for point in line["curve"]] for i in range(3))  # (a 4th: CPU seconds)
         style = dict(color=_SEED_COLORS[line["seed"] % len(_SEED_COLORS)], linestyle="--" if line["dashed"] else "-",
                      marker=".", label=line["label"])
         axes[0].plot(steps, rets, **style)

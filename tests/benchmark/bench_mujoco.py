@@ -16,7 +16,9 @@ own process with one torch thread; runs are interleaved (ding, SB3, Tianshou for
 machine's load hits all of them alike. Reported per run: the eval curve (env steps, wall seconds, return), the final
 and best return, and the env steps and wall time of the first evaluation at or above ``--target`` (1,000). The
 figure to read is ding's median wall time to the target over SB3's (target <= 0.8); each run also reports its
-process CPU seconds (``cpu_s``), the fairer figure when the machine is shared and the scheduler's shares differ.
+process CPU seconds (``cpu_s``), and each curve point the CPU seconds since the clock started (its 4th value), so
+the CPU seconds to the target compare too (``ding_cpu_to_target_vs_sb3``): the fairer figure when the machine is
+shared and the scheduler's shares differ.
 
 Hyperparameters (the same on every side; SB3's RL-Zoo Hopper values, DI-engine's hopper_*_config.py structure):
 - SAC: 256x256 actor and twin critics, Adam 3e-4 for actor, critics and temperature, batch 256, gamma 0.99,
@@ -141,12 +143,21 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
 def worker_ding(algo: str, seed: int, p: Protocol) -> dict:
     from easydict import EasyDict
 
+    from ding.engine.training_view import EvalCSV
     from ding.entry import serial_pipeline, serial_pipeline_onpolicy
 
     main, create = (EasyDict(c) for c in ding_config(algo, seed, p))
     main.policy.learn.learner = dict(hook=dict(log_show_after_iter=10**9))
     pipeline = serial_pipeline_onpolicy if algo == "ppo" else serial_pipeline
-    t0 = time.perf_counter()
+    cpu_at_eval: list[float] = []  # the process's CPU seconds as each evaluation's row is written
+    append = EvalCSV.append
+
+    def append_and_time(self: Any, *args: Any, **kwargs: Any) -> None:
+        cpu_at_eval.append(round(time.process_time() - cpu0, 1))
+        append(self, *args, **kwargs)
+
+    EvalCSV.append = append_and_time  # type: ignore[method-assign]
+    t0, cpu0 = time.perf_counter(), time.process_time()
     pipeline((main, create), seed=seed, max_env_step=p.max_env_step)
     wall = time.perf_counter() - t0
     with open(os.path.join(main.exp_name, "result")) as f:
@@ -154,7 +165,7 @@ def worker_ding(algo: str, seed: int, p: Protocol) -> dict:
     with open(os.path.join(main.exp_name, "log", "eval.csv"), newline="") as f:
         rows = list(csv.DictReader(f))
     curve = [[int(float(r["env_step"])), round(float(r["wall_time"]), 2), round(float(r["eval_return_mean"]), 1)]
-             for r in rows]
+             + ([cpu_at_eval[i]] if i < len(cpu_at_eval) else []) for i, r in enumerate(rows)]
     return {"wall_s": wall, "env_step": result["env_step"], "cpu_s": round(time.process_time(), 1), "curve": curve}
 
 
@@ -164,14 +175,14 @@ def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
     from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
     from stable_baselines3.common.noise import NormalActionNoise
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     curve: list[list] = []
 
     class Record(BaseCallback):
         def _on_step(self) -> bool:
             ev = self.parent
             curve.append([int(self.num_timesteps), round(time.perf_counter() - t0, 2),
-                          round(float(ev.last_mean_reward), 1)])
+                          round(float(ev.last_mean_reward), 1), round(time.process_time() - cpu0, 1)])
             print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
             return True
 
@@ -221,7 +232,7 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
     from tianshou.utils.net.common import Net
     from tianshou.utils.net.continuous import ContinuousActorProbabilistic, ContinuousCritic
 
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     curve: list[list] = []
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -266,7 +277,7 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
 
     def record(best_return: float) -> bool:  # called after every test: the curve point (that test's mean return)
         curve.append([warm_up + int(train_collector.collect_step), round(time.perf_counter() - t0, 2),
-                      round(tests[-1] if tests else float(best_return), 1)])
+                      round(tests[-1] if tests else float(best_return), 1), round(time.process_time() - cpu0, 1)])
         print(json.dumps({"eval": curve[-1]}), flush=True)  # progress, readable if the run is stopped
         return False
 
@@ -287,20 +298,23 @@ WORKERS = {"ding": worker_ding, "sb3": worker_sb3, "tianshou": worker_tianshou}
 
 
 # ---------------------------------------------------------------------------------------------------- driver
-def first_at(curve: list[list], target: float) -> tuple[int, float] | None:
-    """``(env_step, wall_s)`` of the first evaluation whose return is >= ``target``."""
-    for step, wall, ret in curve:
-        if ret >= target:
-            return int(step), float(wall)
+def first_at(curve: list[list], target: float) -> tuple[int, float, float | None] | None:
+    """``(env_step, wall_s, cpu_s)`` of the first evaluation whose return is >= ``target`` (``cpu_s``: the run's
+    process CPU seconds by then, None in runs recorded before the curve carried it)."""
+    for point in curve:
+        if point[2] >= target:
+            return int(point[0]), float(point[1]), float(point[3]) if len(point) > 3 else None
     return None
 
 
 def describe(run: dict, target: float) -> dict:
-    """A run's figures: final and best return, and when it first reached ``target``."""
+    """A run's figures: final and best return, and when it first reached ``target`` (env steps, wall and CPU
+    seconds: on a shared machine the CPU seconds are the figure that does not depend on the other work)."""
     returns = [c[2] for c in run["curve"]]
     hit = first_at(run["curve"], target)
     return {**run, "final_return": returns[-1] if returns else None, "best_return": max(returns, default=None),
-            "steps_to_target": hit[0] if hit else None, "wall_to_target_s": hit[1] if hit else None}
+            "steps_to_target": hit[0] if hit else None, "wall_to_target_s": hit[1] if hit else None,
+            "cpu_to_target_s": hit[2] if hit else None}
 
 
 def group_of(run: dict) -> str:
@@ -327,6 +341,8 @@ def summarize(runs: list[dict], target: float) -> dict:
             "median_wall_to_target_s": round(statistics.median(r["wall_to_target_s"] for r in reached), 1)
             if reached else None,
             "median_steps_to_target": statistics.median(r["steps_to_target"] for r in reached) if reached else None,
+            "median_cpu_to_target_s": round(statistics.median(cpus), 1)
+            if (cpus := [r["cpu_to_target_s"] for r in reached if r["cpu_to_target_s"] is not None]) else None,
         }
     for algo, by_fw in summary.items():
         if not isinstance(by_fw, dict) or "ding" not in by_fw or "sb3" not in by_fw:
@@ -334,6 +350,9 @@ def summarize(runs: list[dict], target: float) -> dict:
         d, s = by_fw["ding"]["median_wall_to_target_s"], by_fw["sb3"]["median_wall_to_target_s"]
         if d is not None and s:
             by_fw["ding_wall_to_target_vs_sb3"] = round(d / s, 2)
+        dc, sc = by_fw["ding"]["median_cpu_to_target_s"], by_fw["sb3"]["median_cpu_to_target_s"]
+        if dc is not None and sc:
+            by_fw["ding_cpu_to_target_vs_sb3"] = round(dc / sc, 2)
         by_fw["ding_total_wall_vs_sb3"] = round(by_fw["ding"]["median_wall_s"] / by_fw["sb3"]["median_wall_s"], 2)
     return summary
 
@@ -341,16 +360,17 @@ def summarize(runs: list[dict], target: float) -> dict:
 def print_table(runs: list[dict], summary: dict, notes: list[str]) -> None:
     target = summary["target"]
     print(f"{'algo':<4} {'framework':<9} {'seed':>4} {'wall s':>7} {'final':>7} {'best':>7} "
-          f"{'steps to ' + format(target, 'g'):>14} {'wall to it s':>12}")
+          f"{'steps to ' + format(target, 'g'):>14} {'wall to it s':>12} {'CPU to it s':>11}")
     def fmt(value: float | None, spec: str) -> str:
         return "-" if value is None else format(value, spec)
 
     for r in (describe(r, target) for r in runs):
         print(f"{group_of(r):<4} {r['framework']:<9} {r['seed']:>4} {r['wall_s']:>7.0f} "
               f"{fmt(r['final_return'], '.0f'):>7} {fmt(r['best_return'], '.0f'):>7} "
-              f"{fmt(r['steps_to_target'], ','):>14} {fmt(r['wall_to_target_s'], '.0f'):>12}")
+              f"{fmt(r['steps_to_target'], ','):>14} {fmt(r['wall_to_target_s'], '.0f'):>12} "
+              f"{fmt(r['cpu_to_target_s'], '.0f'):>11}")
     for algo in (k for k, v in summary.items() if isinstance(v, dict)):
-        for key in ("ding_wall_to_target_vs_sb3", "ding_total_wall_vs_sb3"):
+        for key in ("ding_wall_to_target_vs_sb3", "ding_cpu_to_target_vs_sb3", "ding_total_wall_vs_sb3"):
             if key in summary[algo]:
                 print(f"{algo}: {key} = {summary[algo][key]}x")
     for note in notes:

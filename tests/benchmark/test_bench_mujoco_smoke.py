@@ -22,7 +22,9 @@ def test_bench_mujoco_smoke(capsys, tmp_path, monkeypatch):
     assert ding["seeds"] == [0] and ding["reached"] in ("0/1", "1/1") and ding["median_wall_s"] > 0
     (run,) = [json.loads(ln) for ln in open("runs.jsonl")]
     assert run["framework"] == "ding" and run["env_step"] >= 500
-    assert len(run["curve"]) >= 2 and all(step <= run["env_step"] for step, _, _ in run["curve"])
+    assert len(run["curve"]) >= 2 and all(step <= run["env_step"] for step, _, _, _ in run["curve"])
+    cpus = [cpu for _, _, _, cpu in run["curve"]]  # the process's CPU seconds at each evaluation, rising
+    assert cpus == sorted(cpus) and 0 < cpus[-1] <= run["cpu_s"]
     assert "sac  ding" in capsys.readouterr().out
 
 
@@ -42,6 +44,19 @@ def test_summary_compares_wall_time_to_the_target_with_sb3():
     assert sb3["reached"] == "2/2" and sb3["median_wall_to_target_s"] == 300.0
     assert summary["sac"]["ding_wall_to_target_vs_sb3"] == round(160 / 300, 2)
     assert summary["sac"]["ding_total_wall_vs_sb3"] == round(950 / 1900, 2)
+    assert ding["median_cpu_to_target_s"] is None and "ding_cpu_to_target_vs_sb3" not in summary["sac"]  # (no CPU)
+
+
+def test_summary_compares_cpu_seconds_to_the_target_where_the_curves_carry_them():
+    bench = load_bench_module("bench_mujoco")
+    runs = [dict(algo="sac", framework=fw, seed=0, wall_s=100.0, env_step=100_000, curve=c) for fw, c in [
+        ("ding", [[10_000, 60.0, 200.0, 50.0], [15_000, 120.0, 1100.0, 90.0]]),
+        ("sb3", [[10_000, 70.0, 300.0, 60.0], [15_000, 150.0, 1000.0, 120.0]]),
+    ]]
+    summary = bench.summarize(runs, 1000.0)
+    assert summary["sac"]["ding"]["median_cpu_to_target_s"] == 90.0
+    assert summary["sac"]["sb3"]["median_cpu_to_target_s"] == 120.0
+    assert summary["sac"]["ding_cpu_to_target_vs_sb3"] == 0.75 and summary["sac"]["ding_wall_to_target_vs_sb3"] == 0.8
 
 
 def test_di_engine_hyperparameters_are_di_engine_files_sac_values_and_summarised_apart():
