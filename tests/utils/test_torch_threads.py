@@ -157,16 +157,6 @@ from ding.model.template.q_learning import DQN
 from ding.utils.torch_threads import torch_threads_in_this_thread
 net = DQN(obs_shape=4, action_shape=2, encoder_hidden_size_list=[128, 128, 64], dueling=True)
 use_helper = sys.argv[1] == "1"
-spent, worker_tid = [], []
-def work():
-    worker_tid.append(str(threading.get_native_id()))
-    if use_helper:
-        torch_threads_in_this_thread()
-    t0 = time.thread_time()
-    with torch.no_grad():
-        for _ in range(3000):  # a collector's evaluation: small batches, one forward per step
-            net(torch.randn(5, 4))["logit"].argmax(dim=-1)
-    spent.append(time.thread_time() - t0)
 def cpu_s(tid):
     try:
         with open(f"/proc/self/task/{tid}/stat") as f:
@@ -175,12 +165,25 @@ def cpu_s(tid):
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 before = set(os.listdir("/proc/self/task"))
+spent, others = [], []
+def work():
+    if use_helper:
+        torch_threads_in_this_thread()
+    t0 = time.thread_time()
+    with torch.no_grad():
+        for _ in range(3000):  # a collector's evaluation: small batches, one forward per step
+            net(torch.randn(5, 4))["logit"].argmax(dim=-1)
+        big = torch.ones(2_000_000)
+        for _ in range(200):  # and ops large enough for a parallel region (torch splits above 32k elements)
+            big.add_(1.0)
+    spent.append(time.thread_time() - t0)
+    # the threads started since, read while this thread still runs: OpenMP ends a thread's pool when it exits
+    me = str(threading.get_native_id())
+    others.append(sum(cpu_s(i) for i in set(os.listdir("/proc/self/task")) - before - {me}))
 t = threading.Thread(target=work)
 t.start()
 t.join()
-# the worker itself is left out: join() returns before the OS has always removed its /proc entry (a loaded machine)
-others = sum(cpu_s(i) for i in set(os.listdir("/proc/self/task")) - before - set(worker_tid))
-print(json.dumps({"worker_cpu_s": spent[0], "other_threads_cpu_s": others}))
+print(json.dumps({"worker_cpu_s": spent[0], "other_threads_cpu_s": others[0]}))
 """
 
 
