@@ -91,17 +91,39 @@ def test_two_learners_averaging_gradients_end_with_bit_identical_parameters(tmp_
     assert ctl0 != ctl1
 
 
-def _lose_member(rank: int, path: str, out) -> None:
+def _wired_log_reduce(group: LearnerGroup):
+    """What a learner in a group has after its before-run hooks: a LogReduceHook (it averages the logged scalars over
+    the ranks after each iteration), wired to the group the way the aggregator's before-run hook wires it."""
+    from types import SimpleNamespace
+
+    from ding.worker.adapter.learner_aggregator import _GroupHook
+    from ding.worker.learner import LogReduceHook
+
+    hook = LogReduceHook("log_reduce_after_iter", 10, position="after_iter")
+    engine = SimpleNamespace(policy=View(_TinyPolicy(seed=0).forward), hooks={"after_iter": [hook]},
+                             log_buffer={"scalar": {"loss": 1.0}}, train_iter=0, world_size=2)
+    _GroupHook(group, "before_run")(engine)  # (a collective: rank 0's tensors are broadcast)
+    return hook, engine
+
+
+def _lose_member(rank: int, path: str, out, collective: str = "gather") -> None:
     try:
         group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 20.0, "learner0") if rank == 0
                  else LearnerGroup.join(path, rank, 2, 20.0, "learner1"))
+        wired = _wired_log_reduce(group) if collective == "log_reduce" else None
         if rank == 1:
             os._exit(3)  # the member is lost (as if killed) right after the group formed
         time.sleep(0.5)
         t0 = time.monotonic()
         try:
-            for _ in range(100):
-                group.gather(b"x")
+            if wired is not None:
+                hook, engine = wired
+                for i in range(100):
+                    engine.train_iter = i + 1
+                    hook(engine)
+            else:
+                for _ in range(100):
+                    group.gather(b"x")
             out.put("no error")
         except LearnerGroupError as e:
             out.put(f"{time.monotonic() - t0:.1f} {e}")
@@ -111,11 +133,14 @@ def _lose_member(rank: int, path: str, out) -> None:
 
 
 @pytest.mark.timeout(120)
-def test_a_lost_member_is_one_clear_error_at_rank_0_not_a_hang(tmp_path):
+@pytest.mark.parametrize("collective", ["gather", "log_reduce"])
+def test_a_lost_member_is_one_clear_error_at_rank_0_not_a_hang(tmp_path, collective):
+    """Every collective a learner in a group makes names the lost member the same way: the group's own (gather) and
+    the averaging of logged scalars by the learner's LogReduceHook (it used to surface as gloo's raw error)."""
     ctx = mp.get_context("fork")
     out = ctx.Queue()
     path = str(tmp_path / "learner_group.json")
-    procs = [ctx.Process(target=_lose_member, args=(r, path, out)) for r in range(2)]
+    procs = [ctx.Process(target=_lose_member, args=(r, path, out, collective)) for r in range(2)]
     for p in procs:
         p.start()
     try:

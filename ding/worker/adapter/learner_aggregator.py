@@ -38,7 +38,7 @@ from ding.utils import ConfigError, DataFileError
 from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.checkpoint import find_latest_checkpoint
 from ding.worker.learner.comm.flask_fs_learner import FlaskFileSystemLearner
-from ding.worker.learner.learner_hook import LearnerHook
+from ding.worker.learner.learner_hook import LearnerHook, LogReduceHook
 from ding.worker.parallel_files import learner_load_path, run_dir
 from ding.worker.parallel_protocol import LearnerStarted, LearnerStartTask
 
@@ -98,6 +98,9 @@ class _GroupHook(LearnerHook):
     def __call__(self, engine: BaseLearner) -> None:
         if self.position == "before_run":
             attach_policy(engine.policy, self._group)
+            for hook in engine.hooks["after_iter"]:
+                if isinstance(hook, LogReduceHook):  # its allreduce, like every collective, names a lost member
+                    hook.reducer = self._group.all_reduce_mean
             return
         parts = self._group.gather(encode(engine.priority_info, compress=False))
         if parts is not None:

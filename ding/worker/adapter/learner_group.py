@@ -17,17 +17,22 @@ through the group is unpickled.
 """
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from ding.utils import DingError, atomic_write
+from ding.worker.learner.learner_hook import allreduce_mean
+
+_T = TypeVar("_T")
 
 RENDEZVOUS_FILE = "learner_group.json"
 KIND_STOP, KIND_DATA, KIND_KEEPALIVE = 0, 1, 2
@@ -190,7 +195,7 @@ class LearnerGroup:
 
         for t in tensors:
             buf = t.data if t.device == self._device else t.data.to(self._device)
-            self._collective(lambda b=buf: dist.broadcast(b, src=0))
+            self._collective(functools.partial(dist.broadcast, buf, src=0))
             if buf is not t.data:
                 t.data.copy_(buf)
 
@@ -210,9 +215,13 @@ class LearnerGroup:
             g.copy_(flat[offset:offset + n].view_as(g))
             offset += n
 
-    def _collective(self, fn: Any) -> None:
+    def all_reduce_mean(self, values: dict[str, float], world_size: int | None = None) -> dict[str, float]:
+        """Each value's mean over the group (a :class:`LogReduceHook`'s reducer: the learners' logged scalars)."""
+        return self._collective(lambda: allreduce_mean(values, world_size or self.size, self._device))
+
+    def _collective(self, fn: Callable[[], _T]) -> _T:
         try:
-            fn()
+            return fn()
         except Exception as e:  # noqa: BLE001 -- gloo/nccl errors: a member left (killed, lost host) or timed out
             raise LearnerGroupError(f"{self.name} (rank {self.rank} of {self.size}): the learner group broke "
                                     f"({_short_cause(e)}): a learner was lost; the group is not rebuilt (see "

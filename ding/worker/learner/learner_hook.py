@@ -188,6 +188,9 @@ class LogReduceHook(LearnerHook):
             raise ConfigError(f"hook '{self.name}': ext_args.freq must be >= 1, got {self._freq}")
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
+        # How the means are averaged over the ranks. A learner group sets its own (LearnerGroup.all_reduce_mean),
+        # so that a member lost during this collective ends the run with the group's one error naming the rank.
+        self.reducer: Callable[[dict[str, float], int], dict[str, float]] = allreduce_mean
 
     def __call__(self, engine: BaseLearner) -> None:
         scalars = engine.log_buffer["scalar"]
@@ -200,20 +203,23 @@ class LogReduceHook(LearnerHook):
         self._sums.clear()
         self._counts.clear()
         if engine.world_size > 1:
-            means = _allreduce_mean(means, engine.world_size)
+            means = self.reducer(means, engine.world_size)
         scalars.update(means)
 
 
-def _allreduce_mean(values: dict[str, float], world_size: int) -> dict[str, float]:
+def allreduce_mean(values: dict[str, float], world_size: int, device: Any = None) -> dict[str, float]:
+    """The mean of each value over the ``world_size`` ranks of the default process group (one allreduce; every rank
+    must pass the same keys). ``device``: where the tensor lives for the collective (the backend's device: nccl
+    reduces only CUDA tensors)."""
     import torch
     import torch.distributed as dist
 
     if not values or not (dist.is_available() and dist.is_initialized()):
         return values
     keys = sorted(values)
-    t = torch.tensor([values[k] for k in keys], dtype=torch.float64)
+    t = torch.tensor([values[k] for k in keys], dtype=torch.float64, device=device)
     dist.all_reduce(t)
-    return {k: float(v) / world_size for k, v in zip(keys, t.tolist())}
+    return {k: float(v) / world_size for k, v in zip(keys, t.cpu().tolist())}
 
 
 for _name, _cls in (
