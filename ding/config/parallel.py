@@ -104,6 +104,10 @@ SYSTEM_CONFIG = dict(
     # nice steps by which a collector lowers its CPU priority at its start, so that the learner and the coordinator on
     # a host shared with other work get the CPU first (docs/parallel.md, "How roles start"); 0: collectors keep theirs
     collector_nice=0,
+    # `ding -m parallel`: 'auto' pins each training process to a CPU core of its own where the machine has one to
+    # spare (the other roles keep every core); 'exclusive' also keeps the other roles off it; 'off' leaves placement
+    # to the OS (docs/parallel.md, "CPU placement")
+    cpu_affinity="auto",
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),
@@ -140,6 +144,7 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     "max_restarts": at_least(0, integer=True),
     "collector_nice": between(0, 19, integer=True, hint="0 keeps the collectors' priority"),
     "role_start": one_of("fork", "exec"),
+    "cpu_affinity": one_of("auto", "exclusive", "off"),
     "slurm.start_timeout": greater_than(0),
     **{f"slurm.{k}": c for k, c in _PLACEMENT_RANGES.items()},
     **{f"coordinator.{k}": c for k, c in _PLACEMENT_RANGES.items()},

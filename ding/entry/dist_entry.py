@@ -20,6 +20,7 @@ from easydict import EasyDict
 
 from ding.engine.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
+from ding.utils.cpu_placement import apply_placement
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
 
@@ -68,7 +69,9 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     if role == "collector":
         lower_priority(int(cfg.get("collector_nice", 0) or 0))
     setup_torch_threads()
-    if role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0:
+    member = role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0
+    apply_placement(name, trains=member)  # (ding -m parallel's CPU placement; a learner0 that trains itself: later)
+    if member:
         from ding.worker.adapter import run_group_member  # learner1..: follows learner0 through the learner group;
 
         return run_group_member(EasyDict(dict(cfg)), name)  # it never talks to the coordinator

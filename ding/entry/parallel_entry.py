@@ -32,7 +32,9 @@ from ding.engine.resume import lock_run_dir, resume_dir
 from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError, setup_torch_threads
+from ding.utils.cpu_placement import PLACEMENT_ENV, CpuPlacement, allowed_cpus, pin_process, plan_placement
 from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
+from ding.utils.torch_threads import requested_torch_threads
 
 
 def _load(input_cfg: Any) -> tuple[dict, dict, dict, str | None]:
@@ -66,8 +68,10 @@ class LocalProcesses:
     """Starts, watches, restarts and finally stops the local role processes. A context manager: leaving it kills
     whatever is still running."""
 
-    def __init__(self, config_path: str, exp_name: str, token: str, max_restarts: int) -> None:
+    def __init__(self, config_path: str, exp_name: str, token: str, max_restarts: int,
+                 placement: CpuPlacement | None = None) -> None:
         self._config_path = config_path
+        self._placement = placement  # the run's CPU placement, handed to every role it starts (or restarts)
         self._exp_name = exp_name
         self._host, self._port = "", 0  # the coordinator's address: set by listening_at() once it listens
         self._token = token
@@ -95,6 +99,9 @@ class LocalProcesses:
         env[PARENT_PID_ENV] = str(os.getpid())
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
         env["PYTHONUNBUFFERED"] = "1"
+        env.pop(PLACEMENT_ENV, None)  # (a placement of an outer run is not this run's)
+        if self._placement is not None:
+            env[PLACEMENT_ENV] = self._placement.to_env()
         if config_dir():  # every role looks for the config's import_names where the launcher does
             env[CONFIG_DIR_ENV] = str(config_dir())
         return env
@@ -242,7 +249,11 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
 
-    with LocalProcesses(os.path.join(exp, "total_config.py"), exp, token, cfg.system.max_restarts) as procs:
+    placement, why = plan_placement(str(cfg.system.get("cpu_affinity", "auto")),
+                                    [name for name, role in roles if role == "learner"], requested_torch_threads())
+    print(f"ding: {why}", flush=True)
+    with LocalProcesses(os.path.join(exp, "total_config.py"), exp, token, cfg.system.max_restarts,
+                        placement) as procs, _placed(placement):
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
             procs.prefork(roles)
 
@@ -256,6 +267,22 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
         return drive_coordinator(
             cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
             resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
+
+
+@contextmanager
+def _placed(placement: CpuPlacement | None) -> Iterator[None]:
+    """This process (it hosts the coordinator) on the other roles' CPUs of ``placement`` while the run lasts, where
+    the placement keeps them off the trainers' ('exclusive'); its threads' affinity as before afterwards (a caller of
+    parallel_pipeline keeps its own)."""
+    others = placement.others if placement is not None else None
+    before = allowed_cpus() if others is not None else None
+    if others is not None:
+        pin_process(others)
+    try:
+        yield
+    finally:
+        if before is not None:
+            pin_process(before)
 
 
 def _start_method(cfg: Any) -> str:

@@ -33,6 +33,11 @@ def setup_torch_threads(num_threads: int | None = None) -> int:
     return n
 
 
+def requested_torch_threads() -> int:
+    """The torch thread count the roles will use: ``DING_TORCH_THREADS``, else ding's default of 1."""
+    return _env_threads() or 1
+
+
 _PER_THREAD = threading.local()
 
 

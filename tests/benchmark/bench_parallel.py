@@ -69,6 +69,8 @@ main_config.policy.collect.collector.collector_num = {collectors}
 main_config.policy.learn.learner.learner_num = {learners}
 if {collector_nice!r} is not None:  # --collector-nice: an A/B of the collectors' CPU priority
     system_config.collector_nice = {collector_nice!r}
+if {cpu_affinity!r} is not None:  # --cpu-affinity: an A/B of the roles' CPU placement
+    system_config.cpu_affinity = {cpu_affinity!r}
 if {unpaced!r}:  # (d): the learner trains as fast as it can on what the buffer holds
     main_config.policy.other.commander.learner_iter_per_sample = 0
 create_config.env_manager.type = {manager!r}
@@ -113,7 +115,8 @@ def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | No
         with open(path, "w") as f:
             f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=max(setup.collectors, 1),
                                   manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
-                                  unpaced=setup.unpaced, collector_nice=COLLECTOR_NICE))
+                                  unpaced=setup.unpaced, collector_nice=COLLECTOR_NICE,
+                                  cpu_affinity=CPU_AFFINITY))
         cmd = [sys.executable, "-m", "ding", "-m", mode, "-c", path, "-s", str(seed)]
         if train_iter is not None:
             cmd += ["--train-iter", str(train_iter)]
@@ -196,6 +199,7 @@ def _median(rows: list[dict], key: str) -> float:
 
 
 COLLECTOR_NICE: int | None = None  # --collector-nice (None: the config's default, system_config.collector_nice)
+CPU_AFFINITY: str | None = None  # --cpu-affinity (None: the config's default, system_config.cpu_affinity)
 
 # the targets of issue #16 item 5, for the parallel line of a setup: (time, env steps) as ratios to the setup's first
 # serial line, at most (None: no target)
@@ -307,7 +311,7 @@ def _plain_serial_config(directory: str, exp: str) -> str:
     path = os.path.join(directory, "cfg.py")
     with open(path, "w") as f:
         f.write(CONFIG.format(mode="serial", exp=exp, stop_value=1e9, collectors=1, manager="base", step_cost=None,
-                              learners=1, unpaced=False, collector_nice=None))
+                              learners=1, unpaced=False, collector_nice=None, cpu_affinity=None))
     return path
 
 
@@ -455,9 +459,12 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
     ap.add_argument("--collector-nice", type=int, default=None,
                     help="system_config.collector_nice of the parallel runs (default: the config's, 0)")
+    ap.add_argument("--cpu-affinity", choices=("auto", "exclusive", "off"), default=None,
+                    help="system_config.cpu_affinity of the parallel runs (default: the config's, 'auto')")
     args = ap.parse_args(argv)
-    global COLLECTOR_NICE
+    global COLLECTOR_NICE, CPU_AFFINITY
     COLLECTOR_NICE = args.collector_nice
+    CPU_AFFINITY = args.cpu_affinity
     keys = [k.strip() for k in args.setups.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SETUPS]
     if unknown:

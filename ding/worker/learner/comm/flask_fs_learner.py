@@ -28,6 +28,7 @@ from easydict import EasyDict
 
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
+from ding.utils.cpu_placement import apply_placement
 from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
@@ -143,6 +144,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)),
                                          on_gone=self._trainer_gone)
             handlers = {record: self._relay for record in handlers}
+        elif _serve:  # this process trains: it takes the training CPUs of ding -m parallel's placement, if any
+            apply_placement(name, trains=True)
         self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(),
                                      self._logger) if _serve else None
         self.send_policy_freq = 1  # set from the learner config by the start task

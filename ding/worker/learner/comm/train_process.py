@@ -71,7 +71,7 @@ class TrainProcess:
         pid = os.fork()
         if pid == 0:  # pragma: no cover (the child; its work is covered through the parent's calls)
             parent_end.close()
-            _child_main(child_end, make_handlers, trainer_process_name(name))
+            _child_main(child_end, make_handlers, trainer_process_name(name), name)
         child_end.close()
         self.pid = pid
         self._conn: Connection = parent_end
@@ -208,7 +208,8 @@ def trainer_process_name(learner: str) -> str:
     return "ding-trainer" + (learner[len("learner"):] if learner.startswith("learner") else f"-{learner}")
 
 
-def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name: str) -> None:  # pragma: no cover
+def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name: str,  # pragma: no cover
+                learner_name: str) -> None:
     code = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the comm learner decides when this process stops
@@ -220,10 +221,12 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name
                 ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             except (OSError, AttributeError):
                 pass
+        from ding.utils.cpu_placement import apply_placement
         from ding.utils.process_helper import set_process_name
         from ding.utils.torch_threads import torch_threads_in_this_thread
 
         set_process_name(process_name)
+        apply_placement(learner_name, trains=True)  # ding -m parallel's CPU placement: this process trains
         handlers, close = make_handlers()
         send_lock = threading.Lock()
 

@@ -1,0 +1,162 @@
+"""ding -m parallel's CPU placement: the plan (pure), its hand-over through the environment, the other runs' reserved
+CPUs read from a /proc tree, and pinning a real process with threads. The placement of a real run's roles is checked
+in tests/e2e/test_cpu_placement.py."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+
+import pytest
+
+from ding.utils.cpu_placement import (
+    PLACEMENT_ENV,
+    CpuPlacement,
+    apply_placement,
+    cpus_reserved_by_other_runs,
+    format_cpus,
+    pin_process,
+    plan_placement,
+)
+
+
+def test_auto_pins_the_trainer_to_the_last_free_cpu_and_leaves_the_others_free():
+    placement, why = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
+    assert placement == CpuPlacement({"learner0": frozenset({1})}, None)
+    assert "learner0's training on CPU 1; the other roles on every CPU" in why and "'off'" in why
+
+
+def test_exclusive_keeps_the_other_roles_off_the_trainers_cpus():
+    placement, why = plan_placement("exclusive", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
+    assert placement == CpuPlacement({"learner0": frozenset({1})}, frozenset({0}))
+    assert "the other roles on CPU 0" in why and "cpu_affinity='exclusive'" in why
+
+
+def test_a_bigger_machine_with_two_learners_of_two_threads_each():
+    placement, _ = plan_placement("exclusive", ["learner0", "learner1"], 2, allowed=frozenset(range(8)),
+                                  reserved=frozenset())
+    assert placement is not None
+    assert placement.trainers == {"learner0": frozenset({4, 5}), "learner1": frozenset({6, 7})}
+    assert placement.others == frozenset({0, 1, 2, 3})
+
+
+def test_a_cpu_held_by_another_runs_trainer_is_not_taken():
+    placement, _ = plan_placement("exclusive", ["learner0"], 1, allowed=frozenset({0, 1, 2}),
+                                  reserved=frozenset({2}))
+    assert placement == CpuPlacement({"learner0": frozenset({1})}, frozenset({0}))
+    placement, why = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset({1}))
+    assert placement is None and "1 held by another run's trainer" in why and "the OS places every role" in why
+
+
+@pytest.mark.parametrize("allowed", [frozenset({0}), frozenset({3})])
+def test_no_placement_without_a_core_to_spare(allowed):
+    placement, why = plan_placement("auto", ["learner0"], 1, allowed=allowed, reserved=frozenset())
+    assert placement is None
+    assert "1 CPUs" in why and "needs 2" in why
+
+
+def test_off_places_nothing_and_a_wrong_setting_is_refused():
+    placement, why = plan_placement("off", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
+    assert placement is None and "cpu_affinity='off'" in why
+    with pytest.raises(ValueError, match="cpu_affinity must be one of 'auto', 'exclusive', 'off', got 'on'"):
+        plan_placement("on", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
+
+
+def test_the_placement_travels_through_the_environment():
+    placement = CpuPlacement({"learner0": frozenset({7}), "learner1": frozenset({5, 6})}, frozenset({0, 1, 2, 4}))
+    text = placement.to_env()
+    assert text == "learner0=7;learner1=5-6;others=0-2,4"
+    assert CpuPlacement.from_env(text) == placement
+    free = CpuPlacement({"learner0": frozenset({1})})
+    assert free.to_env() == "learner0=1" and CpuPlacement.from_env("learner0=1") == free
+    for bad in ("learner0=x", "others=", "learner0", "=1", "learner0=1-;others=0"):
+        with pytest.raises(ValueError, match=PLACEMENT_ENV):
+            CpuPlacement.from_env(bad)
+
+
+def test_format_cpus_writes_the_kernels_list_format():
+    assert format_cpus([5, 0, 2, 1]) == "0-2,5"
+    assert format_cpus([3]) == "3"
+    assert format_cpus([]) == ""
+
+
+def _fake_proc(root, pid: int, comm: str, cpus: str) -> None:
+    d = root / str(pid)
+    d.mkdir()
+    (d / "comm").write_text(comm + "\n")
+    (d / "status").write_text(f"Name:\t{comm}\nCpus_allowed:\tff\nCpus_allowed_list:\t{cpus}\n")
+
+
+def test_other_runs_trainers_are_read_from_proc(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    _fake_proc(tmp_path, 101, "ding-trainer0", "7")  # another run's trainer: held
+    _fake_proc(tmp_path, 102, "ding-learner1", "5-6")  # a learner group's member trains in its role process: held
+    _fake_proc(tmp_path, 103, "ding-collector0", "0-4")  # not a trainer
+    _fake_proc(tmp_path, 104, "ding-learner0", "0-4")  # learner0's HTTP half (its trainer is a separate process)
+    _fake_proc(tmp_path, 105, "ding-trainer1", "0-7")  # not pinned: holds nothing
+    (tmp_path / "self").mkdir()  # (not a pid)
+    assert cpus_reserved_by_other_runs(str(tmp_path)) == frozenset({5, 6, 7})
+
+
+def _pin_in_child(cpu: int, out) -> None:
+    started = threading.Event()
+    stop = threading.Event()
+
+    def before() -> None:  # a thread that exists before the pin: it must move too
+        started.set()
+        stop.wait(10)
+
+    t = threading.Thread(target=before)
+    t.start()
+    started.wait(10)
+    ok = pin_process({cpu})
+    after: list[set] = []
+    t2 = threading.Thread(target=lambda: after.append(os.sched_getaffinity(0)))  # started after: inherits
+    t2.start()
+    t2.join()
+    tids = os.listdir(f"/proc/{os.getpid()}/task")
+    seen = {int(tid): os.sched_getaffinity(int(tid)) for tid in tids}
+    stop.set()
+    t.join()
+    out.put((ok, seen, after[0]))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="pinning needs Linux and two CPUs to tell a pinned process from one that is not")
+def test_pin_process_moves_every_thread_and_new_threads_inherit():
+    cpu = max(os.sched_getaffinity(0))
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    p = ctx.Process(target=_pin_in_child, args=(cpu, out))
+    p.start()
+    try:
+        ok, seen, after = out.get(timeout=30)
+    finally:
+        p.join(10)
+    assert ok
+    assert len(seen) >= 2 and all(cpus == {cpu} for cpus in seen.values()), seen
+    assert after == {cpu}
+
+
+def _apply_in_child(env: dict, trains: bool, out) -> None:
+    out.put((apply_placement("learner0", trains=trains, env=env), os.sched_getaffinity(0)))
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="pinning needs Linux and two CPUs")
+def test_apply_placement_takes_this_processs_part():
+    cpus = sorted(os.sched_getaffinity(0))
+    exclusive = CpuPlacement({"learner0": frozenset({cpus[-1]})}, frozenset(cpus[:-1]))
+    auto = CpuPlacement({"learner0": frozenset({cpus[-1]})})
+    ctx = mp.get_context("fork")
+    for placement, trains, want, now_want in ((exclusive, True, {cpus[-1]}, {cpus[-1]}),
+                                              (exclusive, False, set(cpus[:-1]), set(cpus[:-1])),
+                                              (auto, True, {cpus[-1]}, {cpus[-1]}),
+                                              (auto, False, None, set(cpus))):  # 'auto': the others stay free
+        out = ctx.Queue()
+        p = ctx.Process(target=_apply_in_child, args=({PLACEMENT_ENV: placement.to_env()}, trains, out))
+        p.start()
+        applied, now = out.get(timeout=30)
+        p.join(10)
+        assert applied == (frozenset(want) if want is not None else None) and now == now_want
+    assert apply_placement("learner0", trains=True, env={}) is None  # no placement handed over: nothing changes
