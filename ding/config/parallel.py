@@ -105,8 +105,8 @@ SYSTEM_CONFIG = dict(
     # a host shared with other work get the CPU first (docs/parallel.md, "How roles start"); 0: collectors keep theirs
     collector_nice=0,
     # `ding -m parallel`: 'auto' pins each training process to a CPU core of its own where the machine has one to
-    # spare (the other roles keep every core); 'exclusive' also keeps the other roles off it; 'off' leaves placement
-    # to the OS (docs/parallel.md, "CPU placement")
+    # spare, and keeps the other roles off it while it trains flat out; 'exclusive' keeps them off it all along;
+    # 'off' leaves placement to the OS (docs/parallel.md, "CPU placement")
     cpu_affinity="auto",
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),

@@ -32,7 +32,16 @@ from ding.engine.resume import lock_run_dir, resume_dir
 from ding.engine.role_process import PARENT_PID_ENV
 from ding.interaction import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError, setup_torch_threads
-from ding.utils.cpu_placement import PLACEMENT_ENV, CpuPlacement, allowed_cpus, pin_process, plan_placement
+from ding.utils.cpu_placement import (
+    PLACEMENT_ENV,
+    CpuPlacement,
+    PlacementGovernor,
+    allowed_cpus,
+    is_trainer,
+    pin_process,
+    plan_placement,
+    process_tree,
+)
 from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 from ding.utils.torch_threads import requested_torch_threads
 
@@ -253,7 +262,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
                                     [name for name, role in roles if role == "learner"], requested_torch_threads())
     print(f"ding: {why}", flush=True)
     with LocalProcesses(os.path.join(exp, "total_config.py"), exp, token, cfg.system.max_restarts,
-                        placement) as procs, _placed(placement):
+                        placement) as procs, _Placed(placement) as placed:
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
             procs.prefork(roles)
 
@@ -262,6 +271,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
             procs.listening_at(coordinator.host, coordinator.port)
             for name, role in roles:
                 procs.start(name, role)
+            placed.govern()  # (a thread: after the forks)
             yield _LocalRoles(procs, coordinator)
 
         return drive_coordinator(
@@ -269,20 +279,62 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
             resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
 
 
-@contextmanager
-def _placed(placement: CpuPlacement | None) -> Iterator[None]:
-    """This process (it hosts the coordinator) on the other roles' CPUs of ``placement`` while the run lasts, where
-    the placement keeps them off the trainers' ('exclusive'); its threads' affinity as before afterwards (a caller of
-    parallel_pipeline keeps its own)."""
-    others = placement.others if placement is not None else None
-    before = allowed_cpus() if others is not None else None
-    if others is not None:
-        pin_process(others)
-    try:
-        yield
-    finally:
-        if before is not None:
-            pin_process(before)
+class _Placed:
+    """This process (it hosts the coordinator) and the roles under it placed by ``placement`` while the run lasts:
+    kept off the trainers' CPUs from the start ('exclusive'), or moved off and back by a :class:`PlacementGovernor`
+    once the roles run ('auto': :meth:`govern`; a thread, so not before the roles are forked). This process's threads
+    get their affinity back at the end (a caller of parallel_pipeline keeps its own)."""
+
+    def __init__(self, placement: CpuPlacement | None) -> None:
+        self.placement = placement
+        self._before = allowed_cpus() or frozenset()
+        self.governor: PlacementGovernor | None = None
+
+    def __enter__(self) -> _Placed:
+        if self.placement is not None and self.placement.others is not None:
+            pin_process(self.placement.others)
+        return self
+
+    def govern(self) -> None:
+        if self.placement is None or self.placement.others is not None or self.governor is not None:
+            return
+        tree = _RunTree()
+        self.governor = PlacementGovernor(frozenset().union(*self.placement.trainers.values()), self._before,
+                                          tree.trainers, tree.others)
+        self.governor.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.governor is not None:
+            self.governor.close()
+        if self.placement is not None:
+            pin_process(self._before)
+
+
+class _RunTree:
+    """The launcher's process tree, split into the processes that train and the others (read again at most once a
+    second: roles restart, collectors start env workers)."""
+
+    def __init__(self) -> None:
+        self._at = float("-inf")
+        self._trainers: list[int] = []
+        self._others: list[int] = []
+
+    def _read(self) -> None:
+        if time.monotonic() - self._at < 1.0:
+            return
+        self._at = time.monotonic()
+        tree = process_tree(os.getpid())
+        self._trainers = [p for p in tree if is_trainer(p)]
+        self._others = [p for p in tree if p not in self._trainers]
+
+    def trainers(self) -> list[int]:
+        self._read()
+        return self._trainers
+
+    def others(self) -> list[int]:
+        self._at = float("-inf")  # (called when the governor moves them: read the tree afresh)
+        self._read()
+        return self._others
 
 
 def _start_method(cfg: Any) -> str:

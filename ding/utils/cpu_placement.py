@@ -4,24 +4,29 @@
 On a 2-core machine a parallel run's roles want more CPU than there is while they collect and train at once. Left to
 the scheduler, the training thread of a 3,000-iteration CartPole run waited 1.5 s for a core
 (``/proc/<tid>/schedstat``) and trained at 0.45-0.55x the speed of the same update alone. Lower priorities for the
-other roles (nice values, their sessions' autogroups) did not change that; pinning the training process did:
-0.70-0.71x with the other roles free to use its core while it waits for data ('auto'), 0.77x with them kept off it
-('exclusive'), which halves a collection-bound run's collectors on 2 cores (docs/benchmarks.md, Parallel mode).
+other roles (nice values, their sessions' autogroups) did not change that; pinning the training process did: 0.68x
+with the other roles free to use its core, 0.83x with them kept off it ('exclusive'), which costs a collection-bound
+run a core, and 0.82x with them kept off it only while it trains flat out ('auto', :class:`PlacementGovernor`), with
+every other figure of the benchmark as good as with them free (docs/benchmarks.md, Parallel mode).
 
 ``ding -m parallel`` plans the placement before it starts any role (:func:`plan_placement`), hands it to every role in
 :data:`PLACEMENT_ENV`, and each process applies its part to itself when it starts (:func:`apply_placement`): the
 training process of ``learner0`` (and every other member of a learner group) its own CPUs; with ``'exclusive'``
-every other process the remaining ones, the launcher too (it hosts the coordinator; restored when the run ends).
+every other process the remaining ones, the launcher too (it hosts the coordinator; restored when the run ends); with
+``'auto'`` the launcher's governor moves the other processes of its tree while the run lasts.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["PLACEMENT_ENV", "SETTINGS", "CpuPlacement", "plan_placement", "apply_placement", "pin_process",
-           "cpus_reserved_by_other_runs", "format_cpus"]
+           "cpus_reserved_by_other_runs", "format_cpus", "PlacementGovernor", "process_tree", "is_trainer"]
 
 PLACEMENT_ENV = "DING_CPU_PLACEMENT"
 _TRAINER_COMM = re.compile(r"^ding-(trainer|learner[1-9]\d*$)")  # processes that train: see module docstring
@@ -61,8 +66,9 @@ class CpuPlacement:
 
     def describe(self) -> str:
         who = ", ".join(f"{name}'s training on CPU {format_cpus(cpus)}" for name, cpus in sorted(self.trainers.items()))
-        where = "every CPU" if self.others is None else f"CPU {format_cpus(self.others)}"
-        return f"{who}; the other roles on {where}"
+        if self.others is None:
+            return f"{who}; the other roles kept off it while it trains flat out, on every CPU while it waits for data"
+        return f"{who}; the other roles on CPU {format_cpus(self.others)}"
 
 
 def format_cpus(cpus: Iterable[int]) -> str:
@@ -137,9 +143,10 @@ def plan_placement(setting: str, learners: list[str], threads_per_trainer: int =
     ``threads_per_trainer`` torch threads, and a line saying what was decided and why.
 
     ``'off'``: none. ``'auto'``: each trainer is pinned to CPUs of its own, taken from the end of the allowed set and
-    not held by another run's trainer, when at least one allowed CPU is left besides them; the other roles keep every
-    CPU (they use the trainer's core while it waits for data). ``'exclusive'``: the same, and the other roles are kept
-    off the trainers' CPUs (the learner never shares its core; collection gets the rest only).
+    not held by another run's trainer, when at least one allowed CPU is left besides them; the other roles start on
+    every CPU, and the launcher's :class:`PlacementGovernor` moves them off the trainers' CPUs while the trainers are
+    busy and back while they wait for data. ``'exclusive'``: the other roles are kept off the trainers' CPUs all along
+    (the learner never shares its core; collection gets the rest only).
     ``allowed`` / ``reserved`` default to this process's affinity and :func:`cpus_reserved_by_other_runs`."""
     if setting == "off":
         return None, "CPU placement off (system_config.cpu_affinity='off'): the OS places every role"
@@ -200,3 +207,136 @@ def apply_placement(name: str, trains: bool, env: dict[str, str] | None = None) 
     if cpus is None:
         return None
     return cpus if pin_process(cpus) else None
+
+
+def _comm(pid: int, proc: str = "/proc") -> str:
+    try:
+        with open(f"{proc}/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def is_trainer(pid: int, proc: str = "/proc") -> bool:
+    """Whether process ``pid`` trains (a learner's training process, or a member of a learner group)."""
+    return bool(_TRAINER_COMM.match(_comm(pid, proc)))
+
+
+def process_tree(root: int, proc: str = "/proc") -> list[int]:
+    """``root`` and every process below it (Linux ``/proc``; ``[root]`` where it cannot be read)."""
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir(proc)
+    except OSError:
+        return [root]
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def cpu_seconds(pid: int, proc: str = "/proc") -> float | None:
+    """CPU seconds (user + system, every thread, ended ones too) of process ``pid``; None if it is gone."""
+    try:
+        with open(f"{proc}/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class PlacementGovernor:
+    """``cpu_affinity='auto'``: keep the other processes of the run off the trainers' CPUs while the trainers are
+    busy, and let them back while the trainers wait for data.
+
+    Measured on 2 cores (docs/benchmarks.md, Parallel mode): with the other roles always kept off the trainer's core,
+    the learner trained at 0.83x the update alone but a collection-bound run lost a core (2 ms of CPU per env step:
+    1.93x serial's time); with them always allowed on it, the reverse (0.68x; 0.56x). Which one a run needs changes
+    with its env and during the run, so the launcher looks every ``period`` seconds: a trainer that used at least
+    ``busy_above`` of a core since the last look is the bottleneck, and the others move off its CPUs; once it uses
+    ``idle_below`` or less (it waits for data: collection is the bottleneck), they may use every CPU again.
+
+    ``trainers()`` and ``others()`` list the pids to watch and to move (they change: roles restart, collectors start
+    env workers). A failure of the governor itself is logged once and stops it; the run goes on, placed as it was.
+    """
+
+    def __init__(self, trainer_cpus: frozenset[int], allowed: frozenset[int], trainers: Callable[[], list[int]],
+                 others: Callable[[], list[int]], period: float = 0.25, busy_above: float = 0.85,
+                 idle_below: float = 0.6, cpu_of: Callable[[int], float | None] = cpu_seconds,
+                 pin: Callable[[Iterable[int], int], bool] = pin_process,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.apart_cpus = frozenset(allowed - trainer_cpus)
+        self.allowed = frozenset(allowed)
+        if not self.apart_cpus:
+            raise ValueError("PlacementGovernor: no CPU is left for the other roles besides the trainers'")
+        self._trainers, self._others = trainers, others
+        self.period, self.busy_above, self.idle_below = float(period), float(busy_above), float(idle_below)
+        self._cpu_of, self._pin, self._clock = cpu_of, pin, clock
+        self.apart = False  # the other processes are kept off the trainers' CPUs now
+        self.switches = 0
+        self.apart_s = 0.0  # time spent apart (reported at the end)
+        self._last: tuple[float, dict[int, float]] | None = None
+        self._since = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._logger = logging.getLogger("ding.cpu_placement")
+
+    def tick(self) -> float | None:
+        """One look: the trainers' mean use of a core since the last look (None: nothing to compare yet), after moving
+        the other processes if that crossed a threshold."""
+        now = self._clock()
+        used = {pid: c for pid in self._trainers() if (c := self._cpu_of(pid)) is not None}
+        last, self._last = self._last, (now, used)
+        if last is None or not used or now <= last[0]:
+            return None
+        common = [pid for pid in used if pid in last[1]]  # (a trainer that restarted starts a new reading)
+        if not common:
+            return None
+        busy = sum(used[p] - last[1][p] for p in common) / (now - last[0]) / len(common)
+        if not self.apart and busy >= self.busy_above:
+            self._move(self.apart_cpus, apart=True)
+        elif self.apart and busy <= self.idle_below:
+            self._move(self.allowed, apart=False)
+        return busy
+
+    def _move(self, cpus: frozenset[int], apart: bool) -> None:
+        now = self._clock()
+        if self.apart:
+            self.apart_s += now - self._since
+        self._since = now
+        for pid in self._others():
+            self._pin(cpus, pid)
+        self.apart = apart
+        self.switches += 1
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="ding-cpu-placement", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.tick()
+            except Exception as e:  # noqa: BLE001 -- the run goes on, placed as it is now
+                self._logger.warning(f"CPU placement: the governor stopped ({type(e).__name__}: {e}); the roles stay "
+                                     "where they are")
+                return
+
+    def close(self) -> None:
+        """Stop looking; every other process may use every CPU again (this one included)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+        if self.apart:
+            self._move(self.allowed, apart=False)

@@ -12,6 +12,7 @@ import pytest
 from ding.utils.cpu_placement import (
     PLACEMENT_ENV,
     CpuPlacement,
+    PlacementGovernor,
     apply_placement,
     cpus_reserved_by_other_runs,
     format_cpus,
@@ -23,7 +24,8 @@ from ding.utils.cpu_placement import (
 def test_auto_pins_the_trainer_to_the_last_free_cpu_and_leaves_the_others_free():
     placement, why = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
     assert placement == CpuPlacement({"learner0": frozenset({1})}, None)
-    assert "learner0's training on CPU 1; the other roles on every CPU" in why and "'off'" in why
+    assert "learner0's training on CPU 1; the other roles kept off it while it trains flat out" in why
+    assert "'off'" in why
 
 
 def test_exclusive_keeps_the_other_roles_off_the_trainers_cpus():
@@ -160,3 +162,64 @@ def test_apply_placement_takes_this_processs_part():
         p.join(10)
         assert applied == (frozenset(want) if want is not None else None) and now == now_want
     assert apply_placement("learner0", trains=True, env={}) is None  # no placement handed over: nothing changes
+
+
+class _Readings:
+    """A fake clock and fake CPU seconds per pid, and a record of every move the governor makes."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.cpu: dict[int, float] = {10: 0.0}
+        self.pins: list[tuple[frozenset, int]] = []
+
+    def advance(self, seconds: float, busy: float, pid: int = 10) -> None:
+        self.now += seconds
+        self.cpu[pid] = self.cpu.get(pid, 0.0) + busy * seconds
+
+    def governor(self) -> PlacementGovernor:
+        return PlacementGovernor(frozenset({1}), frozenset({0, 1}), trainers=lambda: list(self.cpu),
+                                 others=lambda: [20, 21], cpu_of=lambda pid: self.cpu.get(pid),
+                                 pin=lambda cpus, pid: self.pins.append((frozenset(cpus), pid)) is None,
+                                 clock=lambda: self.now)
+
+
+def test_the_governor_moves_the_others_off_a_busy_trainers_core_and_back_when_it_waits():
+    r = _Readings()
+    g = r.governor()
+    assert g.tick() is None and not r.pins  # the first look only reads
+    r.advance(0.25, busy=0.7)
+    assert g.tick() == pytest.approx(0.7) and not g.apart and not r.pins  # between the thresholds: nothing
+    r.advance(0.25, busy=0.95)
+    g.tick()
+    assert g.apart and r.pins == [(frozenset({0}), 20), (frozenset({0}), 21)]
+    r.advance(0.25, busy=0.7)  # above idle_below: stays apart (no flapping between the thresholds)
+    g.tick()
+    assert g.apart and len(r.pins) == 2
+    r.advance(0.25, busy=0.3)  # the trainer waits for data: collection may use its core again
+    g.tick()
+    assert not g.apart and r.pins[2:] == [(frozenset({0, 1}), 20), (frozenset({0, 1}), 21)]
+    assert g.switches == 2 and g.apart_s == pytest.approx(0.5)
+
+
+def test_a_restarted_trainer_starts_a_new_reading_and_close_lets_the_others_back():
+    r = _Readings()
+    g = r.governor()
+    g.tick()
+    r.advance(0.25, busy=1.0)
+    g.tick()
+    assert g.apart
+    r.cpu = {11: 5.0}  # trainer 10 is gone, 11 took its place with CPU seconds of its own: no reading to compare
+    r.advance(0.25, busy=0.0, pid=11)
+    assert g.tick() is None and g.apart
+    r.advance(0.25, busy=0.1, pid=11)
+    assert g.tick() == pytest.approx(0.1) and not g.apart
+    r.advance(0.25, busy=1.0, pid=11)
+    g.tick()
+    assert g.apart
+    g.close()
+    assert not g.apart and r.pins[-2:] == [(frozenset({0, 1}), 20), (frozenset({0, 1}), 21)]
+
+
+def test_the_governor_needs_a_cpu_for_the_others():
+    with pytest.raises(ValueError, match="no CPU is left for the other roles"):
+        PlacementGovernor(frozenset({0, 1}), frozenset({0, 1}), trainers=list, others=list)
