@@ -6,8 +6,9 @@ the scheduler, the training thread of a 3,000-iteration CartPole run waited 1.5 
 (``/proc/<tid>/schedstat``) and trained at 0.45-0.55x the speed of the same update alone. Lower priorities for the
 other roles (nice values, their sessions' autogroups) did not change that; pinning the training process did: 0.68x
 with the other roles free to use its core, 0.83x with them kept off it ('exclusive'), which costs a collection-bound
-run a core, and 0.82x with them kept off it only while it trains flat out ('auto', :class:`PlacementGovernor`), with
-every other figure of the benchmark as good as with them free (docs/benchmarks.md, Parallel mode).
+run a core, and 0.78-0.82x (three sittings) with them kept off it only while it trains flat out ('auto',
+:class:`PlacementGovernor`), with every other figure of the benchmark as good as with them free (docs/benchmarks.md,
+Parallel mode).
 
 ``ding -m parallel`` plans the placement before it starts any role (:func:`plan_placement`), hands it to every role in
 :data:`PLACEMENT_ENV`, and each process applies its part to itself when it starts (:func:`apply_placement`): the
