@@ -383,6 +383,9 @@ def _watch_children(procs: LocalProcesses, coordinator: Any) -> None:
             coordinator._fatal(f"learner '{child.name}' (one of {len(group)} learners sharing gradients) {how}; a "
                                "learner group is not rebuilt (docs/distributed.md, Several learners): the run ends, "
                                f"resume it with --resume. Last lines of {child.log_path}:\n{child.tail()}")
+            for other in group:  # the rest of the group is lost with it: a collective of theirs with the lost member
+                if other.proc is not None and other.proc.poll() is None:  # could wait out group_timeout (300 s)
+                    other.proc.kill()  # (their checkpoints on disk are whole: written atomically)
             continue
         if child.restarts >= procs.max_restarts:
             others = [c for c in procs.alive() if c.role == child.role]
