@@ -33,7 +33,8 @@ def _cpus(pid: int) -> frozenset[int] | None:
 def _placed_run(workdir, exp: str, setting: str, until=None) -> tuple[dict[str, frozenset[int]], str]:
     """Run until the first evaluation (and until ``until(cpus by process)`` holds, if given), read every process's
     CPUs, then Ctrl-C."""
-    cfg = write_config(workdir, exp, system={"cpu_affinity": setting})
+    # the stop value out of reach: a run that reached 195 before the governor moved anything would end the wait
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 1e9}}, system={"cpu_affinity": setting})
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "100000"), workdir)
     try:
         wait_for(lambda: role_pid(workdir, "trainer0"), 90, "learner0's training process", proc=proc)
