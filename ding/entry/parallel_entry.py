@@ -36,11 +36,10 @@ from ding.utils.cpu_placement import (
     PLACEMENT_ENV,
     CpuPlacement,
     PlacementGovernor,
+    RunTree,
     allowed_cpus,
-    is_trainer,
     pin_process,
     plan_placement,
-    process_tree,
 )
 from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 from ding.utils.torch_threads import requested_torch_threads
@@ -298,7 +297,7 @@ class _Placed:
     def govern(self) -> None:
         if self.placement is None or self.placement.others is not None or self.governor is not None:
             return
-        tree = _RunTree(list(self.placement.trainers.values()))
+        tree = RunTree(os.getpid(), list(self.placement.trainers.values()))
         self.governor = PlacementGovernor(frozenset().union(*self.placement.trainers.values()), self._before,
                                           tree.trainers, tree.others)
         self.governor.start()
@@ -308,43 +307,6 @@ class _Placed:
             self.governor.close()
         if self.placement is not None:
             pin_process(self._before)
-
-
-class _RunTree:
-    """The launcher's process tree, split into the processes that train and the others (read again at most once a
-    second: roles restart, collectors start env workers). A process trains when its name says so (``ding-trainerN``,
-    a group's ``ding-learnerN``) or when it pinned itself to a trainer's CPUs (a ``learner0`` that trains in its own
-    process: the group's leader, or ``train_process=False``)."""
-
-    def __init__(self, trainer_cpus: list[frozenset[int]]) -> None:
-        self._trainer_cpus = trainer_cpus
-        self._at = float("-inf")
-        self._trainers: list[int] = []
-        self._others: list[int] = []
-
-    def _read(self) -> None:
-        if time.monotonic() - self._at < 1.0:
-            return
-        self._at = time.monotonic()
-        tree = process_tree(os.getpid())
-        self._trainers = [p for p in tree if is_trainer(p) or _affinity(p) in self._trainer_cpus]
-        self._others = [p for p in tree if p not in self._trainers]
-
-    def trainers(self) -> list[int]:
-        self._read()
-        return self._trainers
-
-    def others(self) -> list[int]:
-        self._at = float("-inf")  # (called when the governor moves them: read the tree afresh)
-        self._read()
-        return self._others
-
-
-def _affinity(pid: int) -> frozenset[int] | None:
-    try:
-        return frozenset(os.sched_getaffinity(pid))
-    except OSError:  # (gone)
-        return None
 
 
 def _start_method(cfg: Any) -> str:

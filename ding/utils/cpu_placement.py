@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["PLACEMENT_ENV", "SETTINGS", "CpuPlacement", "plan_placement", "apply_placement", "pin_process",
-           "cpus_reserved_by_other_runs", "format_cpus", "PlacementGovernor", "process_tree", "is_trainer"]
+           "cpus_reserved_by_other_runs", "format_cpus", "PlacementGovernor", "RunTree", "process_tree", "is_trainer"]
 
 PLACEMENT_ENV = "DING_CPU_PLACEMENT"
 _TRAINER_COMM = re.compile(r"^ding-(trainer|learner[1-9]\d*$)")  # processes that train: see module docstring
@@ -254,6 +254,48 @@ def cpu_seconds(pid: int, proc: str = "/proc") -> float | None:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
+        return None
+
+
+class RunTree:
+    """The process tree under ``root`` (a launcher), split into the processes that train and the others (read again
+    at most once every ``max_age`` seconds: roles restart, collectors start env workers). A process trains when its
+    name says so (``ding-trainerN``, a group's ``ding-learnerN``) or when it pinned itself to a trainer's CPUs (a
+    ``learner0`` that trains in its own process: a group's leader, or ``train_process=False``)."""
+
+    def __init__(self, root: int, trainer_cpus: list[frozenset[int]], max_age: float = 1.0,
+                 proc: str = "/proc") -> None:
+        self.root = int(root)
+        self._trainer_cpus = list(trainer_cpus)
+        self._max_age = float(max_age)
+        self._proc = proc
+        self._at = float("-inf")
+        self._trainers: list[int] = []
+        self._others: list[int] = []
+
+    def _read(self) -> None:
+        if time.monotonic() - self._at < self._max_age:
+            return
+        self._at = time.monotonic()
+        tree = process_tree(self.root, self._proc)
+        self._trainers = [p for p in tree if is_trainer(p, self._proc) or _affinity(p) in self._trainer_cpus]
+        self._others = [p for p in tree if p not in self._trainers]
+
+    def trainers(self) -> list[int]:
+        self._read()
+        return self._trainers
+
+    def others(self) -> list[int]:
+        """(Read afresh: the governor calls this when it moves them.)"""
+        self._at = float("-inf")
+        self._read()
+        return self._others
+
+
+def _affinity(pid: int) -> frozenset[int] | None:
+    try:
+        return frozenset(os.sched_getaffinity(pid))
+    except OSError:  # (gone, or no affinity on this OS)
         return None
 
 

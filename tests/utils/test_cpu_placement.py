@@ -1,11 +1,15 @@
 """ding -m parallel's CPU placement: the plan (pure), its hand-over through the environment, the other runs' reserved
-CPUs read from a /proc tree, and pinning a real process with threads. The placement of a real run's roles is checked
+CPUs read from a /proc tree, pinning a real process with threads, and the launcher's view of its process tree (which
+processes train). The placement of a real run's roles is checked
 in tests/e2e/test_cpu_placement.py."""
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -13,6 +17,7 @@ from ding.utils.cpu_placement import (
     PLACEMENT_ENV,
     CpuPlacement,
     PlacementGovernor,
+    RunTree,
     apply_placement,
     cpus_reserved_by_other_runs,
     format_cpus,
@@ -223,3 +228,27 @@ def test_a_restarted_trainer_starts_a_new_reading_and_close_lets_the_others_back
 def test_the_governor_needs_a_cpu_for_the_others():
     with pytest.raises(ValueError, match="no CPU is left for the other roles"):
         PlacementGovernor(frozenset({0, 1}), frozenset({0, 1}), trainers=list, others=list)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="pinning needs Linux and two CPUs")
+def test_a_process_pinned_to_a_trainers_cpu_trains_whatever_its_name():
+    """A learner0 that trains in its own process keeps its role's name (``ding-learner0``): the governor must still
+    count it as a trainer (and never move it off its core), by the CPUs it pinned itself to."""
+    cpu = max(os.sched_getaffinity(0))
+    code = (f"import os, sys, time; os.sched_setaffinity(0, {{{cpu}}}); sys.stdout.write('ready\\n'); "
+            "sys.stdout.flush(); time.sleep(30)")
+    pinned = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    free = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert pinned.stdout is not None and pinned.stdout.readline().strip() == "ready"
+        tree = RunTree(os.getpid(), [frozenset({cpu})])
+        deadline = time.monotonic() + 10
+        while free.pid not in tree.others() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pinned.pid in tree.trainers() and pinned.pid not in tree.others()
+        assert free.pid in tree.others() and os.getpid() in tree.others()
+    finally:
+        for p in (pinned, free):
+            p.kill()
+            p.wait()
