@@ -81,17 +81,20 @@ class Protocol:
                 "--hparams", self.hparams]
 
 
-HPARAMS = ("zoo", "di-engine")
+HPARAMS = ("zoo", "di-engine", "di-engine-ln")
 
 
 def sac_values(hparams: str) -> dict:
     """SAC's learning rates and temperature under one of ``HPARAMS``, the same on every side:
     ``zoo`` RL-Zoo's Hopper values (Adam 3e-4 everywhere, auto temperature starting at 1.0 as SB3's
     ``ent_coef="auto"``); ``di-engine`` DI-engine's ``dizoo/mujoco/config/hopper_sac_config.py`` (Adam 1e-3 for the
-    critics and the actor, a fixed temperature of 0.2)."""
-    if hparams == "di-engine":
-        return dict(lr_q=1e-3, lr_policy=1e-3, lr_alpha=3e-4, auto_alpha=False, alpha=0.2)
-    return dict(lr_q=3e-4, lr_policy=3e-4, lr_alpha=3e-4, auto_alpha=True, alpha=1.0)
+    critics and the actor, a fixed temperature of 0.2); ``di-engine-ln`` those values with a LayerNorm after every
+    hidden layer of the actor and the critics (ding's ``norm_type='LN'``; Tianshou's ``norm_layer``; SB3's MLP
+    policies have no such option)."""
+    if hparams in ("di-engine", "di-engine-ln"):
+        return dict(lr_q=1e-3, lr_policy=1e-3, lr_alpha=3e-4, auto_alpha=False, alpha=0.2,
+                    layer_norm=hparams == "di-engine-ln")
+    return dict(lr_q=3e-4, lr_policy=3e-4, lr_alpha=3e-4, auto_alpha=True, alpha=1.0, layer_norm=False)
 
 
 # ---------------------------------------------------------------------------------------------------- workers
@@ -105,7 +108,8 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
         v = sac_values(p.hparams)
         policy: dict = dict(
             random_collect_size=p.random_steps,
-            model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden),
+            model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden,
+                       **(dict(norm_type="LN") if v["layer_norm"] else {})),
             learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=v["lr_q"],
                        learning_rate_policy=v["lr_policy"], learning_rate_alpha=v["lr_alpha"], target_theta=0.005,
                        discount_factor=0.99, auto_alpha=v["auto_alpha"], alpha=v["alpha"]),
@@ -194,6 +198,8 @@ def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
     net = dict(net_arch=[256, 256])
     if algo == "sac":
         v = sac_values(p.hparams)
+        if v["layer_norm"]:
+            raise SystemExit("sb3: its MlpPolicy has no layer-norm option (use --hparams di-engine)")
         if v["lr_q"] != v["lr_policy"]:
             raise SystemExit("sb3: SAC takes one learning rate for the actor and the critics")
         # SB3's temperature optimiser shares the learning rate; with a fixed temperature it has none
@@ -242,14 +248,15 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
     train_envs.seed(seed)
     test_envs.seed(10_000 + seed)
     obs_shape, act_shape, hidden = env.observation_space.shape, env.action_space.shape, [256, 256]
-    actor = ContinuousActorProbabilistic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden),
+    v = sac_values(p.hparams)
+    norm = dict(norm_layer=torch.nn.LayerNorm) if v["layer_norm"] else {}
+    actor = ContinuousActorProbabilistic(preprocess_net=Net(state_shape=obs_shape, hidden_sizes=hidden, **norm),
                                          action_shape=act_shape, unbounded=True, conditioned_sigma=True)
 
     def critic() -> ContinuousCritic:
         return ContinuousCritic(preprocess_net=Net(state_shape=obs_shape, action_shape=act_shape,
-                                                   hidden_sizes=hidden, concat=True))
+                                                   hidden_sizes=hidden, concat=True, **norm))
 
-    v = sac_values(p.hparams)
     # AutoAlpha's log-alpha starts at 0.0 (alpha 1.0, as SB3's ent_coef="auto")
     alpha: Any = (AutoAlpha(-float(np.prod(act_shape)), 0.0, AdamOptimizerFactory(lr=v["lr_alpha"]))
                   if v["auto_alpha"] else v["alpha"])
