@@ -81,7 +81,7 @@ class Protocol:
                 "--hparams", self.hparams]
 
 
-HPARAMS = ("zoo", "di-engine", "di-engine-ln")
+HPARAMS = ("zoo", "di-engine", "di-engine-ln", "di-engine-utd2")
 
 
 def sac_values(hparams: str) -> dict:
@@ -90,11 +90,11 @@ def sac_values(hparams: str) -> dict:
     ``ent_coef="auto"``); ``di-engine`` DI-engine's ``dizoo/mujoco/config/hopper_sac_config.py`` (Adam 1e-3 for the
     critics and the actor, a fixed temperature of 0.2); ``di-engine-ln`` those values with a LayerNorm after every
     hidden layer of the actor and the critics (ding's ``norm_type='LN'``; Tianshou's ``norm_layer``; SB3's MLP
-    policies have no such option)."""
-    if hparams in ("di-engine", "di-engine-ln"):
+    policies have no such option); ``di-engine-utd2`` those values with two gradient steps per env step."""
+    if hparams.startswith("di-engine"):
         return dict(lr_q=1e-3, lr_policy=1e-3, lr_alpha=3e-4, auto_alpha=False, alpha=0.2,
-                    layer_norm=hparams == "di-engine-ln")
-    return dict(lr_q=3e-4, lr_policy=3e-4, lr_alpha=3e-4, auto_alpha=True, alpha=1.0, layer_norm=False)
+                    layer_norm=hparams == "di-engine-ln", utd=2 if hparams == "di-engine-utd2" else 1)
+    return dict(lr_q=3e-4, lr_policy=3e-4, lr_alpha=3e-4, auto_alpha=True, alpha=1.0, layer_norm=False, utd=1)
 
 
 # ---------------------------------------------------------------------------------------------------- workers
@@ -110,10 +110,11 @@ def ding_config(algo: str, seed: int, p: Protocol) -> tuple[dict, dict]:
             random_collect_size=p.random_steps,
             model=dict(obs_shape=11, action_shape=3, twin_critic=True, action_space="reparameterization", **hidden,
                        **(dict(norm_type="LN") if v["layer_norm"] else {})),
-            learn=dict(update_per_collect=1, batch_size=256, learning_rate_q=v["lr_q"],
+            learn=dict(update_per_collect=v["utd"], batch_size=256, learning_rate_q=v["lr_q"],
                        learning_rate_policy=v["lr_policy"], learning_rate_alpha=v["lr_alpha"], target_theta=0.005,
                        discount_factor=0.99, auto_alpha=v["auto_alpha"], alpha=v["alpha"]),
-            collect=dict(n_sample=1), eval=dict(evaluator=dict(eval_freq=p.eval_every)),
+            # (eval_freq counts train iterations: utd of them per env step)
+            collect=dict(n_sample=1), eval=dict(evaluator=dict(eval_freq=p.eval_every * v["utd"])),
             other=dict(replay_buffer=dict(replay_buffer_size=1_000_000)))
     elif algo == "td3":
         policy = dict(
@@ -204,7 +205,7 @@ def worker_sb3(algo: str, seed: int, p: Protocol) -> dict:
             raise SystemExit("sb3: SAC takes one learning rate for the actor and the critics")
         # SB3's temperature optimiser shares the learning rate; with a fixed temperature it has none
         model = SAC("MlpPolicy", env, learning_rate=v["lr_q"], buffer_size=1_000_000, learning_starts=p.random_steps,
-                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=1,
+                    batch_size=256, tau=0.005, gamma=0.99, train_freq=1, gradient_steps=v["utd"],
                     ent_coef="auto" if v["auto_alpha"] else v["alpha"],
                     policy_kwargs=net, seed=seed, device="cpu", verbose=0)
     elif algo == "td3":
@@ -293,8 +294,8 @@ def worker_tianshou(algo: str, seed: int, p: Protocol) -> dict:
         training_collector=train_collector, test_collector=test_collector,
         max_epochs=max(1, remaining // p.eval_every), epoch_num_steps=p.eval_every,
         collection_step_num_env_steps=1, test_step_num_episodes=p.eval_episodes, batch_size=256,
-        update_step_num_gradient_steps_per_sample=1.0, stop_fn=record, test_in_training=False, verbose=False,
-        show_progress=False))
+        update_step_num_gradient_steps_per_sample=float(v["utd"]), stop_fn=record, test_in_training=False,
+        verbose=False, show_progress=False))
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "env_step": warm_up + int(train_collector.collect_step),
             "cpu_s": round(time.process_time(), 1),
