@@ -13,9 +13,11 @@ import pytest
 
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
 
-# the role's main thread waits on events (as run_role does) while another process fires SIGTERM at it for 2 s, as the
-# kernel does at a role whose launcher dies. A handler that calls Event.set deadlocks or overflows the stack here
-# within the 2 s (3 tries out of 3 when this test was written).
+# the role's main thread waits on events (as run_role does) while another process fires SIGTERM at it, as the kernel
+# does at a role whose launcher dies, until the role has handled 200 of them (at most 10 s). A handler that calls
+# Event.set deadlocks or overflows the stack here within 2 s (3 tries out of 3 when this test was written). Pending
+# signals coalesce, so how many a burst of a given length delivers depends on the machine's load (76 in 2 s seen
+# beside a test suite): the burst is counted in handled signals, not in seconds.
 _BURST = textwrap.dedent("""
     import os, signal, subprocess, sys, threading
     from ding.engine.stop_signals import StopSignals
@@ -24,13 +26,16 @@ _BURST = textwrap.dedent("""
     with StopSignals() as stop:
         killer = subprocess.Popen([sys.executable, "-c", (
             "import os, signal, time\\n"
-            "end = time.monotonic() + 2\\n"
+            "end = time.monotonic() + 10\\n"
             "while time.monotonic() < end:\\n"
             f"    os.kill({os.getpid()}, signal.SIGTERM)\\n")])
         while killer.poll() is None:
             busy.set()
             busy.clear()
             busy.wait(0.0001)
+            if stop.count >= 200:
+                killer.kill()
+                killer.wait()
     print(stop.signum, stop.count, killer.returncode)
 """)
 
@@ -40,8 +45,8 @@ def test_a_burst_of_stop_signals_is_recorded_and_never_deadlocks_the_main_thread
     done = subprocess.run([sys.executable, "-c", _BURST], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr[-2000:]
     signum, count, killer = map(int, done.stdout.split())
-    assert killer == 0 and signum == signal.SIGTERM
-    assert count >= 100, f"only {count} of the burst's signals were handled (they coalesce, but not to so few)"
+    assert killer in (0, -signal.SIGKILL) and signum == signal.SIGTERM
+    assert count >= 200, f"only {count} of the burst's signals were handled in 10 s (they coalesce, but not to so few)"
     print(f"{count} SIGTERMs handled in {time.monotonic() - t0:.1f} s")
 
 
