@@ -6,7 +6,7 @@ the scheduler, the training thread of a 3,000-iteration CartPole run waited 1.5 
 (``/proc/<tid>/schedstat``) and trained at 0.45-0.55x the speed of the same update alone. Lower priorities for the
 other roles (nice values, their sessions' autogroups) did not change that; pinning the training process did: 0.68x
 with the other roles free to use its core, 0.83x with them kept off it ('exclusive'), which costs a collection-bound
-run a core, and 0.78-0.82x (three sittings) with them kept off it only while it trains flat out ('auto',
+run a core, and 0.78-0.82x (five sittings) with them kept off it only while it trains flat out ('auto',
 :class:`PlacementGovernor`), with every other figure of the benchmark as good as with them free (docs/benchmarks.md,
 Parallel mode).
 
@@ -115,12 +115,9 @@ def cpus_reserved_by_other_runs(proc: str = "/proc") -> frozenset[int]:
     total = os.cpu_count() or 1
     held: set[int] = set()
     for pid in pids:
-        if int(pid) == os.getpid():
+        if int(pid) == os.getpid() or not is_trainer(int(pid), proc):
             continue
         try:
-            with open(os.path.join(proc, pid, "comm")) as f:
-                if not _TRAINER_COMM.match(f.read().strip()):
-                    continue
             with open(os.path.join(proc, pid, "status")) as f:
                 line = next((x for x in f if x.startswith("Cpus_allowed_list:")), "")
         except OSError:  # (gone meanwhile, or not ours to read)
