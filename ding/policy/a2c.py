@@ -19,6 +19,8 @@ class A2CPolicy(ActorCriticPolicy):
     then takes one gradient step per minibatch of ``batch_size`` (one pass, no reuse) and returns one log dict each.
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     config = dict(
         type="a2c",
         learn=dict(

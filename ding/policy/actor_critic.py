@@ -20,8 +20,9 @@ import torch.nn as nn
 
 from ding.config.ranges import at_least, between, greater_than, one_of
 from ding.rl_utils import gae, gae_data
-from ding.torch_utils import default_collate, obs_to_float
+from ding.torch_utils import obs_to_float
 from ding.utils import ConfigError
+from ding.utils.data import ColumnBatch, stack_field
 
 from .base_policy import Policy
 from .common_utils import batch_obs, model_obs_shape
@@ -114,8 +115,8 @@ class ActorCriticPolicy(Policy):
     # ------------------------------------------------------------------ learn data
     def _collate(self, data: list[dict[str, Any]], where: str) -> dict[str, Any]:
         """Stack the fields the update reads (one stack each), on the policy's device."""
-        if not isinstance(data, (list, tuple)) or len(data) == 0:
-            got = "an empty list" if isinstance(data, (list, tuple)) else type(data).__name__
+        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
+            got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
             raise ValueError(f"{where}: expected a non-empty list of samples, got {got}")
         if isinstance(data[0], (list, tuple)):
             raise ValueError(f"{where}: got a list of episodes; give the samples of each (with the episode collector "
@@ -124,7 +125,7 @@ class ActorCriticPolicy(Policy):
         if missing:
             raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0])} (samples must come "
                              f"from {type(self).__name__}'s collect_mode.process_transition / get_train_sample)")
-        batch = {k: default_collate([d[k] for d in data]) for k in _SAMPLE_KEYS}
+        batch = {k: stack_field(data, k) for k in _SAMPLE_KEYS}
         batch["done"], batch["traj_flag"] = batch["done"].bool(), batch["traj_flag"].bool()
         if self._cfg.learn.ignore_done:
             batch["done"] = torch.zeros_like(batch["done"])

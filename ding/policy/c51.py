@@ -22,6 +22,8 @@ class C51Policy(DQNPolicy):
     Collection (epsilon-greedy on the expected Q), evaluation, n-step samples and the checkpoint state are DQN's.
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     config = dict(
         type="c51",
         # Model kwargs; v_min / v_max / n_atom define the support of the return distribution.

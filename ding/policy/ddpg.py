@@ -37,6 +37,8 @@ class DDPGPolicy(Policy):
     adds Gaussian noise (``collect.noise_sigma``) clipped to the action bounds; eval acts with ``mu(s)``.
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
     tensor_io = False
     config = dict(

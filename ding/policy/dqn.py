@@ -17,8 +17,9 @@ from ding.rl_utils import (
     q_nstep_td_data,
     q_nstep_td_error,
 )
-from ding.torch_utils import default_collate, obs_to_float
+from ding.torch_utils import obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
+from ding.utils.data import ColumnBatch, stack_field
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
 from .common_utils import batch_obs, build_adam, model_obs_shape, step_transition
@@ -33,6 +34,8 @@ class DQNPolicy(Policy):
     Dueling comes from the model (``model.dueling``), n-step returns from ``nstep``, prioritized replay from
     ``priority`` / ``priority_IS_weight``. Exploration is epsilon-greedy; epsilon comes from ``command_mode``.
     """
+
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
 
     # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
     tensor_io = False
@@ -166,8 +169,8 @@ class DQNPolicy(Policy):
 
     def _collate(self, data: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """Stack only the fields the loss reads (one stack each), on the policy's device."""
-        if not isinstance(data, (list, tuple)) or len(data) == 0:
-            got = "an empty list" if isinstance(data, (list, tuple)) else type(data).__name__
+        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
+            got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
             raise ValueError(f"{type(self).__name__} learn_mode.forward: expected a non-empty list of samples, "
                              f"got {got}")
         keys = list(_SAMPLE_KEYS)
@@ -182,7 +185,7 @@ class DQNPolicy(Policy):
                     " (samples must come from DQN's collect_mode.process_transition / get_train_sample)")
             raise ValueError(f"{type(self).__name__} learn_mode.forward: samples lack key(s) {missing}; they have "
                              f"{sorted(data[0].keys())}{hint}")
-        batch = {k: default_collate([d[k] for d in data]) for k in keys}
+        batch = {k: stack_field(data, k) for k in keys}
         if batch["done"].dtype != torch.bool:
             batch["done"] = batch["done"].bool()
         if batch["action"].dim() > 1:

@@ -27,6 +27,8 @@ class PPOPolicy(ActorCriticPolicy):
     (``recompute_adv``), and returns one log dict per minibatch (one train iteration each).
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     config = dict(
         type="ppo",
         # Recompute advantages and returns with the current critic at the start of every epoch (else once).

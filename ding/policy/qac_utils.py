@@ -9,8 +9,9 @@ import torch
 import torch.nn as nn
 
 from ding.rl_utils import get_nstep_return_data
-from ding.torch_utils import default_collate, obs_to_float
+from ding.torch_utils import obs_to_float
 from ding.utils import ConfigError
+from ding.utils.data import ColumnBatch, stack_field
 
 # Every continuous policy here acts in [-1, 1]; the env maps that onto its own bounds (env.act_scale=True, see
 # DingEnvWrapper.scale_action). check_policy_fits_env refuses an env whose Box has other bounds.
@@ -55,8 +56,8 @@ def qac_train_samples(transitions: list[dict[str, Any]], nstep: int, gamma: floa
 def collate_qac_batch(data: list[dict[str, Any]], device: torch.device, *, ignore_done: bool = False,
                       use_is_weight: bool = False, where: str = "policy") -> QACBatch:
     """Stack the fields the losses read (one stack each) into a :class:`QACBatch`."""
-    if not isinstance(data, (list, tuple)) or len(data) == 0:
-        got = "an empty list" if isinstance(data, (list, tuple)) else type(data).__name__
+    if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
+        got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
         raise ValueError(f"{where} learn_mode.forward: expected a non-empty list of samples, got {got}")
     keys = ["obs", "action", "reward", "next_obs", "done"]
     if use_is_weight:
@@ -70,7 +71,7 @@ def collate_qac_batch(data: list[dict[str, Any]], device: torch.device, *, ignor
                          f"{sorted(data[0].keys())}{hint}")
     if "value_gamma" in data[0]:
         keys.append("value_gamma")
-    b = {k: default_collate([d[k] for d in data]) for k in keys}
+    b = {k: stack_field(data, k) for k in keys}
     if device.type != "cpu":
         b = {k: v.to(device) for k, v in b.items()}
     n = b["obs"].shape[0]

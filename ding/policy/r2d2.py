@@ -9,8 +9,9 @@ import torch
 from ding.config.ranges import at_least, between
 from ding.model import DRQN
 from ding.rl_utils import q_nstep_sequence_td_error
-from ding.torch_utils import default_collate, obs_to_float
+from ding.torch_utils import obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
+from ding.utils.data import ColumnBatch, stack_field
 
 from .common_utils import batch_obs, model_obs_shape
 from .dqn import DQNPolicy, epsilon_greedy
@@ -44,6 +45,8 @@ class R2D2Policy(DQNPolicy):
     away from the episode's ends). The collector keeps the last ``burnin_step + L - 1`` transitions of a chunk that
     did not end its episode for the next chunk (the ``nstep`` attribute it reads), so sequences span chunk borders.
     """
+
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
 
     _model: DRQN  # or a recurrent model with its interface (hidden_size, forward(obs, prev_state))
     _collect_state: dict[int, torch.Tensor]  # each collecting env's LSTM state
@@ -195,7 +198,7 @@ class R2D2Policy(DQNPolicy):
         -> tensors ``obs`` (B, T + 1, ...), ``action``/``reward``/``done``/``mask`` (B, T), ``prev_state`` (B, 2, H)
         and ``IS`` when weighted."""
         where = f"{type(self).__name__} learn_mode.forward"
-        if not isinstance(data, (list, tuple)) or len(data) == 0:
+        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
             raise ValueError(f"{where}: expected a non-empty list of sequences, got {type(data).__name__} {data!r:.60}")
         if isinstance(data[0], (list, tuple)):
             data = [self._pack(window[:_continuous_length(window)], len(window)) for window in data]
@@ -206,7 +209,7 @@ class R2D2Policy(DQNPolicy):
                     "set policy.priority_IS_weight=False)" if "IS" in missing else
                     " (sequences must come from R2D2's collect_mode.get_train_sample)")
             raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0].keys())}{hint}")
-        batch = {k: default_collate([d[k] for d in data]) for k in keys}
+        batch = {k: stack_field(data, k) for k in keys}
         batch["done"], batch["mask"] = batch["done"].bool(), batch["mask"].bool()
         if self._device.type != "cpu":
             batch = {k: v.to(self._device) for k, v in batch.items()}

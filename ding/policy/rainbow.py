@@ -20,6 +20,8 @@ class RainbowPolicy(C51Policy):
     network). With ``model.noise=False`` collection is epsilon-greedy like C51's.
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     config = dict(
         type="rainbow",
         priority=True,

@@ -46,6 +46,8 @@ class SACPolicy(Policy):
     (default ``-|A|``). Collect samples from the policy; eval acts with ``tanh(mu)``.
     """
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     # ding's numpy data convention (ding/policy/tensor_io.py): the views are the bound methods themselves
     tensor_io = False
     config = dict(

@@ -12,6 +12,8 @@ class TD3Policy(DDPGPolicy):
     ``model.twin_critic`` (target = min of two critics), ``learn.noise`` (clipped Gaussian noise on the target
     action) and ``learn.actor_update_freq=2`` (one actor and target update per two critic updates)."""
 
+    _learn_takes_columns = True  # its learn step reads a ColumnBatch's columns (ding.utils.data.column_batch)
+
     config = dict(
         type="td3",
         model=dict(twin_critic=True),

@@ -194,6 +194,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
 
     config = dict(FlaskFileSystemLearner.config, **GROUP_CONFIG)
     _splittable = False  # the group's collectives and its keep-alives run beside the training thread, in this process
+    _column_batches = False  # each batch is split into the ranks' shares of sample dicts
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
         super().__init__(cfg, name=name, token=token)
@@ -249,7 +250,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
         return super()._start_learning(task)
 
     def get_data(self, batch_size: int) -> list | None:
-        samples = super().get_data(batch_size)
+        samples = super().get_data(batch_size)  # sample dicts: this class sets _column_batches = False
         learner = self._learner
         if samples is None or learner is None or learner.stop_requested:  # (a batch sent must be trained)
             self.stop_members()

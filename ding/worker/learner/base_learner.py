@@ -21,6 +21,7 @@ from ding.utils import (
     deep_merge_dicts,
     import_module,
 )
+from ding.utils.data import ColumnBatch
 from ding.utils.worker_logs import WorkerLogs
 
 from .checkpoint import (
@@ -240,7 +241,11 @@ class BaseLearner:
     @staticmethod
     def _build_priority_info(priority: Any, data: Any) -> dict:
         info = {"priority": priority}
-        if isinstance(data, list) and data and isinstance(data[0], Mapping):
+        if isinstance(data, ColumnBatch):
+            for key in ("replay_unique_id", "replay_buffer_idx"):
+                if key in data.keys():
+                    info[key] = data.values(key)
+        elif isinstance(data, list) and data and isinstance(data[0], Mapping):
             for key in ("replay_unique_id", "replay_buffer_idx"):
                 if key in data[0]:
                     info[key] = [d.get(key) for d in data]

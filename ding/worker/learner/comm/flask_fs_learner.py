@@ -8,9 +8,11 @@ iteration, priorities); a ``LearnerCloseTask`` stops training and writes a check
 is reported, with its own traceback, by the next task.
 
 The training thread does nothing but train (the learner's speed in a parallel run is the run's speed): the data files
-a learn task names are read and decoded by that task's own thread as it arrives, so the training thread takes ready
-batches; a learn task's thread is woken once, when its last batch is trained, and turns the learn infos into records
-itself; the policy is published to ``path_policy/<policy_id>`` by a publisher thread from a snapshot, every
+a learn task names are read and decoded where the task arrives -- in the learner's HTTP half when the learner has a
+training process of its own (``train_process``), so that work runs on another core -- and each batch is stacked once
+there into a :class:`~ding.utils.data.ColumnBatch` when the policy takes one (the built-in policies do; any other gets
+the sample dicts), so the training thread takes ready batches (:class:`ReadBatches` through the pipe); a learn task's
+thread is woken once, when its last batch is trained, and turns the learn infos into records itself; the policy is published to ``path_policy/<policy_id>`` by a publisher thread from a snapshot, every
 ``send_policy_freq`` iterations but at most every ``send_policy_interval`` seconds.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,6 +32,7 @@ from easydict import EasyDict
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
 from ding.utils.cpu_placement import apply_placement
+from ding.utils.data import ColumnBatch, learn_takes_columns
 from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
@@ -63,13 +67,33 @@ class _TaskSlot:
     def __init__(self, n: int) -> None:
         self.event = threading.Event()
         self.left = n
-        self.infos: list[Any] = []  # LearnInfo, or (learn_info, policy_iter, stats) for the task's thread to convert
+        if n <= 0:
+            self.event.set()
+        self.infos: list[Any] = []  # (learn_info, policy_iter, stats) per trained batch, converted by the task
 
     def add(self, info: Any) -> None:
         self.infos.append(info)
         self.left -= 1
         if self.left <= 0:
             self.event.set()
+
+
+@dataclass
+class ReadBatches:
+    """A learn task's batches as read where the data files are read (the learner's HTTP half when it has a training
+    process; the record goes through the pipe between the two halves, never to a peer): per batch a
+    :class:`~ding.utils.data.ColumnBatch` (the policy takes columns), the sample dicts, or None (every file of the
+    batch was missing or damaged)."""
+
+    batches: list[Any]
+    envstep: int
+    wait_s: float
+    skipped_files: int = 0
+
+
+@dataclass
+class TrainerFacts:
+    """Asked of the training process once it started learning: whether its learner takes column batches."""
 
 
 class SendPolicyHook(LearnerHook):
@@ -129,6 +153,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         train_process=True,
     )
     _splittable = True  # a subclass whose tasks need this process (the learner group's leader) sets False
+    _column_batches = True  # batches reach a policy that takes them as columns (False: always as sample lists)
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None, *, _serve: bool = True) -> None:
         super().__init__(deep_merge_dicts(self.default_config(), cfg))
@@ -144,6 +169,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)),
                                          on_gone=self._trainer_gone)
             handlers = {record: self._relay for record in handlers}
+            handlers[LearnerStartTask] = self._relay_start
+            handlers[LearnTask] = self._relay_learn
         elif _serve:  # this process trains: it takes the training CPUs of ding -m parallel's placement, if any
             apply_placement(name, trains=True)
         self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(),
@@ -165,6 +192,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._cache: collections.OrderedDict = collections.OrderedDict()
         self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
         self._cache_size = 0
+        self._columns = False  # hand batches over as ColumnBatch (the learner's policy takes them)
         self._start_lock = threading.Lock()
         self._train_s = 0.0  # the training thread's run time, and of it the time it waited for a batch
         self._data_wait_s = 0.0
@@ -201,6 +229,30 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         waits = isinstance(task, (GetDataTask, LearnTask, LearnerCloseTask))  # tasks that bound their own wait
         return self._trainer.call(task, timeout=float(task.wait_s) + 60.0 if waits else 3600.0)
 
+    def _relay_start(self, task: LearnerStartTask) -> LearnerStarted:
+        """Start learning in the training process; this process reads the learn tasks' data files from then on."""
+        assert self._trainer is not None
+        started = self._relay(task)
+        self._prepare_reading(task)
+        self._columns = bool(self._trainer.call(TrainerFacts(), timeout=60.0))
+        return started
+
+    def _relay_learn(self, task: LearnTask) -> LearnResult:
+        """Read the task's data files here (the HTTP half), then let the training process train on the batches."""
+        assert self._trainer is not None
+        return self._trainer.call(self._read_batches(task), timeout=float(task.wait_s) + 60.0)
+
+    def _prepare_reading(self, task: LearnerStartTask) -> None:
+        """Where the data files are and how many decoded samples to keep, from the start task."""
+        self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
+        size = self._cfg.sample_cache_size
+        replay = EasyDict(task.main_config).policy.other.replay_buffer
+        self._cache_size = int(replay.get("replay_buffer_size", 0) if size is None else size)
+
+    def deal_with_trainer_facts(self, task: TrainerFacts) -> bool:
+        self._check_alive()
+        return self._columns
+
     def _stop_learner(self, timeout: float) -> None:
         self._stop.set()
         if self._learner is not None:
@@ -231,13 +283,11 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
         cfg = EasyDict(task.main_config)
         exp_name = cfg.exp_name
-        self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
+        self._prepare_reading(task)
         path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "LearnerStartTask.path_policy")
         self._publisher = PolicyPublisher(policy_path(path_policy, task.policy_id))
         ckpt_dir = os.path.join(exp_name, "ckpt")
         load_path = learner_load_path(task.load_path, ckpt_dir)
-        size = self._cfg.sample_cache_size
-        self._cache_size = int(cfg.policy.other.replay_buffer.get("replay_buffer_size", 0) if size is None else size)
         os.makedirs(path_policy, exist_ok=True)
         # (no data loader thread by default: the learn tasks' threads read the files, batches arrive ready)
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
@@ -253,6 +303,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             if path:
                 learner.load_checkpoint(path, allow_pickle=False)
         self._learner = learner
+        policy = getattr(learner.policy.forward, "__self__", None)  # the Policy behind the learn-mode view
+        self._columns = type(self)._column_batches and policy is not None and learn_takes_columns(policy)
         self.send_policy(learner.policy.state_dict())
         self._demand = LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
                                      n_batches=int(self._cfg.prefetch_batches))
@@ -305,24 +357,39 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         """Read the batches' data files (here, in the task's thread: the training thread only trains), queue them for
         the learner, answer with the learn info of each once the learner trained on all of them."""
         self._check_alive()
-        torch_threads_in_this_thread()  # (this task's thread decodes the data files into tensors)
-        batches = task.batches()
-        slot = _TaskSlot(len(batches))
-        learner = self._learner
-        for batch in batches:
-            samples = self._load(batch)
-            if samples:
-                self._data.put((samples, slot, task.envstep))
-            else:  # every file of the batch was missing or damaged: nothing to train
-                slot.add(LearnInfo(learner_step=learner.train_iter if learner else 0, skipped=True))
-        deadline = time.monotonic() + task.wait_s
+        return self.deal_with_read_batches(self._read_batches(task))
+
+    def _read_batches(self, task: LearnTask) -> ReadBatches:
+        """The task's batches read from their data files (through the cache), each as the learner takes it."""
+        if not self._path_data:
+            raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
+        torch_threads_in_this_thread()  # (this thread decodes the data files and stacks the batches)
+        batches = [self._load(meta) for meta in task.data]
+        return ReadBatches(batches=batches, envstep=task.envstep, wait_s=task.wait_s,
+                           skipped_files=self._take_skipped())
+
+    def deal_with_read_batches(self, read: ReadBatches) -> LearnResult:
+        """Queue the read batches for the training thread; answer once it trained on all of them."""
+        self._check_alive()
+        slot = _TaskSlot(sum(batch is not None for batch in read.batches))
+        for batch in read.batches:
+            if batch is not None:
+                self._data.put((batch, slot, read.envstep))
+        deadline = time.monotonic() + read.wait_s
         while not slot.event.wait(0.1):
             if self._stop.is_set() or time.monotonic() > deadline:
                 break
         self._check_alive()
-        infos = [i if isinstance(i, LearnInfo) else LearnInfo.from_learner(i[0], i[1], i[2], _jsonable)
-                 for i in list(slot.infos)]
-        return LearnResult(infos=infos, trained=len(infos), skipped_files=self._take_skipped())
+        learner = self._learner
+        trained = iter([LearnInfo.from_learner(i[0], i[1], i[2], _jsonable) for i in list(slot.infos)])
+        infos: list[LearnInfo] = []
+        for batch in read.batches:  # in the task's batch order
+            info = LearnInfo(learner_step=learner.train_iter if learner else 0, skipped=True) if batch is None \
+                else next(trained, None)
+            if info is None:
+                break  # training stopped before this batch
+            infos.append(info)
+        return LearnResult(infos=infos, trained=len(infos), skipped_files=read.skipped_files)
 
     def deal_with_learner_close(self, task: LearnerCloseTask) -> LearnerClosed:
         """Stop training; the learner's after_run hooks write the final checkpoint."""
@@ -370,17 +437,34 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def on_idle(self) -> None:
         """Called by :meth:`get_data` about every 0.1 s while no batch is there (a subclass's keep-alive)."""
 
-    def _load(self, batch: list) -> list:
+    def _load(self, meta: dict[str, list]) -> list | ColumnBatch | None:
+        """The batch a learn task's metadata columns name, as the learner takes it (a ColumnBatch or sample dicts,
+        each sample's metadata laid over it); None when every file of the batch was missing or damaged."""
         with self._load_lock:
-            return self._load_locked(batch)
+            stored, kept = self._read_samples(meta[DATA_ID])
+        if not stored:
+            return None
+        whole = len(kept) == len(meta[DATA_ID])
+        extra = {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
+        if self._columns:
+            return ColumnBatch.from_samples(stored, extra)
+        samples = []
+        for j, sample in enumerate(stored):
+            sample = dict(sample)
+            for k, col in extra.items():
+                sample[k] = col[j]
+            samples.append(sample)
+        return samples
 
-    def _load_locked(self, batch: list) -> list:
+    def _read_samples(self, data_ids: list) -> tuple[list[dict], list[int]]:
+        """The stored samples of ``data_ids`` (through the cache), and the positions in ``data_ids`` they are of: a
+        sample whose file is missing or damaged is skipped (and counted)."""
         from ding.worker.parallel_files import read_data_file
 
-        samples = []
+        samples, kept = [], []
         cache = self._cache
-        for meta in batch:
-            data_id = str(meta.get(DATA_ID)) if isinstance(meta, dict) else ""
+        for pos, raw_id in enumerate(data_ids):
+            data_id = str(raw_id)
             stored = cache.get(data_id)
             if stored is not None:
                 cache.move_to_end(data_id)
@@ -405,12 +489,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                         cache.move_to_end(key)
                     while len(cache) > self._cache_size:
                         cache.popitem(last=False)
-            sample = dict(stored)
-            for k, v in meta.items():
-                if k != DATA_ID:
-                    sample[k] = v
-            samples.append(sample)
-        return samples
+            samples.append(stored)
+            kept.append(pos)
+        return samples, kept
 
     def send_learn_info(self, learn_info: dict) -> None:
         """Give the iteration's learn info to its learn task (the task's thread makes the record from it)."""
@@ -455,5 +536,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
 
 def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]:
-    """What the training process runs: the unserved learner's task handlers, and its close."""
-    return learner._task_handlers(), learner.close
+    """What the training process runs: the unserved learner's task handlers (with the two records only the learner's
+    halves exchange), and its close."""
+    return {**learner._task_handlers(), ReadBatches: learner.deal_with_read_batches,
+            TrainerFacts: learner.deal_with_trainer_facts}, learner.close

@@ -5,8 +5,10 @@ requests, JSON, checking each task, posting each answer). Both are Python and so
 second kind took 1.1-1.7 ms per train iteration in the learner's other threads, and the training thread waited for the
 GIL while they ran, even with a core of its own (docs/benchmarks.md, Parallel mode). So the comm learner forks this
 process when it is built, before any of its threads start, and relays each task record to it through a pipe; the
-process runs the learner's task handlers (build the learner, read the data files, train, publish the policy, write
-checkpoints) exactly as the comm learner would in its own process, and sends back each answer record or the error.
+process runs the learner's task handlers (build the learner, train, publish the policy, write checkpoints) exactly as
+the comm learner would in its own process, and sends back each answer record or the error. The learn tasks' data files
+are read, and their batches stacked, by the comm learner before it relays them (``ReadBatches``): that work is the
+training process's neighbours' on the other cores, not its own.
 
 Records travel pickled through the pipe between the two halves of one role (both written by ding, in one process
 tree); nothing a peer sends is unpickled: the comm learner checks every task with ``from_json`` before relaying it.
