@@ -128,3 +128,21 @@ def test_a_learn_step_on_a_column_batch_is_the_learn_step_on_the_samples(name, i
         if key != "train_time":
             assert listed[key] == pytest.approx(columned[key], rel=1e-6, abs=1e-7), key
     assert all(torch.equal(a, b) for a, b in zip(*params))
+
+
+def test_split_gives_views_of_consecutive_samples_and_extra_fields_may_be_missing_for_some():
+    samples = _samples(6)
+    extra = {"IS": [1.0, 2.0, 3.0, ColumnBatch.MISSING, ColumnBatch.MISSING, ColumnBatch.MISSING]}
+    whole = pickle.loads(pickle.dumps(ColumnBatch.from_samples(samples, extra)))
+    first, empty, second = whole.split([3, 0, 3])
+    assert (len(first), len(empty), len(second)) == (3, 0, 3)
+    for part, rows in ((first, samples[:3]), (second, samples[3:])):
+        for key in ("obs", "action", "reward", "done", "rid", "idx", "nested"):
+            assert _same(part.column(key), default_collate([s[key] for s in rows])), key
+    assert first.column("IS").tolist() == [1.0, 2.0, 3.0] and "IS" not in second[0]
+    with pytest.raises(KeyError):
+        second.column("IS")
+    first.column("obs")[0, 0] = 99.0  # a view: nothing was copied
+    assert whole.column("obs")[0, 0].item() == 99.0
+    with pytest.raises(ValueError, match="do not add up"):
+        whole.split([4, 4])

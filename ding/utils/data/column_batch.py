@@ -12,7 +12,9 @@ handful of arrays, without torch's shared-memory reductions.
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -30,9 +32,9 @@ def _to_numpy(value: Any) -> Any:
         return value.numpy() if value.device.type == "cpu" and not value.requires_grad else value
     if isinstance(value, dict):
         return {k: _to_numpy(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list) and value and isinstance(value[0], (torch.Tensor, dict, list)):
         return [_to_numpy(v) for v in value]
-    return value
+    return value  # (a list of strings or objects: one per sample)
 
 
 def _to_torch(value: Any) -> Any:
@@ -52,6 +54,7 @@ class ColumnBatch(Sequence):
     instead (:func:`learn_takes_columns`)."""
 
     __slots__ = ("_columns", "_raw", "_size")
+    MISSING = _MISSING  # the value of an ``extra`` field for a sample that has none
 
     def __init__(self, columns: Mapping[str, Any], raw: Mapping[str, list], size: int) -> None:
         self._columns = dict(columns)
@@ -61,31 +64,41 @@ class ColumnBatch(Sequence):
     @classmethod
     def from_samples(cls, samples: Sequence[Mapping[str, Any]], extra: Mapping[str, list] | None = None) -> ColumnBatch:
         """Stack each field of the first sample's keys across ``samples``, and each list of ``extra`` (fields laid
-        over every sample: ``extra[key][i]`` is sample i's; they win over the samples' own). A field that does not
-        stack, or that some sample lacks, is kept as its list of values and fails, if at all, where a policy stacks
-        it."""
+        over every sample: ``extra[key][i]`` is sample i's, :attr:`MISSING` where it has none; they win over the
+        samples' own). A field that does not stack, or that some sample lacks, is kept as its list of values and
+        fails, if at all, where a policy stacks it."""
         if len(samples) == 0:
             raise ValueError("ColumnBatch.from_samples: got no samples")
         extra = extra or {}
         columns: dict[str, Any] = {}
         raw: dict[str, list] = {}
-        fields = [(key, None) for key in samples[0] if key not in extra] + list(extra.items())
-        for key, given in fields:
-            if given is not None:
-                if len(given) != len(samples):
-                    raise ValueError(f"ColumnBatch.from_samples: extra field {key!r} has {len(given)} values for "
-                                     f"{len(samples)} samples")
-                values = list(given)
-            else:
-                values = [s.get(key, _MISSING) for s in samples]
-                if any(v is _MISSING for v in values):
-                    raw[key] = values
-                    continue
+        for key in samples[0]:
+            if key in extra:
+                continue
             try:
-                columns[key] = _to_numpy(default_collate(values))
-            except (ValueError, TypeError, RuntimeError):
+                values = [s[key] for s in samples]
+            except KeyError:  # some sample lacks it
+                raw[key] = [s.get(key, _MISSING) for s in samples]
+                continue
+            _stack(key, values, columns, raw)
+        return cls.from_columns(columns, extra, len(samples), raw)
+
+    @classmethod
+    def from_columns(cls, columns: Mapping[str, Any], extra: Mapping[str, list] | None, size: int,
+                     raw: Mapping[str, list] | None = None) -> ColumnBatch:
+        """``size`` samples from ready columns (numpy arrays of ``size`` rows, each what ``default_collate`` of the
+        samples' values would stack) and ``extra``'s fields as lists (stacked here; they win over ``columns``)."""
+        columns, raw = dict(columns), dict(raw or {})
+        for key, given in (extra or {}).items():
+            if len(given) != size:
+                raise ValueError(f"ColumnBatch: extra field {key!r} has {len(given)} values for {size} samples")
+            columns.pop(key, None)
+            values = list(given)
+            if any(map(operator.is_, values, repeat(_MISSING))):
                 raw[key] = values
-        return cls(columns, raw, len(samples))
+            else:
+                _stack(key, values, columns, raw)
+        return cls(columns, raw, size)
 
     def keys(self) -> list[str]:
         return [*self._columns, *self._raw]
@@ -99,6 +112,18 @@ class ColumnBatch(Sequence):
         if missing:
             raise KeyError(f"{key!r} (absent from sample {missing[0]} of the batch)")
         return default_collate(values)
+
+    def split(self, sizes: Sequence[int]) -> list[ColumnBatch]:
+        """Consecutive parts of ``sizes`` samples each (their columns are views of this batch's, nothing copied)."""
+        if sum(sizes) != self._size or any(n < 0 for n in sizes):
+            raise ValueError(f"ColumnBatch.split: sizes {list(sizes)} do not add up to the batch's {self._size}")
+        parts, start = [], 0
+        for n in sizes:
+            stop = start + n
+            parts.append(ColumnBatch({k: _slice(v, start, stop) for k, v in self._columns.items()},
+                                     {k: v[start:stop] for k, v in self._raw.items()}, n))
+            start = stop
+        return parts
 
     def values(self, key: str) -> list:
         """Field ``key`` of each sample as a plain value (None where a sample lacks it): ids, indices."""
@@ -138,6 +163,14 @@ class ColumnBatch(Sequence):
         return f"ColumnBatch({self._size} samples, fields {self.keys()})"
 
 
+def _stack(key: str, values: list, columns: dict[str, Any], raw: dict[str, list]) -> None:
+    """``columns[key]``: the values stacked (as numpy); or ``raw[key]``: the values, when they do not stack."""
+    try:
+        columns[key] = _to_numpy(default_collate(values))
+    except (ValueError, TypeError, RuntimeError):
+        raw[key] = values
+
+
 class _Row(Mapping):
     """Sample ``i`` of a :class:`ColumnBatch`, read-only."""
 
@@ -166,13 +199,29 @@ class _Row(Mapping):
         return sum(1 for _ in self)
 
 
+def _per_field(value: list) -> bool:
+    """A list column is either one stack per field of list-valued samples (arrays or dicts of them, as
+    ``default_collate`` makes them) or one value per sample (strings, objects)."""
+    return bool(value) and all(isinstance(v, (np.ndarray, torch.Tensor, dict)) for v in value)
+
+
 def _index(value: Any, i: int) -> Any:
     if isinstance(value, torch.Tensor):
         return value[i]
     if isinstance(value, dict):
         return {k: _index(v, i) for k, v in value.items()}
     if isinstance(value, list):
-        return [_index(v, i) for v in value] if value and isinstance(value[0], (torch.Tensor, dict)) else value[i]
+        return [_index(v, i) for v in value] if _per_field(value) else value[i]
+    return value
+
+
+def _slice(value: Any, start: int, stop: int) -> Any:
+    if isinstance(value, np.ndarray):
+        return value[start:stop]
+    if isinstance(value, dict):
+        return {k: _slice(v, start, stop) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_slice(v, start, stop) for v in value] if _per_field(value) else value[start:stop]
     return value
 
 

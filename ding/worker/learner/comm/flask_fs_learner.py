@@ -9,11 +9,12 @@ is reported, with its own traceback, by the next task.
 
 The training thread does nothing but train (the learner's speed in a parallel run is the run's speed): the data files
 a learn task names are read and decoded where the task arrives -- in the learner's HTTP half when the learner has a
-training process of its own (``train_process``), so that work runs on another core -- and each batch is stacked once
-there into a :class:`~ding.utils.data.ColumnBatch` when the policy takes one (the built-in policies do; any other gets
-the sample dicts), so the training thread takes ready batches (:class:`ReadBatches` through the pipe); a learn task's
-thread is woken once, when its last batch is trained, and turns the learn infos into records itself; the policy is published to ``path_policy/<policy_id>`` by a publisher thread from a snapshot, every
-``send_policy_freq`` iterations but at most every ``send_policy_interval`` seconds.
+training process of its own (``train_process``), so that work runs on another core -- and the task's samples are
+stacked once there, field by field, into a :class:`~ding.utils.data.ColumnBatch` when the policy takes one (the
+built-in policies do; any other gets the sample dicts), so the training thread takes ready batches
+(:class:`ReadBatches` through the pipe); a learn task's thread is woken once, when its last batch is trained, and
+turns the learn infos into records itself; the policy is published to ``path_policy/<policy_id>`` by a publisher
+thread from a snapshot, every ``send_policy_freq`` iterations but at most every ``send_policy_interval`` seconds.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -55,6 +57,7 @@ from ..checkpoint import find_latest_checkpoint
 from ..learner_hook import LearnerHook
 from .base_comm_learner import BaseCommLearner
 from .policy_publisher import PolicyPublisher
+from .sample_store import SampleStore
 from .train_process import TrainProcess, can_split
 
 _STOPPED = object()
@@ -81,14 +84,25 @@ class _TaskSlot:
 @dataclass
 class ReadBatches:
     """A learn task's batches as read where the data files are read (the learner's HTTP half when it has a training
-    process; the record goes through the pipe between the two halves, never to a peer): per batch a
-    :class:`~ding.utils.data.ColumnBatch` (the policy takes columns), the sample dicts, or None (every file of the
-    batch was missing or damaged)."""
+    process; the record goes through the pipe between the two halves, never to a peer): all their samples as one
+    :class:`~ding.utils.data.ColumnBatch` when the policy takes columns (a few arrays to pickle, whatever the number
+    of batches), else each batch's sample dicts; ``sizes`` says how many samples each batch has (0: every file of
+    the batch was missing or damaged)."""
 
-    batches: list[Any]
+    sizes: list[int]
     envstep: int
     wait_s: float
     skipped_files: int = 0
+    columns: ColumnBatch | None = None
+    samples: list[list[dict]] | None = None
+
+    def batches(self) -> list[ColumnBatch | list[dict] | None]:
+        """Per batch: a ColumnBatch (a view of ``columns``), its sample dicts, or None (nothing to train)."""
+        if self.columns is not None:
+            parts = iter(self.columns.split([n for n in self.sizes if n]))
+            return [next(parts) if n else None for n in self.sizes]
+        samples = self.samples or [[] for _ in self.sizes]
+        return [batch if batch else None for batch in samples]
 
 
 @dataclass
@@ -188,10 +202,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
         self._path_data = ""
         self._skipped_files = 0
-        self._load_lock = threading.Lock()  # learn tasks' threads read files and share the cache
-        self._cache: collections.OrderedDict = collections.OrderedDict()
+        self._load_lock = threading.Lock()  # learn tasks' threads read files and share the store
+        self._store = SampleStore(0)  # decoded samples, as columns (sized by the start task)
         self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
-        self._cache_size = 0
         self._columns = False  # hand batches over as ColumnBatch (the learner's policy takes them)
         self._start_lock = threading.Lock()
         self._train_s = 0.0  # the training thread's run time, and of it the time it waited for a batch
@@ -247,7 +260,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
         size = self._cfg.sample_cache_size
         replay = EasyDict(task.main_config).policy.other.replay_buffer
-        self._cache_size = int(replay.get("replay_buffer_size", 0) if size is None else size)
+        self._store = SampleStore(int(replay.get("replay_buffer_size", 0) if size is None else size))
 
     def deal_with_trainer_facts(self, task: TrainerFacts) -> bool:
         self._check_alive()
@@ -364,15 +377,32 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         if not self._path_data:
             raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
         torch_threads_in_this_thread()  # (this thread decodes the data files and stacks the batches)
-        batches = [self._load(meta) for meta in task.data]
-        return ReadBatches(batches=batches, envstep=task.envstep, wait_s=task.wait_s,
-                           skipped_files=self._take_skipped())
+        with self._load_lock:
+            fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
+            read = [self._load(meta, fresh) for meta in task.data]
+            skipped, self._skipped_files = self._skipped_files, 0
+            out = ReadBatches(sizes=[len(r[0]) if r else 0 for r in read], envstep=task.envstep, wait_s=task.wait_s,
+                              skipped_files=skipped)
+            if not self._columns:
+                out.samples = [_laid_over([self._sample(i, fresh) for i in r[0]], r[1]) if r else [] for r in read]
+            elif any(read):  # one ColumnBatch for the whole task: a gather per field, not a stack per field and batch
+                keys = list(dict.fromkeys(k for r in read if r for k in r[1]))
+                missing = ColumnBatch.MISSING
+                extra = {k: list(chain.from_iterable(r[1].get(k, [missing] * len(r[0])) for r in read if r))
+                         for k in keys}
+                out.columns = self._store.batch(list(chain.from_iterable(r[0] for r in read if r)), extra, fresh)
+        return out
+
+    def _sample(self, data_id: str, fresh: dict[str, Any]) -> Any:
+        sample = self._store.get(data_id)
+        return fresh[data_id] if sample is None else sample
 
     def deal_with_read_batches(self, read: ReadBatches) -> LearnResult:
         """Queue the read batches for the training thread; answer once it trained on all of them."""
         self._check_alive()
-        slot = _TaskSlot(sum(batch is not None for batch in read.batches))
-        for batch in read.batches:
+        batches = read.batches()
+        slot = _TaskSlot(sum(batch is not None for batch in batches))
+        for batch in batches:
             if batch is not None:
                 self._data.put((batch, slot, read.envstep))
         deadline = time.monotonic() + read.wait_s
@@ -383,7 +413,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         learner = self._learner
         trained = iter([LearnInfo.from_learner(i[0], i[1], i[2], _jsonable) for i in list(slot.infos)])
         infos: list[LearnInfo] = []
-        for batch in read.batches:  # in the task's batch order
+        for batch in batches:  # in the task's batch order
             info = LearnInfo(learner_step=learner.train_iter if learner else 0, skipped=True) if batch is None \
                 else next(trained, None)
             if info is None:
@@ -402,11 +432,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         return LearnerClosed(learner_step=learner.train_iter, ckpt_name=learner.ckpt_name, train_s=self._train_s,
                              data_wait_s=min(self._data_wait_s, self._train_s),
                              trained=max(0, learner.train_iter - self._start_iter))
-
-    def _take_skipped(self) -> int:
-        with self._load_lock:
-            n, self._skipped_files = self._skipped_files, 0
-        return n
 
     # ---------------------------------------------------------------- the learner's side
     def get_data(self, batch_size: int) -> list | None:
@@ -437,61 +462,47 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def on_idle(self) -> None:
         """Called by :meth:`get_data` about every 0.1 s while no batch is there (a subclass's keep-alive)."""
 
-    def _load(self, meta: dict[str, list]) -> list | ColumnBatch | None:
-        """The batch a learn task's metadata columns name, as the learner takes it (a ColumnBatch or sample dicts,
-        each sample's metadata laid over it); None when every file of the batch was missing or damaged."""
-        with self._load_lock:
-            stored, kept = self._read_samples(meta[DATA_ID])
-        if not stored:
+    def _load(self, meta: dict[str, list], fresh: dict[str, Any]) -> tuple[list[str], dict[str, list]] | None:
+        """The data ids of a learn task's batch (metadata columns) whose samples are at hand (kept, or read now into
+        ``fresh``), and the batch's metadata of those samples (columns); None when every file of the batch was
+        missing or damaged. Called with the load lock held."""
+        ids, kept = self._read_samples(meta[DATA_ID], fresh)
+        if not ids:
             return None
         whole = len(kept) == len(meta[DATA_ID])
-        extra = {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
-        if self._columns:
-            return ColumnBatch.from_samples(stored, extra)
-        samples = []
-        for j, sample in enumerate(stored):
-            sample = dict(sample)
-            for k, col in extra.items():
-                sample[k] = col[j]
-            samples.append(sample)
-        return samples
+        return ids, {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
 
-    def _read_samples(self, data_ids: list) -> tuple[list[dict], list[int]]:
-        """The stored samples of ``data_ids`` (through the cache), and the positions in ``data_ids`` they are of: a
-        sample whose file is missing or damaged is skipped (and counted)."""
+    def _read_samples(self, data_ids: list, fresh: dict[str, Any]) -> tuple[list[str], list[int]]:
+        """Make sure the samples of ``data_ids`` are at hand: kept in the store, or read from their files now (the
+        whole file goes into the store, and into ``fresh``). Returns the ids at hand and their positions in
+        ``data_ids``: a sample whose file is missing or damaged is skipped (and counted)."""
         from ding.worker.parallel_files import read_data_file
 
-        samples, kept = [], []
-        cache = self._cache
+        store = self._store
+        if not store.missing(data_ids, fresh):  # (the common case: every sample is kept)
+            return list(data_ids), list(range(len(data_ids)))
+        ids, kept = [], []
         for pos, raw_id in enumerate(data_ids):
             data_id = str(raw_id)
-            stored = cache.get(data_id)
-            if stored is not None:
-                cache.move_to_end(data_id)
-            elif data_id in self._bad:  # data files never change: a bad one is not read (nor logged) again
-                self._skipped_files += 1
-                continue
-            else:
+            if data_id not in store and data_id not in fresh:
+                if data_id in self._bad:  # data files never change: a bad one is not read (nor logged) again
+                    self._skipped_files += 1
+                    continue
                 try:  # the whole file: a collect task's other samples are in the buffer too
                     found = read_data_file(self._path_data, data_id, self._limits)
-                    stored = found[data_id]
                 except DataFileError as e:
                     self._skipped_files += 1
                     if not isinstance(e.__cause__, FileNotFoundError):
                         self._bad[data_id] = True
-                        if len(self._bad) > max(self._cache_size, 10_000):
+                        if len(self._bad) > max(store.capacity, 10_000):
                             self._bad.popitem(last=False)
                     self._logger.warning(f"skipped a training sample: {e}")
                     continue
-                if self._cache_size > 0:
-                    for key, value in found.items():
-                        cache[key] = value
-                        cache.move_to_end(key)
-                    while len(cache) > self._cache_size:
-                        cache.popitem(last=False)
-            samples.append(stored)
+                fresh.update(found)
+                store.put(found)
+            ids.append(data_id)
             kept.append(pos)
-        return samples, kept
+        return ids, kept
 
     def send_learn_info(self, learn_info: dict) -> None:
         """Give the iteration's learn info to its learn task (the task's thread makes the record from it)."""
@@ -533,6 +544,17 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         every ``send_policy_freq`` iterations (at most every ``send_policy_interval`` seconds), hand each iteration's
         learn info to the learn task waiting for it."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
+
+
+def _laid_over(stored: list[dict], extra: dict[str, list]) -> list[dict]:
+    """Sample dicts: each stored sample with its metadata laid over it (the stored sample is not changed)."""
+    samples = []
+    for j, sample in enumerate(stored):
+        sample = dict(sample)
+        for k, col in extra.items():
+            sample[k] = col[j]
+        samples.append(sample)
+    return samples
 
 
 def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import queue
 import signal
 import sys
 import threading
@@ -251,6 +252,19 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name
                     conn.send((_FAILED, request, (type(e).__name__, f"the answer could not be sent: {e}",
                                                   traceback.format_exc())))
 
+        # each record is answered in a thread of its own (a learn task waits until its batches are trained), taken
+        # from the threads that finished an earlier one: no thread start per task on the training process's core
+        jobs: queue.SimpleQueue = queue.SimpleQueue()
+        idle_lock = threading.Lock()
+        idle = [0]
+
+        def worker() -> None:
+            while True:
+                request, record = jobs.get()
+                answer(request, record)
+                with idle_lock:
+                    idle[0] += 1
+
         while True:
             try:
                 kind, request, record = conn.recv()
@@ -258,7 +272,13 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name
                 break  # the parent is gone
             if kind == _CLOSE:
                 break
-            threading.Thread(target=answer, args=(request, record), name="ding-trainer-task", daemon=True).start()
+            with idle_lock:
+                start = idle[0] == 0
+                if not start:
+                    idle[0] -= 1
+            if start:
+                threading.Thread(target=worker, name="ding-trainer-task", daemon=True).start()
+            jobs.put((request, record))
         close()
     except BaseException:  # noqa: BLE001 -- reported on stderr; the parent sees the exit status
         traceback.print_exc()
