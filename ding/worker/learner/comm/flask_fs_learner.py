@@ -37,7 +37,7 @@ from ding.utils.cpu_placement import apply_placement
 from ding.utils.data import ColumnBatch, learn_takes_columns
 from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
-from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
+from ding.worker.parallel_files import learner_load_path, policy_path, read_data_file, run_dir
 from ding.worker.parallel_protocol import (
     DATA_ID,
     DemandAnswer,
@@ -380,6 +380,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         with self._load_lock:
             fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
             read = [self._load(meta, fresh) for meta in task.data]
+            lost = self._store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh)
+            for data_id in lost:  # let go by the store while this task read files (a store smaller than a task)
+                if data_id not in fresh:
+                    fresh.update(read_data_file(self._path_data, data_id, self._limits))
             skipped, self._skipped_files = self._skipped_files, 0
             out = ReadBatches(sizes=[len(r[0]) if r else 0 for r in read], envstep=task.envstep, wait_s=task.wait_s,
                               skipped_files=skipped)
@@ -476,8 +480,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         """Make sure the samples of ``data_ids`` are at hand: kept in the store, or read from their files now (the
         whole file goes into the store, and into ``fresh``). Returns the ids at hand and their positions in
         ``data_ids``: a sample whose file is missing or damaged is skipped (and counted)."""
-        from ding.worker.parallel_files import read_data_file
-
         store = self._store
         if not store.missing(data_ids, fresh):  # (the common case: every sample is kept)
             return list(data_ids), list(range(len(data_ids)))
