@@ -254,3 +254,22 @@ def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_
         assert [i["learner_step"] for i in out["infos"]] == [2, 3, 4]
     finally:
         learner.close()
+
+
+def test_samples_let_go_during_a_task_whose_file_is_gone_are_skipped(main_json, master):  # noqa: F811
+    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_size": 3})
+    try:
+        ids = [i for f in range(2) for i in write_samples(paths["path_data"], f"collector_task_{f}_0",
+                                                          [_transition(4 * f + j) for j in range(4)])]
+
+        def learn(batches):
+            return master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in batches],
+                                                                "envstep": 8, "wait_s": 60}, deadline_s=90).result(90)
+
+        learn([[{"data_id": d, "IS": 1.0} for d in ids[:4]]])  # the store keeps the last 3 samples of file 0
+        os.remove(os.path.join(paths["path_data"], "collector_task_0_0"))
+        out = learn([[{"data_id": d, "IS": 1.0} for d in ids[1:4]], [{"data_id": d, "IS": 1.0} for d in ids[4:]]])
+        assert out["skipped_files"] == 3 and [bool(i.get("skipped")) for i in out["infos"]] == [True, False]
+        assert out["infos"][-1]["learner_step"] == 2
+    finally:
+        learner.close()

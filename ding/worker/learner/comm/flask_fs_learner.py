@@ -373,17 +373,24 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         return self.deal_with_read_batches(self._read_batches(task))
 
     def _read_batches(self, task: LearnTask) -> ReadBatches:
-        """The task's batches read from their data files (through the cache), each as the learner takes it."""
+        """The task's batches read from their data files (through the sample store), as the learner takes them."""
         if not self._path_data:
             raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
         torch_threads_in_this_thread()  # (this thread decodes the data files and stacks the batches)
         with self._load_lock:
             fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
             read = [self._load(meta, fresh) for meta in task.data]
-            lost = self._store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh)
-            for data_id in lost:  # let go by the store while this task read files (a store smaller than a task)
-                if data_id not in fresh:
-                    fresh.update(read_data_file(self._path_data, data_id, self._limits))
+            gone = set()
+            for data_id in self._store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh):
+                if data_id not in fresh and data_id not in gone:  # let go by the store while this task read files
+                    try:  # (a store smaller than what one task reads)
+                        fresh.update(read_data_file(self._path_data, data_id, self._limits))
+                    except DataFileError as e:
+                        gone.add(data_id)
+                        self._logger.warning(f"skipped a training sample: {e}")
+            if gone:
+                self._skipped_files += len(gone)
+                read = [_without(r, gone) for r in read]
             skipped, self._skipped_files = self._skipped_files, 0
             out = ReadBatches(sizes=[len(r[0]) if r else 0 for r in read], envstep=task.envstep, wait_s=task.wait_s,
                               skipped_files=skipped)
@@ -546,6 +553,16 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         every ``send_policy_freq`` iterations (at most every ``send_policy_interval`` seconds), hand each iteration's
         learn info to the learn task waiting for it."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
+
+
+def _without(read: tuple[list[str], dict[str, list]] | None, gone: set) -> tuple[list[str], dict[str, list]] | None:
+    """A batch as :meth:`FlaskFileSystemLearner._load` gives it, without the samples of ``gone`` (None: none left)."""
+    if read is None or not gone.intersection(read[0]):
+        return read
+    keep = [j for j, i in enumerate(read[0]) if i not in gone]
+    if not keep:
+        return None
+    return [read[0][j] for j in keep], {k: [col[j] for j in keep] for k, col in read[1].items()}
 
 
 def _laid_over(stored: list[dict], extra: dict[str, list]) -> list[dict]:
