@@ -109,7 +109,7 @@ def test_a_learn_step_on_a_column_batch_is_the_learn_step_on_the_samples(name, i
         learning = build_learning(cfg, seed=0, exp_name=f"cols_{name}")
         try:
             policy = learning.policy
-            assert learn_takes_columns(getattr(policy.learn_mode.forward, "__self__"))
+            assert learn_takes_columns(policy.learn_mode.forward.__self__)
             before = [p.detach().clone() for p in policy.learn_mode.get_attribute("model").parameters()]
             torch.manual_seed(1)
             learning.learner.train(data)
