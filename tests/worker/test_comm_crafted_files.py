@@ -235,6 +235,12 @@ def test_roles_refuse_start_tasks_naming_other_directories(main_json, master):  
         learner.close()
 
 
+def _learn(master, conn, batches):  # noqa: F811
+    """One learn task of ``batches`` (lists of metadata dicts); its answer."""
+    return master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in batches], "envstep": 8,
+                                                        "wait_s": 60}, deadline_s=90).result(90)
+
+
 @pytest.mark.parametrize("cache", [0, 3])
 def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_json, master, cache):  # noqa: F811
     learner, conn, paths = _started_learner(master, main_json, {"sample_cache_size": cache})
@@ -242,13 +248,11 @@ def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_
         ids = [i for f in range(3) for i in write_samples(paths["path_data"], f"collector_task_{f}_0",
                                                           [_transition(4 * f + j) for j in range(4)])]
 
-        def learn(batches):
-            return master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in batches],
-                                                                "envstep": 12, "wait_s": 60}, deadline_s=90).result(90)
 
-        first = learn([[{"data_id": d, "IS": 1.0} for d in ids[:4]]])  # the store keeps (the last 3 of) file 0
+        first = _learn(master, conn, [[{"data_id": d, "IS": 1.0} for d in ids[:4]]])  # the store keeps file 0's last 3
         # the first batch is kept, the next two read files 1 and 2, which push file 0 out of a 3-sample store
-        out = learn([[{"data_id": d, "IS": 1.0} for d in ids[1:4]], [{"data_id": d, "IS": 1.0} for d in ids[4:8]],
+        out = _learn(master, conn, [[{"data_id": d, "IS": 1.0} for d in ids[1:4]],
+                                    [{"data_id": d, "IS": 1.0} for d in ids[4:8]],
                      [{"data_id": d, "IS": 1.0} for d in ids[8:]]])
         assert first["trained"] == 1 and out["trained"] == 3 and out["skipped_files"] == 0
         assert [i["learner_step"] for i in out["infos"]] == [2, 3, 4]
@@ -262,13 +266,11 @@ def test_samples_let_go_during_a_task_whose_file_is_gone_are_skipped(main_json, 
         ids = [i for f in range(2) for i in write_samples(paths["path_data"], f"collector_task_{f}_0",
                                                           [_transition(4 * f + j) for j in range(4)])]
 
-        def learn(batches):
-            return master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in batches],
-                                                                "envstep": 8, "wait_s": 60}, deadline_s=90).result(90)
 
-        learn([[{"data_id": d, "IS": 1.0} for d in ids[:4]]])  # the store keeps the last 3 samples of file 0
+        _learn(master, conn, [[{"data_id": d, "IS": 1.0} for d in ids[:4]]])  # the store keeps file 0's last 3
         os.remove(os.path.join(paths["path_data"], "collector_task_0_0"))
-        out = learn([[{"data_id": d, "IS": 1.0} for d in ids[1:4]], [{"data_id": d, "IS": 1.0} for d in ids[4:]]])
+        out = _learn(master, conn, [[{"data_id": d, "IS": 1.0} for d in ids[1:4]],
+                                    [{"data_id": d, "IS": 1.0} for d in ids[4:]]])
         assert out["skipped_files"] == 3 and [bool(i.get("skipped")) for i in out["infos"]] == [True, False]
         assert out["infos"][-1]["learner_step"] == 2
     finally:
