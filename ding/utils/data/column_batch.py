@@ -22,7 +22,6 @@ import torch
 
 from .collate_fn import default_collate
 
-_RAW = "raw"  # a field that did not stack (ragged, or objects): kept as the list of the samples' values
 _MISSING = object()
 
 

@@ -381,7 +381,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
             read = [self._load(meta, fresh) for meta in task.data]
             gone = set()
-            for data_id in self._store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh):
+            # (only reading files puts samples in the store, so only then can it have let go of one this task needs)
+            lost = self._store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh) if fresh else []
+            for data_id in lost:
                 if data_id not in fresh and data_id not in gone:  # let go by the store while this task read files
                     try:  # (a store smaller than what one task reads)
                         fresh.update(read_data_file(self._path_data, data_id, self._limits))
