@@ -2,6 +2,7 @@
 
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
+    python tests/benchmark/bench_parallel.py --repeats 3      # the time-to-195 runs three rounds: medians of 9 runs
     python tests/benchmark/bench_parallel.py --setups d       # 1 learner next to 2 learners (learner iterations/s)
     python tests/benchmark/bench_parallel.py --setups e       # the learner's ceiling: the update beside collection
     python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
@@ -215,15 +216,20 @@ SETUPS = {
 }
 
 
-def to_stop(setups: list[Setup], seeds: list[int]) -> list[dict]:
-    """Time and env steps to 195 for each setup; the setups of one seed run back to back."""
+def to_stop(setups: list[Setup], seeds: list[int], repeats: int = 1) -> list[dict]:
+    """Time and env steps to 195 for each setup; the setups of one seed run back to back, the seeds in turn, and the
+    whole round ``repeats`` times. A line's medians are over all its runs (seeds x repeats); with repeats, each
+    round's own ratio (medians over the seeds of that round, as one run of the command without repeats would give)
+    is kept too, so the spread between rounds shows."""
     runs: dict[Setup, list[dict]] = {s: [] for s in setups}
-    for seed in seeds:
-        for s in setups:
-            r = run(s, seed)
-            runs[s].append(r)
-            print(f"  ({s.key}) {s.label:<32} seed {seed}: {r['time_to_stop_s'] or float('nan'):6.1f} s to 195, "
-                  f"{r['env_step_to_stop'] or 0:7,} env steps (process {r['wall_s']:.1f} s)", flush=True)
+    for rep in range(repeats):
+        for seed in seeds:
+            for s in setups:
+                r = dict(run(s, seed), repeat=rep)
+                runs[s].append(r)
+                again = f" (round {rep + 1}/{repeats})" if repeats > 1 else ""
+                print(f"  ({s.key}) {s.label:<32} seed {seed}{again}: {r['time_to_stop_s'] or float('nan'):6.1f} s to "
+                      f"195, {r['env_step_to_stop'] or 0:7,} env steps (process {r['wall_s']:.1f} s)", flush=True)
     out = []
     serial = runs[setups[0]]
     for s, rows in runs.items():
@@ -233,6 +239,9 @@ def to_stop(setups: list[Setup], seeds: list[int]) -> list[dict]:
                "median_wall_s": _median(rows, "wall_s"), "reached": sum(bool(r["stop_flag"]) for r in rows)}
         rec["time_ratio"] = rec["median_time_s"] / _median(serial, "time_to_stop_s")
         rec["env_step_ratio"] = rec["median_env_step"] / _median(serial, "env_step_to_stop")
+        rec["round_time_ratios"] = [
+            _median([r for r in rows if r["repeat"] == rep], "time_to_stop_s")
+            / _median([r for r in serial if r["repeat"] == rep], "time_to_stop_s") for rep in range(repeats)]
         rec["time_ratio_to"] = {o.label: rec["median_time_s"] / _median(runs[o], "time_to_stop_s")
                                 for o in setups[1:] if o.mode == "serial" and o != s}
         out.append(rec)
@@ -404,17 +413,20 @@ def learner_rate(seeds: list[int], iters: int, paced: list[dict]) -> list[dict]:
 
 def summary(out: list[dict]) -> str:
     """One table: every setup's medians, the ratio to its serial reference and the target next to it."""
-    lines = ["", "summary (medians over the seeds; ratios are to the first serial line of the same setup, measured "
-             "in this run):",
+    lines = ["", "summary (medians over the seeds and rounds; ratios are to the first serial line of the same setup, "
+             "measured in this run):",
              f"  {'setup':<28} {'mode':<32} {'time to 195':>11} {'env steps':>9} {'reached':>7} {'time':>6} "
              f"{'steps':>6}  target"]
     names = {"a": "(a) CartPole", "b": "(b) 2 ms CPU per step", "c": "(c) 2 ms wait per step"}
     for rec in out:
         if rec["bench"] == "parallel_to_195":
             target = _target(rec) if rec["mode"] == "parallel" else ""
+            rounds = rec.get("round_time_ratios") or []
+            rounds_text = (" (rounds: " + " / ".join(f"{r:.2f}x" for r in rounds) + ")") \
+                if len(rounds) > 1 and rec["mode"] == "parallel" else ""
             lines.append(f"  {names[rec['setup']]:<28} {rec['label']:<32} {rec['median_time_s']:9.1f} s "
                          f"{rec['median_env_step']:9,.0f} {rec['reached']:>4}/{len(rec['runs'])} "
-                         f"{rec['time_ratio']:5.2f}x {rec['env_step_ratio']:5.2f}x  {target}")
+                         f"{rec['time_ratio']:5.2f}x {rec['env_step_ratio']:5.2f}x  {target}{rounds_text}")
     for rec in out:
         if rec["bench"] == "parallel_throughput":
             target = "throughput >= 0.9x serial" if rec["mode"] == "parallel" else ""
@@ -457,6 +469,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--iters", type=int, default=1500, help="train iterations of the throughput runs")
     ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of the time-to-195 runs: every seed again, medians over all runs (default: 1)")
     ap.add_argument("--collector-nice", type=int, default=None,
                     help="system_config.collector_nice of the parallel runs (default: the config's, 0)")
     ap.add_argument("--cpu-affinity", choices=("auto", "exclusive", "off"), default=None,
@@ -465,6 +479,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     global COLLECTOR_NICE, CPU_AFFINITY
     COLLECTOR_NICE = args.collector_nice
     CPU_AFFINITY = args.cpu_affinity
+    if args.repeats < 1:
+        ap.error(f"--repeats: expected a number of rounds >= 1, got {args.repeats}")
     keys = [k.strip() for k in args.setups.split(",") if k.strip()]
     unknown = [k for k in keys if k not in SETUPS]
     if unknown:
@@ -489,7 +505,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             out += learners(SETUPS["d"], seeds, args.iters)
             continue
         print(f"({key}) to eval >= 195:", flush=True)
-        out += to_stop(SETUPS[key], seeds)
+        out += to_stop(SETUPS[key], seeds, args.repeats)
         if key == "a":
             print(f"(a) throughput ({args.iters} train iterations, stop value out of reach):", flush=True)
             out += throughput(SETUPS["a"], seeds, args.iters)
