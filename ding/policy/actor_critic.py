@@ -22,7 +22,7 @@ from ding.config.ranges import at_least, between, greater_than, one_of
 from ding.rl_utils import gae, gae_data
 from ding.torch_utils import obs_to_float
 from ding.utils import ConfigError
-from ding.utils.data import ColumnBatch, stack_field
+from ding.utils.data import SAMPLE_BATCH_TYPES, stack_field
 
 from .base_policy import Policy
 from .common_utils import batch_obs, model_obs_shape
@@ -115,8 +115,8 @@ class ActorCriticPolicy(Policy):
     # ------------------------------------------------------------------ learn data
     def _collate(self, data: list[dict[str, Any]], where: str) -> dict[str, Any]:
         """Stack the fields the update reads (one stack each), on the policy's device."""
-        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
-            got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
+        if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
+            got = "an empty list" if isinstance(data, SAMPLE_BATCH_TYPES) else type(data).__name__
             raise ValueError(f"{where}: expected a non-empty list of samples, got {got}")
         if isinstance(data[0], (list, tuple)):
             raise ValueError(f"{where}: got a list of episodes; give the samples of each (with the episode collector "

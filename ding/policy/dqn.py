@@ -19,7 +19,7 @@ from ding.rl_utils import (
 )
 from ding.torch_utils import obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
-from ding.utils.data import ColumnBatch, stack_field
+from ding.utils.data import SAMPLE_BATCH_TYPES, stack_field
 
 from .base_policy import Policy, load_model_state, load_optimizer_state
 from .common_utils import batch_obs, build_adam, model_obs_shape, step_transition
@@ -169,8 +169,8 @@ class DQNPolicy(Policy):
 
     def _collate(self, data: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
         """Stack only the fields the loss reads (one stack each), on the policy's device."""
-        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
-            got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
+        if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
+            got = "an empty list" if isinstance(data, SAMPLE_BATCH_TYPES) else type(data).__name__
             raise ValueError(f"{type(self).__name__} learn_mode.forward: expected a non-empty list of samples, "
                              f"got {got}")
         keys = list(_SAMPLE_KEYS)

@@ -11,7 +11,7 @@ import torch.nn as nn
 from ding.rl_utils import get_nstep_return_data
 from ding.torch_utils import obs_to_float
 from ding.utils import ConfigError
-from ding.utils.data import ColumnBatch, stack_field
+from ding.utils.data import SAMPLE_BATCH_TYPES, stack_field
 
 # Every continuous policy here acts in [-1, 1]; the env maps that onto its own bounds (env.act_scale=True, see
 # DingEnvWrapper.scale_action). check_policy_fits_env refuses an env whose Box has other bounds.
@@ -56,8 +56,8 @@ def qac_train_samples(transitions: list[dict[str, Any]], nstep: int, gamma: floa
 def collate_qac_batch(data: list[dict[str, Any]], device: torch.device, *, ignore_done: bool = False,
                       use_is_weight: bool = False, where: str = "policy") -> QACBatch:
     """Stack the fields the losses read (one stack each) into a :class:`QACBatch`."""
-    if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
-        got = "an empty list" if isinstance(data, (list, tuple, ColumnBatch)) else type(data).__name__
+    if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
+        got = "an empty list" if isinstance(data, SAMPLE_BATCH_TYPES) else type(data).__name__
         raise ValueError(f"{where} learn_mode.forward: expected a non-empty list of samples, got {got}")
     keys = ["obs", "action", "reward", "next_obs", "done"]
     if use_is_weight:

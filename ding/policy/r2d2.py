@@ -11,7 +11,7 @@ from ding.model import DRQN
 from ding.rl_utils import q_nstep_sequence_td_error
 from ding.torch_utils import obs_to_float
 from ding.utils import POLICY_REGISTRY, ConfigError
-from ding.utils.data import ColumnBatch, stack_field
+from ding.utils.data import SAMPLE_BATCH_TYPES, stack_field
 
 from .common_utils import batch_obs, model_obs_shape
 from .dqn import DQNPolicy, epsilon_greedy
@@ -198,7 +198,7 @@ class R2D2Policy(DQNPolicy):
         -> tensors ``obs`` (B, T + 1, ...), ``action``/``reward``/``done``/``mask`` (B, T), ``prev_state`` (B, 2, H)
         and ``IS`` when weighted."""
         where = f"{type(self).__name__} learn_mode.forward"
-        if not isinstance(data, (list, tuple, ColumnBatch)) or len(data) == 0:
+        if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
             raise ValueError(f"{where}: expected a non-empty list of sequences, got {type(data).__name__} {data!r:.60}")
         if isinstance(data[0], (list, tuple)):
             data = [self._pack(window[:_continuous_length(window)], len(window)) for window in data]

@@ -224,6 +224,10 @@ def _slice(value: Any, start: int, stop: int) -> Any:
     return value
 
 
+# what a policy's learn step accepts as a batch of samples: a list (or tuple) of sample dicts, or a ColumnBatch
+SAMPLE_BATCH_TYPES = (list, tuple, ColumnBatch)
+
+
 def stack_field(data: Sequence[Mapping[str, Any]], key: str) -> Any:
     """Field ``key`` of every sample of ``data`` stacked into one batch (``default_collate``): a
     :class:`ColumnBatch`'s column as it is, a list of sample dicts stacked here."""
