@@ -15,6 +15,7 @@ from ding.worker.adapter import LearnerAggregator, LearnerGroup, LearnerGroupErr
 from ding.worker.adapter.learner_aggregator import params_digest
 
 View = namedtuple("View", ["forward"])
+TOKEN = "t" * 32
 
 
 class _TinyPolicy:
@@ -43,8 +44,8 @@ def _member(rank: int, size: int, path: str, out) -> None:
     from ding.worker.adapter.learner_aggregator import attach_policy
 
     try:
-        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", size, "gloo", 30.0, "learner0") if rank == 0
-                 else LearnerGroup.join(path, rank, size, 30.0, f"learner{rank}"))
+        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", size, "gloo", 30.0, "learner0", TOKEN)
+                 if rank == 0 else LearnerGroup.join(path, rank, size, 30.0, f"learner{rank}", TOKEN))
         averaged = _TinyPolicy(seed=100 + rank)  # different initial weights on purpose: rank 0's are taken
         attach_policy(View(averaged.forward), group)
         control = _TinyPolicy(seed=200 + rank)  # the control: the same start, no gradient averaging
@@ -108,8 +109,8 @@ def _wired_log_reduce(group: LearnerGroup):
 
 def _lose_member(rank: int, path: str, out, collective: str = "gather") -> None:
     try:
-        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 20.0, "learner0") if rank == 0
-                 else LearnerGroup.join(path, rank, 2, 20.0, "learner1"))
+        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 20.0, "learner0", TOKEN) if rank == 0
+                 else LearnerGroup.join(path, rank, 2, 20.0, "learner1", TOKEN))
         wired = _wired_log_reduce(group) if collective == "log_reduce" else None
         if rank == 1:
             os._exit(3)  # the member is lost (as if killed) right after the group formed
@@ -160,7 +161,7 @@ def test_joining_without_a_leader_fails_within_group_timeout_naming_the_file(tmp
     path = str(tmp_path / "learner_group.json")
     t0 = time.monotonic()
     with pytest.raises(LearnerGroupError, match="could not join the learner group through .*learner_group.json"):
-        LearnerGroup.join(path, 1, 2, 1.0, "learner1")
+        LearnerGroup.join(path, 1, 2, 1.0, "learner1", TOKEN)
     assert time.monotonic() - t0 < 5.0
 
 
@@ -168,7 +169,7 @@ def test_a_rendezvous_file_for_another_group_size_is_refused(tmp_path):
     path = tmp_path / "learner_group.json"
     path.write_text('{"host": "127.0.0.1", "port": 1, "size": 3, "backend": "gloo"}')
     with pytest.raises(LearnerGroupError, match="announces a group of 3 learners.*started for 2"):
-        LearnerGroup.join(str(path), 1, 2, 5.0, "learner1")
+        LearnerGroup.join(str(path), 1, 2, 5.0, "learner1", TOKEN)
 
 
 def test_shares_are_contiguous_and_cover_the_batch():
@@ -189,3 +190,36 @@ def test_merge_info_concatenates_the_shares_in_rank_order():
     cut = LearnerAggregator.merge_info([dict(p=[1]), dict(p=[1])], n=1)  # a padded batch of one sample
     assert cut == dict(p=[1])
     assert LearnerAggregator.merge_info([None, None]) is None
+
+
+def _member_with_token(rank: int, path: str, token: str, out) -> None:
+    try:
+        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 20.0, "learner0", token) if rank == 0
+                 else LearnerGroup.join(path, rank, 2, 20.0, "learner1", token))
+        out.put((rank, "formed"))
+        group.close(path if rank == 0 else None)
+    except LearnerGroupError as e:
+        out.put((rank, str(e)))
+
+
+@pytest.mark.timeout(120)
+def test_a_member_with_another_token_is_refused_by_name_before_anything_is_sent(tmp_path):
+    """Issue 36, item 1: membership is proven with the run's token (torch.distributed checks nothing), both ways."""
+    ctx = mp.get_context("fork")
+    out = ctx.Queue()
+    path = str(tmp_path / "learner_group.json")
+    procs = [ctx.Process(target=_member_with_token, args=(r, path, ("a" if r == 0 else "b") * 32, out))
+             for r in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        got = dict(out.get(timeout=90) for _ in procs)
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert "rank(s) 1 of the learner group did not prove the run's auth token" in got[0], got
+    assert "rank(s) 0 of the learner group did not prove the run's auth token" in got[1], got
+    assert not os.path.exists(path), "learner0 left its rendezvous file behind"

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.interaction.base import resolve_token
 from ding.torch_utils import decode, encode
 from ding.utils import ConfigError, DataFileError
 from ding.worker.learner.base_learner import BaseLearner
@@ -206,6 +207,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
             raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
                               "rendezvous file goes next to it)")
         self._rendezvous = rendezvous_path(str(self._cfg.path_data))
+        self._token = resolve_token(token or self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
         self._group: LearnerGroup | None = None
         self._last_sent = 0.0
         self._stopped_members = False
@@ -244,7 +246,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
         backend = pick_backend(bool(cfg.policy.get("cuda", False)))
         self._group = LearnerGroup.host(self._rendezvous, str(self._cfg.host),
                                         str(self._cfg.get("advertise_host") or self._cfg.host), self._size, backend,
-                                        float(self._cfg.group_timeout), self.name)
+                                        float(self._cfg.group_timeout), self.name, self._token)
         self._group.send(KIND_DATA, json.dumps(task.to_json()).encode())
         self._last_sent = time.monotonic()
         return super()._start_learning(task)
@@ -307,6 +309,7 @@ class LearnerGroupMember:
         if not self._cfg.get("path_data"):
             raise ConfigError(f"{name}: several learners need path_data in the learner's config")
         self._rendezvous = rendezvous_path(str(self._cfg.path_data))
+        self._token = resolve_token(self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
         self._logger = logging.getLogger(f"ding.learner_member.{name}")
         self._group: LearnerGroup | None = None
         self.learner: BaseLearner | None = None
@@ -317,7 +320,7 @@ class LearnerGroupMember:
         from ..builder import build_learning  # the one builder; lazy: it imports workers
 
         self._group = LearnerGroup.join(self._rendezvous, self.rank, self.size, float(self._cfg.group_timeout),
-                                        self.name)
+                                        self.name, self._token)
         try:
             kind, payload = self._next_message()
             if kind != KIND_DATA:

@@ -6,10 +6,17 @@ Several learners (``policy.learn.learner.learner_num > 1``) train one policy tog
 through this group. Nothing here is our own transport or allreduce: the group is ``torch.distributed`` (gloo on CPU,
 nccl where the policy runs on GPUs), and the rendezvous is its ``TCPStore``.
 
-Rendezvous: rank 0 opens a ``TCPStore`` on a free port of its listening address and writes that address to
+Rendezvous: rank 0 opens a ``TCPStore`` on a free port of its listening address (a socket this module binds to that
+address and hands to the store: torch's own server would bind every interface) and writes that address to
 ``<run dir>/learner_group.json`` (atomically; the run directory is the parent of ``path_data``, which every host
-shares). The other ranks read that file and connect; a stale file from an earlier run points at a closed port, so
-they re-read it until the group forms or ``group_timeout`` passes. Rank 0 removes the file when it closes.
+shares). The other ranks read that file (with the safe reader: a regular file, capped) and connect; a stale file
+from an earlier run points at a closed port, so they re-read it until the group forms or ``group_timeout`` passes.
+Rank 0 removes the file when it closes.
+
+Membership: ``torch.distributed`` authenticates nobody, so anyone who reaches the store could join as a rank. Right
+after the group forms, before any task or batch is sent, every rank proves that it holds the run's token
+(:func:`prove_membership`: an HMAC over every rank's fresh nonce and its own rank); a rank that cannot prove it (or
+sends nothing) ends the group with one :class:`LearnerGroupError` on every honest rank, and nothing else flows.
 
 Messages (rank 0 to all, ``broadcast``; all to rank 0, ``gather``) are bytes in uint8 tensors: the start task as
 JSON and the batches and learn infos in the safe sample format (:mod:`ding.torch_utils.codec`); nothing received
@@ -18,10 +25,14 @@ through the group is unpickled.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import logging
 import os
 import re
+import secrets
+import socket
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -29,13 +40,17 @@ from typing import Any, TypeVar
 
 import torch
 
-from ding.utils import DingError, atomic_write
+from ding.utils import DataFileError, DingError, atomic_write, read_regular_file
 from ding.worker.learner.learner_hook import allreduce_mean
 
 _T = TypeVar("_T")
 
 RENDEZVOUS_FILE = "learner_group.json"
 KIND_STOP, KIND_DATA, KIND_KEEPALIVE = 0, 1, 2
+_NONCE_BYTES = 32
+_PROOF_DOMAIN = b"ding learner group membership v1"
+_MAX_RENDEZVOUS_BYTES = 4096
+_SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
 class LearnerGroupError(DingError, RuntimeError):
@@ -59,7 +74,8 @@ def pick_backend(use_cuda: bool) -> str:
 class LearnerGroup:
     """One process's membership in the learner group (see the module docstring)."""
 
-    def __init__(self, rank: int, size: int, backend: str, store: Any, timeout_s: float, name: str) -> None:
+    def __init__(self, rank: int, size: int, backend: str, store: Any, timeout_s: float, name: str,
+                 token: str, local_address: str = "") -> None:
         import torch.distributed as dist
 
         self.rank, self.size, self.backend, self.name = rank, size, backend, name
@@ -69,6 +85,10 @@ class LearnerGroup:
             torch.cuda.set_device(rank % torch.cuda.device_count())  # 'cuda' is then this one
         self._device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
         self._logger = logging.getLogger(f"ding.learner_group.{name}")
+        if backend == "gloo" and local_address and "GLOO_SOCKET_IFNAME" not in os.environ:
+            interface = _interface_of(local_address)  # gloo's own sockets on the run's interface only (by default
+            if interface:  # it takes the host name's address, often loopback or every interface)
+                os.environ["GLOO_SOCKET_IFNAME"] = interface
         try:
             dist.init_process_group(backend, store=store, rank=rank, world_size=size,
                                     timeout=timedelta(seconds=self._timeout_s))
@@ -76,39 +96,55 @@ class LearnerGroup:
             raise LearnerGroupError(f"{name}: the learner group ({size} learners, {backend}) did not form within "
                                     f"group_timeout ({self._timeout_s:g} s): {type(e).__name__}: {e}") from e
         self._closed = False
+        self._listener: socket.socket | None = None
+        try:
+            prove_membership(self, token)
+        except BaseException:
+            self.close()
+            raise
 
     # ---------------------------------------------------------------- forming and leaving
     @classmethod
     def host(cls, path: str, bind_host: str, advertise_host: str, size: int, backend: str, timeout_s: float,
-             name: str, port: int = 0) -> LearnerGroup:
-        """Rank 0: open the store, announce its address in ``path``, wait for the other ranks (``timeout_s``)."""
+             name: str, token: str, port: int = 0) -> LearnerGroup:
+        """Rank 0: open the store on ``bind_host`` only, announce its address in ``path``, wait for the other ranks
+        (``timeout_s``) and check that each holds ``token``."""
         import torch.distributed as dist
 
+        listener = None
         try:
-            store = dist.TCPStore(bind_host, int(port), size, True, timedelta(seconds=float(timeout_s)),
-                                  wait_for_workers=False)
+            listener = _listen(bind_host, int(port))
+            store = dist.TCPStore(bind_host, listener.getsockname()[1], size, True,
+                                  timedelta(seconds=float(timeout_s)), wait_for_workers=False,
+                                  master_listen_fd=listener.fileno())
         except Exception as e:  # noqa: BLE001
+            if listener is not None:
+                listener.close()
             raise LearnerGroupError(f"{name}: cannot open the learner group's rendezvous on {bind_host}:{port}: "
                                     f"{e}") from e
         atomic_write(path, json.dumps({"host": advertise_host, "port": int(store.port), "size": int(size),
                                        "backend": backend}).encode())
         try:
-            return cls(0, size, backend, store, timeout_s, name)
+            group = cls(0, size, backend, store, timeout_s, name, token, _address_of(bind_host))
         except BaseException:
             _remove(path)
+            listener.close()
             raise
+        group._listener = listener  # the store serves on this socket (not a copy of it): closed with the group
+        return group
 
     @classmethod
-    def join(cls, path: str, rank: int, size: int, timeout_s: float, name: str) -> LearnerGroup:
-        """Rank > 0: read rank 0's address from ``path`` and join, retrying until ``timeout_s`` has passed."""
+    def join(cls, path: str, rank: int, size: int, timeout_s: float, name: str, token: str) -> LearnerGroup:
+        """Rank > 0: read rank 0's address from ``path`` and join, retrying until ``timeout_s`` has passed; then prove
+        ``token`` and check that every other rank holds it too."""
         import torch.distributed as dist
 
         deadline = time.monotonic() + float(timeout_s)
         last = "no rendezvous file yet"
         while True:
             try:
-                with open(path) as f:
-                    where = json.load(f)
+                where = json.loads(read_regular_file(path, _MAX_RENDEZVOUS_BYTES, "the learner group's rendezvous "
+                                                     "file"))
                 host, port, backend = str(where["host"]), int(where["port"]), str(where["backend"])
                 if int(where["size"]) != size:
                     raise LearnerGroupError(f"{name}: {path} announces a group of {where['size']} learners, this "
@@ -116,9 +152,12 @@ class LearnerGroup:
                                             "from the same config")
                 left = max(1.0, min(10.0, deadline - time.monotonic()))
                 store = dist.TCPStore(host, port, size, False, timedelta(seconds=left))
-                return cls(rank, size, backend, store, max(1.0, deadline - time.monotonic()), name)
+                return cls(rank, size, backend, store, max(1.0, deadline - time.monotonic()), name, token,
+                           _route_to(host, port))
             except LearnerGroupError:
                 raise
+            except DataFileError as e:  # a link, a FIFO, a huge file: not one rank 0 wrote
+                raise LearnerGroupError(f"{name}: cannot read the learner group's rendezvous file: {e}") from e
             except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:  # not there yet / stale / closed
                 last = f"{type(e).__name__}: {e}"
             if time.monotonic() >= deadline:
@@ -142,6 +181,9 @@ class LearnerGroup:
         except Exception as e:  # noqa: BLE001 -- a broken group cannot be left cleanly; the process ends anyway
             self._logger.warning(f"{self.name}: leaving the learner group: {e}")
         self._store = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
 
     # ---------------------------------------------------------------- messages
     def send(self, kind: int, payload: bytes = b"") -> None:
@@ -227,6 +269,85 @@ class LearnerGroup:
                                     f"({_short_cause(e)}): a learner was lost; the group is not rebuilt (see "
                                     "docs/distributed.md, Several learners): the run ends, resume it from its last "
                                     "checkpoint") from e
+
+
+def prove_membership(group: LearnerGroup, token: str) -> None:
+    """Every rank shows every other one that it holds ``token``, before anything else flows through the group: all
+    ranks exchange fresh random nonces, then each sends HMAC-SHA256(token, domain | all nonces | its rank) and checks
+    everyone else's. A rank that gets a wrong proof raises :class:`LearnerGroupError` naming the rank(s)."""
+    import torch.distributed as dist
+
+    nonce = torch.frombuffer(bytearray(secrets.token_bytes(_NONCE_BYTES)), dtype=torch.uint8).to(group._device)
+    nonces = [torch.zeros(_NONCE_BYTES, dtype=torch.uint8, device=group._device) for _ in range(group.size)]
+    group._collective(lambda: dist.all_gather(nonces, nonce))
+    seen = b"".join(bytes(t.cpu().numpy().tobytes()) for t in nonces)
+    proofs = [_proof(token, seen, r) for r in range(group.size)]
+    mine = torch.frombuffer(bytearray(proofs[group.rank]), dtype=torch.uint8).to(group._device)
+    got = [torch.zeros(len(proofs[0]), dtype=torch.uint8, device=group._device) for _ in range(group.size)]
+    group._collective(lambda: dist.all_gather(got, mine))
+    bad = [r for r in range(group.size)
+           if r != group.rank and not hmac.compare_digest(bytes(got[r].cpu().numpy().tobytes()), proofs[r])]
+    if bad:
+        raise LearnerGroupError(
+            f"{group.name} (rank {group.rank} of {group.size}): rank(s) {', '.join(map(str, bad))} of the learner "
+            "group did not prove the run's auth token: a process that does not hold the token joined the group's "
+            "rendezvous, or the learners were started with different tokens (system_config.auth_token / "
+            "DING_AUTH_TOKEN). Nothing was sent to the group; the run ends")
+
+
+def _proof(token: str, nonces: bytes, rank: int) -> bytes:
+    return hmac.new(token.encode(), _PROOF_DOMAIN + nonces + rank.to_bytes(4, "big"), hashlib.sha256).digest()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` only (IPv4 or IPv6, as ``host`` resolves)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _address_of(host: str) -> str:
+    """``host``'s IPv4 address; '' for every interface (0.0.0.0) or a name that does not resolve to IPv4."""
+    try:
+        address = socket.gethostbyname(host)
+    except OSError:
+        return ""
+    return "" if address == "0.0.0.0" else address
+
+
+def _route_to(host: str, port: int) -> str:
+    """The local address this host reaches ``host:port`` from ('' if unknown); no packet is sent."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect((host, port))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return ""
+
+
+def _interface_of(address: str) -> str | None:
+    """The name of the network interface holding IPv4 ``address`` (Linux); None if none or unknown."""
+    try:
+        import fcntl
+        import struct
+    except ImportError:
+        return None
+    for _, interface in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            try:
+                packed = fcntl.ioctl(probe.fileno(), _SIOCGIFADDR, struct.pack("256s", interface.encode()[:15]))
+            except OSError:  # no IPv4 address
+                continue
+        if socket.inet_ntoa(packed[20:24]) == address:
+            return interface
+    return None
 
 
 def _short_cause(e: BaseException) -> str:
