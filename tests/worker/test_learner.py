@@ -339,7 +339,7 @@ def test_a_checkpoint_with_an_older_torch_save_run_state_resumes(learner, monkey
         path = learner.save_checkpoint()
     assert not load_checkpoint_file(path)["extra"].startswith(ckpt.EXTRA_PICKLE_MAGIC)
     box["envstep"] = 99
-    learner.load_checkpoint(path)
+    learner.load_checkpoint(path, allow_pickle=True)  # the run's own file, on purpose
     assert box["envstep"] == 7
 
 
@@ -354,10 +354,12 @@ def test_extra_state_round_trip_and_not_in_best(learner, caplog):
     assert load_checkpoint_file(path, allow_pickle=True)["extra"] == {"collector": {"envstep": 7, "rng": [1, 2]}}
     assert "extra" not in load_checkpoint_file(best)
     box["envstep"] = 99
-    learner.load_checkpoint(path)
+    learner.load_checkpoint(path)  # as weights: the run state is not read
+    assert box["envstep"] == 99
+    learner.load_checkpoint(path, allow_pickle=True)
     assert box == {"envstep": 7, "rng": [1, 2]}
     learner.register_checkpoint_extra("buffer", dict, lambda s: None)
-    learner.load_checkpoint(path)
+    learner.load_checkpoint(path, allow_pickle=True)
     assert "has no extra state 'buffer'" in read_text(os.path.join("exp", "log", "learner", "learner_logger.txt"))
 
     def bad_set(state):
@@ -365,7 +367,7 @@ def test_extra_state_round_trip_and_not_in_best(learner, caplog):
 
     learner.register_checkpoint_extra("collector", dict, bad_set, replace=True)
     with pytest.raises(CheckpointError, match="restoring extra state 'collector' failed"):
-        learner.load_checkpoint(path)
+        learner.load_checkpoint(path, allow_pickle=True)
 
 
 def test_save_checkpoint_needs_no_hook(in_tmp_dir):
@@ -492,7 +494,7 @@ class _Payload:
 
 def test_checkpoints_load_tensors_only_unless_the_run_state_is_its_own(learner):
     """Issue 16, fault class 6: a checkpoint with pickled objects is refused by every tensors-only reader (eval,
-    load_policy, the parallel learner); only a learner with registered run state (serial resume) unpickles."""
+    load_policy, the parallel learner, load_ckpt_before_run); only an explicit allow_pickle (resume) unpickles."""
     import torch
 
     path = learner.save_checkpoint()
@@ -506,11 +508,13 @@ def test_checkpoints_load_tensors_only_unless_the_run_state_is_its_own(learner):
         learner.load_checkpoint("exp/ckpt/iteration_5.pth.tar")  # no run state registered: tensors only
     assert os.path.samefile(find_latest_checkpoint("exp/ckpt"), path)  # the crafted newer file is skipped
     assert not os.path.exists("pwned")
-    learner.register_checkpoint_extra("collector", dict, lambda s: None)
+    restored = []
+    learner.register_checkpoint_extra("collector", lambda: {"envstep": 3}, restored.append)
     path = learner.save_checkpoint()
-    with pytest.raises(CheckpointError, match="run state \\('extra'\\) was not unpickled"):
-        learner.load_checkpoint(path, allow_pickle=False)
-    learner.load_checkpoint(path)  # a serial run's own file: allowed
+    learner.load_checkpoint(path)  # weights: the run state stays an opaque blob, even with extras registered
+    assert restored == []
+    learner.load_checkpoint(path, allow_pickle=True)  # asked for on purpose (your own file)
+    assert restored == [{"envstep": 3}]
 
 
 def test_best_checkpoint_of_serial_and_parallel_runs(in_tmp_dir):

@@ -388,17 +388,19 @@ class BaseLearner:
                 pass
         return self._cfg
 
-    def load_checkpoint(self, path: str, allow_pickle: bool | None = None) -> dict:
-        """Restore policy state, ``train_iter``, ``collector_envstep`` and registered extra state from ``path``.
+    def load_checkpoint(self, path: str, allow_pickle: bool = False) -> dict:
+        """Restore policy state, ``train_iter``, ``collector_envstep`` (and, with ``allow_pickle``, registered extra
+        state) from ``path``.
 
         ``path`` may be a directory: its newest valid ``iteration_N.pth.tar`` is used. A damaged file or one that
         does not fit the policy raises ``CheckpointError`` naming the file. Returns the loaded checkpoint dict.
-        The file is loaded tensors-only unless ``allow_pickle`` (default: only when extra state is registered, i.e.
-        a serial run restoring its own run state; see :func:`load_checkpoint_file`).
+        The file is loaded tensors-only, and its run state ('extra') is left alone, unless ``allow_pickle``: only for
+        files you wrote yourself (the serial ``--resume`` reads its own run's files through ``check_resume``, never
+        through here; see :func:`load_checkpoint_file`).
         """
         if self._policy is None:
             raise RuntimeError("BaseLearner.load_checkpoint: set the policy first")
-        pickle_ok = bool(self._extras) if allow_pickle is None else allow_pickle
+        pickle_ok = bool(allow_pickle)
         if os.path.isdir(path):
             found = find_latest_checkpoint(path, self._logger, allow_pickle=pickle_ok)
             if found is None:
@@ -418,8 +420,8 @@ class BaseLearner:
         extra = state.get("extra", {})
         if isinstance(extra, (bytes, bytearray)):
             if self._extras:
-                raise CheckpointError(f"checkpoint '{path}' was loaded tensors-only, so its run state ('extra') was "
-                                      "not unpickled; load it with allow_pickle=True (only files of your own run)")
+                self._logger.info(f"checkpoint '{path}' loaded as weights: its run state ('extra': envs, buffer, RNG) "
+                                  "is not restored (only --resume of the run's own checkpoints reads it)")
             extra = {}
         for name, (_, set_fn) in self._extras.items():
             if name not in extra:

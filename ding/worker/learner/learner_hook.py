@@ -96,7 +96,7 @@ class LoadCkptHook(LearnerHook):
 
     def __call__(self, engine: BaseLearner) -> None:
         if self._load_path:
-            engine.load_checkpoint(self._load_path)
+            engine.load_checkpoint(self._load_path, allow_pickle=False)  # weights: any file, never unpickled
 
 
 class SaveCkptHook(LearnerHook):
