@@ -228,7 +228,8 @@ def _under_exp(path: Any, original_exp: str, exp_name: str, default: str) -> str
     path = str(path)
     for prefix in (f"./{original_exp}/", f"{original_exp}/"):
         if original_exp != exp_name and path.startswith(prefix):
-            return path.replace(original_exp, exp_name, 1)
+            rest = path[len(prefix):]
+            return os.path.join(exp_name, rest) if os.path.isabs(exp_name) else os.path.join(".", exp_name, rest)
     return path
 
 

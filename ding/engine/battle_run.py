@@ -30,7 +30,7 @@ from ding.envs import create_env_manager, get_vec_env_setting
 from ding.league import create_league
 from ding.league.player_files import LeagueCheckpointPart, save_player_model
 from ding.policy import create_policy
-from ding.utils import ConfigError, atomic_write_text, build_tb_writer, close_all, set_pkg_seed
+from ding.utils import ConfigError, atomic_write_text, build_tb_writer, close_all, set_pkg_seed, shown_dir
 from ding.worker import BaseLearner, iteration_ckpt_name
 from ding.worker.collector.base_serial_collector import create_serial_collector
 from ding.worker.collector.base_serial_evaluator import create_serial_evaluator
@@ -239,7 +239,7 @@ class BattleRun:
         why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
                else "stopped at a limit or by a hook")
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations of the "
-              f"main player ({wall:.1f} s); results in ./{self.cfg.exp_name}/", flush=True)
+              f"main player ({wall:.1f} s); results in {shown_dir(self.cfg.exp_name)}", flush=True)
 
     def elapsed(self) -> float:
         return time.time() - self._start_time

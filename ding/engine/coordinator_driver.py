@@ -16,7 +16,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from ding.utils import DingError, ResumeError, atomic_write_text
+from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
 
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
@@ -159,7 +159,7 @@ def drive_coordinator(
     save_state(coordinator.end_reason)
     atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
     print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
-          f"iterations ({wall:.1f} s); results in ./{exp}/", flush=True)
+          f"iterations ({wall:.1f} s); results in {shown_dir(exp)}", flush=True)
     if coordinator.fatal_error:
         raise ParallelRunError(coordinator.fatal_error)
     if interrupted and resume_hint:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ding.utils import atomic_write_text, close_all
+from ding.utils import atomic_write_text, close_all, shown_dir
 from ding.worker import BaseSerialCommander, iteration_ckpt_name
 from ding.worker.builder import build_acting, build_learning
 
@@ -124,7 +124,7 @@ class SerialRun:
                else "closed before its end" if ended == "closed" else "stopped at a limit or by a hook")
         saved = "checkpoint and results" if interrupted or ended == "closed" else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
-              f"({wall:.1f} s); {saved} in ./{self.cfg.exp_name}/", flush=True)
+              f"({wall:.1f} s); {saved} in {shown_dir(self.cfg.exp_name)}", flush=True)
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""

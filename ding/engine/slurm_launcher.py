@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ding.utils import ConfigError, atomic_write_text
+from ding.utils import ConfigError, atomic_write_text, shown_dir
 
 from .coordinator_driver import ParallelRunError
 from .slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
@@ -249,7 +249,8 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     coordinator_spec, role_specs = specs[0], specs[1:]
     start_timeout = float(cfg.system.slurm.start_timeout)
     where = f"job {job.job_id} ({len(job.nodes)} node(s))" if job is not None else "new Slurm jobs"
-    print(f"ding: run ./{exp}/ on Slurm: {len(specs)} steps in {where}; step names ding-<tag>-<role>", flush=True)
+    print(f"ding: run {shown_dir(exp)} on Slurm: {len(specs)} steps in {where}; step names ding-<tag>-<role>",
+          flush=True)
     interrupted = False
     with SlurmSteps(exp, job, _step_env(token)) as steps, GracefulStop() as stop:
         coordinator = steps.start(coordinator_spec, _role_command(total, coordinator_spec, None, max_env_step,
@@ -301,7 +302,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     if interrupted or code == 130:
         raise TrainingInterrupted(stop.signal_name or "a signal", exp)
     if result is None:
-        raise ParallelRunError(f"the coordinator ended without writing ./{exp}/result")
+        raise ParallelRunError(f"the coordinator ended without writing {shown_dir(exp)}result")
     return result
 
 

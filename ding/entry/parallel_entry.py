@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ding.config import compile_config_parallel, read_config_with_system
+from ding.config import compile_config_parallel, read_config_with_system, rename_experiment
 from ding.engine.coordinator_driver import (  # noqa: F401 -- ParallelRunError: its import path before the engine
     ParallelRunError,
     check_resumable,
@@ -245,7 +245,7 @@ def parallel_pipeline(
     with lock_run_dir(exp_dir, resume=True, exact=True):
         state = read_state(exp_dir)
         check_resumable(exp_dir, state, max_env_step, max_train_iter, extend)
-        main["exp_name"] = exp_dir
+        rename_experiment(main, system, exp_dir)  # data/policy paths under the config's name follow the run resumed
         cfg = compile_config_parallel(main, create, system, seed=seed, source=source, renew_dir=False)
         return _run(cfg, max_env_step, max_train_iter, resume_state=state, extend=extend)
 

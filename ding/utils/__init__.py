@@ -26,7 +26,7 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
-from .file_helper import atomic_write, atomic_write_text, read_regular_file, torch_save_atomic
+from .file_helper import atomic_write, atomic_write_text, read_regular_file, shown_dir, torch_save_atomic
 from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .json_record import JsonRecord
 from .lock import DirLock, guard_run_dir, join_run_dir

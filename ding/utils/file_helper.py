@@ -47,6 +47,12 @@ def torch_save_atomic(obj: Any, path: str) -> None:
     atomic_write(path, lambda f: torch.save(obj, f))
 
 
+def shown_dir(path: str) -> str:
+    """A directory as a message shows it: ``./run/`` for a relative one, ``/abs/run/`` for an absolute one."""
+    path = os.fspath(path).rstrip("/\\") or "/"
+    return f"{path}/" if os.path.isabs(path) or path.startswith((".", "~")) else f"./{path}/"
+
+
 def read_regular_file(path: str, max_bytes: int, what: str = "file") -> bytes:
     """The bytes of ``path``, which must be a regular file of at most ``max_bytes`` bytes.
 

@@ -31,7 +31,7 @@ from easydict import EasyDict
 
 from ding.config import COORDINATOR_CONFIG
 from ding.interaction import SlaveConnection, SlaveLost, TaskFailed, TaskHandle, TaskTimeout, resolve_token
-from ding.utils import ConfigError, DataFileError, config_of, deep_merge_dicts
+from ding.utils import ConfigError, DataFileError, config_of, deep_merge_dicts, shown_dir
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
@@ -213,7 +213,8 @@ class Coordinator:
             if time.monotonic() > deadline:
                 missing = "learner" if status.policy_iter < 0 else "collector"
                 self._fatal(f"no {missing} came up within startup_timeout "
-                            f"({self._coor_cfg.startup_timeout:g} s); see the role logs under ./{self._exp_name}/log/")
+                            f"({self._coor_cfg.startup_timeout:g} s); see the role logs under "
+                            f"{shown_dir(self._exp_name)}log/")
                 return
             self._ending.wait(0.2)
 
