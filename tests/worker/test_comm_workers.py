@@ -217,3 +217,35 @@ def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, 
             master.new_task(conn, "learner_get_data_task", {"wait_s": 1}, deadline_s=10).result(10)
     finally:
         learner.close()
+
+
+def test_wrong_shaped_and_huge_samples_fail_their_files_not_the_run(main_json, master, caplog):
+    """Issue 36, items 3-5: a well-formed sample of another shape (obs of 3 in a 4-dim run) is refused where it enters,
+    naming the field, both shapes and the collector; a sample whose shape would make the store allocate GiBs is
+    refused by the byte cap (sample_cache_mb), not attempted; the learner keeps training on the others."""
+    import logging
+
+    caplog.set_level(logging.WARNING)
+    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_mb": 1, "train_process": False})
+    try:
+        for i in range(4):
+            write_data(paths["path_data"], f"d{i}", _transition(i))
+        wrong = "collector_data_task_collector3_7_123456_0"
+        write_data(paths["path_data"], wrong, dict(_transition(9), obs=np.zeros(3, np.float32)))
+        huge = np.zeros(2**21 // 4 + 16, np.float32)  # 2 MiB: over the 1 MiB cap (once, it was 1024 rows of it)
+        write_data(paths["path_data"], "huge", dict(_transition(8), obs=huge, next_obs=huge))
+        master.new_task(conn, "learner_get_data_task", {"wait_s": 5}, deadline_s=10).result(10)
+        meta = [[{"data_id": d, "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i, d in enumerate(["d0", "d1", "d2", "d3"])],
+                [{"data_id": d, "replay_unique_id": i, "replay_buffer_idx": i, "IS": 1.0}
+                 for i, d in enumerate(["d0", wrong, "huge", "d1"])]]
+        out = master.new_task(conn, "learner_learn_task", {"data": [to_columns(b) for b in meta], "envstep": 1,
+                                                           "wait_s": 30}, deadline_s=40).result(40)
+        assert out["trained"] == 2 and out["skipped_files"] == 2, out
+        text = caplog.text
+        assert (f"data file '{wrong}' (written by collector 'collector3'): field 'obs' of sample '{wrong}' has shape "
+                "(3,) and dtype float32, the run's samples have shape (4,) and dtype float32") in text, text
+        assert "field 'obs' of sample 'huge' has shape (524304,)" in text, text
+        assert 0 < learner._store.held_bytes <= 2**20
+    finally:
+        learner.close()

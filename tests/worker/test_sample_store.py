@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from ding.utils import DataFileError
 from ding.utils.data import ColumnBatch, default_collate
 from ding.worker.learner.comm.sample_store import SampleStore
 
@@ -70,3 +71,36 @@ def test_the_store_grows_to_its_capacity_then_lets_the_oldest_go():
     none = SampleStore(0)
     none.put({"x": _sample(1)})
     assert "x" not in none and len(none) == 0
+
+
+def test_rows_are_sized_from_the_byte_cap_not_from_the_first_samples_shape():
+    """Issue 36, item 3: a first sample of 8 MiB used to make the store allocate 1024 rows of it (8 GiB) at once."""
+    store = SampleStore(20_000, max_bytes=64 * 2**20)
+    big = dict(obs=np.zeros(2**21, np.float32), action=np.array(1))
+    store.check({"big": big}, "data file 'big'")  # the first sample sets the schema: accepted
+    store.put({f"big{i}": big for i in range(20)})
+    assert store.held_bytes <= 64 * 2**20 and len(store) <= 8  # the oldest gave way: the cap holds
+    assert "big19" in store and "big0" not in store
+
+
+def test_decoded_bytes_held_are_capped_for_samples_kept_as_dicts_too():
+    """Issue 36, item 4: a small file holding one long JSON list kept tens of MiB; six files kept hundreds."""
+    store = SampleStore(1000, max_bytes=4 * 2**20)
+    for i in range(50):
+        store.put({f"f{i}": dict(obs=np.zeros(4, np.float32), tag=list(range(20_000)))})  # ~0.8 MB each
+    assert store.held_bytes <= 4 * 2**20 and "f49" in store and "f0" not in store
+    with pytest.raises(DataFileError, match=r"data file 'x': sample 'x' decodes to about .* over the learner's "
+                                            r"sample_cache_mb \(4 MiB\)"):
+        store.check({"x": dict(obs=np.zeros(4, np.float32), tag=list(range(200_000)))}, "data file 'x'")
+
+
+def test_a_sample_of_another_shape_or_dtype_is_refused_naming_the_field_and_both_shapes():
+    """Issue 36, item 5."""
+    store = SampleStore(100)
+    store.put({"a": _sample(0)})
+    with pytest.raises(DataFileError, match=r"data file 'b': field 'obs' of sample 'b' has shape \(3,\) and dtype "
+                                            r"float32, the run's samples have shape \(4,\) and dtype float32"):
+        store.check({"b": _sample(1, obs=np.zeros(3, np.float32))}, "data file 'b'")
+    with pytest.raises(DataFileError, match=r"field 'obs' .* dtype float64"):
+        store.check({"c": _sample(1, obs=np.zeros(4, np.float64))}, "data file 'c'")
+    store.check({"d": _sample(2, extra_key=1)}, "data file 'd'")  # a field more: kept as a dict, as before

@@ -22,6 +22,7 @@ import collections
 import logging
 import os
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -159,6 +160,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         prefetch_batches=32,  # batches the coordinator keeps queued here, sent in learn tasks of a quarter of this
         # (fewer, larger tasks: fewer round trips and wake-ups per iteration; priorities lag by at most this many)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
+        # decoded bytes those samples may hold (MiB; the oldest give way, a larger sample is skipped); None:
+        # replay_buffer_size x 64 KiB, at least 256 MiB and at most 4096 MiB
+        sample_cache_mb=None,
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
         max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
         # run the learner's tasks (training, data files, policy, checkpoints) in a process of its own, apart from the
@@ -260,7 +264,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._path_data = run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
         size = self._cfg.sample_cache_size
         replay = EasyDict(task.main_config).policy.other.replay_buffer
-        self._store = SampleStore(int(replay.get("replay_buffer_size", 0) if size is None else size))
+        buffer_size = int(replay.get("replay_buffer_size", 0) or 0)
+        cap_mb = self._cfg.get("sample_cache_mb")
+        cap_mb = min(4096.0, max(256.0, buffer_size / 16)) if cap_mb is None else float(cap_mb)
+        self._store = SampleStore(buffer_size if size is None else int(size), max_bytes=int(cap_mb * 2**20))
 
     def deal_with_trainer_facts(self, task: TrainerFacts) -> bool:
         self._check_alive()
@@ -386,7 +393,9 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             for data_id in lost:
                 if data_id not in fresh and data_id not in gone:  # let go by the store while this task read files
                     try:  # (a store smaller than what one task reads)
-                        fresh.update(read_data_file(self._path_data, data_id, self._limits))
+                        found = read_data_file(self._path_data, data_id, self._limits)
+                        self._store.check(found, f"data file '{data_id}'{_written_by(data_id)}")
+                        fresh.update(found)
                     except DataFileError as e:
                         gone.add(data_id)
                         self._logger.warning(f"skipped a training sample: {e}")
@@ -501,6 +510,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
                     continue
                 try:  # the whole file: a collect task's other samples are in the buffer too
                     found = read_data_file(self._path_data, data_id, self._limits)
+                    store.check(found, f"data file '{data_id}'{_written_by(data_id)}")
                 except DataFileError as e:
                     self._skipped_files += 1
                     if not isinstance(e.__cause__, FileNotFoundError):
@@ -583,3 +593,9 @@ def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]
     halves exchange), and its close."""
     return {**learner._task_handlers(), ReadBatches: learner.deal_with_read_batches,
             TrainerFacts: learner.deal_with_trainer_facts}, learner.close
+
+
+def _written_by(data_id: str) -> str:
+    """' (written by collector 'NAME')' when the data id names its collector task's collector, else ''."""
+    found = re.search(r"collector_\w*?task_(\w+?)_\d+_\d+", data_id)
+    return f" (written by collector '{found.group(1)}')" if found else ""

@@ -6,8 +6,14 @@ samples per field; kept here as one array per field (``capacity`` rows, grown as
 order a FIFO replay buffer of that size lets its samples go), a batch's column is ``array[rows]``.
 
 A field is stored as a column when every sample has it with one shape and dtype (numpy arrays, numpy scalars, bools,
-ints, floats), exactly as :func:`~ding.utils.data.default_collate` would stack it; a sample that does not fit the
-columns (a field more or less, another shape) is kept as it is, and a batch holding one is stacked the slow way.
+ints, floats), exactly as :func:`~ding.utils.data.default_collate` would stack it; a sample with a field more or less
+is kept as it is, and a batch holding one is stacked the slow way.
+
+Samples come from files anyone who can write ``path_data`` may have planted, so the store trusts neither their shapes
+nor their number: a sample whose field has another shape or dtype than the run's first accepted sample (its schema)
+is refused by :meth:`check` with a :class:`SampleMismatch` naming the field and both shapes; the decoded bytes held
+are capped (``max_bytes``, columns and samples kept as dicts together: the oldest give way), so the rows allocated
+are sized from that cap, never from a shape a peer gave; a single sample larger than the cap is refused.
 """
 from __future__ import annotations
 
@@ -17,9 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from ding.utils import DataFileError
 from ding.utils.data import ColumnBatch
 
 _MIN_ROWS = 1024
+DEFAULT_MAX_BYTES = 1 << 30
+
+
+class SampleMismatch(DataFileError):
+    """A sample that does not fit the run's sample schema, or the store's byte cap."""
 
 
 def _kind(value: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
@@ -38,9 +50,14 @@ def _kind(value: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
 class SampleStore:
     """Up to ``capacity`` decoded samples by data id (see the module docstring)."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.capacity = max(0, int(capacity))
+        self.max_bytes = max(1, int(max_bytes))
         self._schema: dict[str, tuple[np.dtype, tuple[int, ...]]] | None = None
+        self._first: dict[str, tuple[np.dtype, tuple[int, ...]]] | None = None  # the first accepted sample's kinds
+        self._row_bytes = 0
+        self._odd_bytes: dict[str, int] = {}
+        self._odd_total = 0
         self._arrays: dict[str, np.ndarray] = {}
         self._row_of: dict[str, int] = {}
         self._id_of: list[str | None] = []
@@ -53,24 +70,59 @@ class SampleStore:
     def __contains__(self, data_id: object) -> bool:
         return data_id in self._row_of or data_id in self._odd
 
+    @property
+    def held_bytes(self) -> int:
+        """The decoded bytes held: the column arrays allocated, and the estimated size of the samples kept as dicts."""
+        return sum(a.nbytes for a in self._arrays.values()) + self._odd_total
+
+    def check(self, samples: Mapping[str, Any], where: str) -> None:
+        """Refuse (:class:`SampleMismatch`, naming ``where``) a file's samples that do not fit the run's schema (the
+        first accepted sample's fields: each field both have must have one shape and dtype) or the byte cap."""
+        first = self._first
+        for data_id, sample in samples.items():
+            if not isinstance(sample, Mapping):
+                raise SampleMismatch(f"{where}: sample '{data_id}' is a {type(sample).__name__}, not a dict of fields")
+            kinds = {k: _kind(v) for k, v in sample.items()}
+            if first is None:
+                first = {k: kind for k, kind in kinds.items() if kind is not None}
+                continue
+            for key, kind in kinds.items():
+                want = first.get(key)
+                if want is not None and kind is not None and kind != want:
+                    raise SampleMismatch(
+                        f"{where}: field '{key}' of sample '{data_id}' has shape {kind[1]} and dtype {kind[0]}, the "
+                        f"run's samples have shape {want[1]} and dtype {want[0]} (a collector built for another "
+                        "environment or config, or a planted file); the file is skipped")
+            size = _size_of(sample)
+            if size > self.max_bytes:
+                raise SampleMismatch(f"{where}: sample '{data_id}' decodes to about {size:,} bytes, over the learner's "
+                                     f"sample_cache_mb ({self.max_bytes / 2**20:g} MiB); raise it for samples this "
+                                     "large")
+
     def put(self, samples: Mapping[str, Mapping[str, Any]]) -> None:
-        """Keep ``samples`` (data id -> sample dict), the oldest kept ones giving way beyond ``capacity``."""
+        """Keep ``samples`` (data id -> sample dict, passed :meth:`check`), the oldest kept ones giving way beyond
+        ``capacity`` samples or ``max_bytes``."""
         if self.capacity == 0:
             return
         for data_id, sample in samples.items():
             if data_id in self:
                 continue
-            if self._schema is None:
+            if self._first is None:
                 kinds = {k: _kind(v) for k, v in sample.items()}
-                self._schema = {k: kind for k, kind in kinds.items() if kind is not None}
-                if len(self._schema) != len(kinds):  # a field that is no column: every sample stays a dict
-                    self._schema = {}
-            if self._schema and self._fits(sample):
+                self._first = {k: kind for k, kind in kinds.items() if kind is not None}
+                self._schema = dict(self._first) if len(self._first) == len(kinds) else {}  # a field that is no
+                self._row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize  # column: every sample
+                                      for dtype, shape in self._schema.values())  # stays a dict
+            if self._schema and self._fits(sample) and self._row_bytes <= self.max_bytes:
                 self._put_row(data_id, sample)
             else:
+                size = _size_of(sample)
                 self._odd[data_id] = sample
-                while len(self._odd) > self.capacity:
-                    self._odd.popitem(last=False)
+                self._odd_bytes[data_id] = size
+                self._odd_total += size
+                while self._odd and (len(self._odd) > self.capacity or self.held_bytes > self.max_bytes):
+                    old, _ = self._odd.popitem(last=False)
+                    self._odd_total -= self._odd_bytes.pop(old)
 
     def _fits(self, sample: Mapping[str, Any]) -> bool:
         schema = self._schema
@@ -87,8 +139,9 @@ class SampleStore:
         assert self._schema is not None
         row = self._next
         if row >= len(self._id_of):
-            if len(self._id_of) < self.capacity:
-                self._grow(min(self.capacity, max(_MIN_ROWS, 2 * len(self._id_of))))
+            most = min(self.capacity, max(1, (self.max_bytes - self._odd_total) // max(1, self._row_bytes)))
+            if len(self._id_of) < most:
+                self._grow(min(most, max(_MIN_ROWS, 2 * len(self._id_of))))
             else:
                 row = 0
         old = self._id_of[row]
@@ -141,6 +194,22 @@ class SampleStore:
             col = array[index]
             columns[key] = col[:, 0] if self._schema[key][1] == (1,) else col  # default_collate's cat_1dim
         return ColumnBatch.from_columns(columns, extra, len(rows))
+
+
+def _size_of(x: Any, depth: int = 0) -> int:
+    """About how many bytes a decoded sample holds (arrays exactly, Python containers and scalars as CPython lays
+    them out)."""
+    if isinstance(x, np.ndarray):
+        return int(x.nbytes) + 112
+    if isinstance(x, (bytes, bytearray, str)):
+        return len(x) + 49
+    if depth > 64:
+        return 64
+    if isinstance(x, Mapping):
+        return 232 + sum(_size_of(k, depth + 1) + _size_of(v, depth + 1) + 16 for k, v in x.items())
+    if isinstance(x, (list, tuple)):
+        return 56 + sum(_size_of(v, depth + 1) + 8 for v in x)
+    return 32
 
 
 def _value(x: Any) -> Any:
