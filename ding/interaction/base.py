@@ -137,7 +137,7 @@ class JsonServer:
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self.app = Flask(f"ding-{name}")
+        self.app = Flask(f"ding-{name}", static_folder=None)  # no /static/<path>: every route needs the token
         self.app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
         self.app.add_url_rule(f"{API_PREFIX}/<path:endpoint>", "api", self._dispatch, methods=["POST"])
         self.app.register_error_handler(404, self._not_found)
@@ -210,7 +210,8 @@ class JsonServer:
             ) from e
         try:
             self._server = BoundedWSGIServer(self.host, sock.getsockname()[1], self.app, fd=sock.fileno(),
-                                             limits=self.limits, refusals=self.refusals, name=self.name)
+                                             limits=self.limits, refusals=self.refusals, name=self.name,
+                                             token=self._token)
         finally:
             sock.close()  # werkzeug holds its own duplicate of the descriptor
         self._thread = threading.Thread(target=self._server.serve, name=f"ding-http-{self.name}", daemon=True)

@@ -4,12 +4,16 @@ werkzeug's development server gives every connection its own thread and never ti
 that send nothing pile up threads and can starve real requests (a peer that is not even authenticated can do it).
 Here instead:
 
-- accepted connections wait, threadless, in one selector loop until they have data; one that sends nothing within
-  ``idle_timeout`` seconds is closed, and while more than ``max_connections`` wait, the oldest are closed first
-  (a real client sends its request at once, so it is never the oldest);
-- a connection with data is served by one of ``max_workers`` threads, each read timing out after ``read_timeout``
-  seconds, the whole exchange after ``request_timeout`` seconds (every ding endpoint answers in milliseconds: tasks
-  run in the slave's own worker threads);
+- accepted connections wait, threadless, in one selector loop until their whole request head (request line and
+  headers, at most ``max_head_bytes``) has arrived; one whose head is not complete within ``idle_timeout`` seconds of
+  its accept is closed, however it drips (a byte every few seconds holds nothing), and while more than
+  ``max_connections`` wait, the oldest are closed first (a real client sends its request at once, so it is never the
+  oldest);
+- a complete head without the server's token (``token``) is answered 401 by the loop itself and closed: only
+  requests that present the token take one of the ``max_workers`` threads, so peers without it cannot starve them;
+- there, each read of the body times out after ``read_timeout`` seconds, the whole exchange after
+  ``request_timeout`` seconds (every ding endpoint answers in milliseconds: tasks run in the slave's own worker
+  threads);
 - refusals (a wrong token, a malformed request, an idle or overlong connection) are logged rate-limited: the first
   of each kind at once, then one summary line with the count per ``log_interval`` seconds.
 
@@ -17,8 +21,11 @@ werkzeug answers every request with ``Connection: close``, so a connection carri
 """
 from __future__ import annotations
 
+import hmac
+import io
 import logging
 import queue
+import re
 import selectors
 import socket
 import threading
@@ -39,6 +46,14 @@ class ServerLimits:
     read_timeout: float = 10.0
     request_timeout: float = 60.0
     log_interval: float = 60.0
+    max_head_bytes: int = 64 * 1024
+
+
+TOKEN_HEADER_LINE = b"x-ding-token:"
+_REQUEST_LINE = re.compile(rb"^[A-Z]+ \S+ HTTP/\d\.\d$")
+_UNAUTHORIZED = (b'{"success": false, "code": 401, "message": "missing or wrong X-Ding-Token header", "data": {}}')
+_UNAUTHORIZED_RESPONSE = (b"HTTP/1.1 401 UNAUTHORIZED\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                          b"Content-Length: " + str(len(_UNAUTHORIZED)).encode() + b"\r\n\r\n" + _UNAUTHORIZED)
 
 
 class RateLimitedLog:
@@ -80,6 +95,12 @@ class QuietHandler(WSGIRequestHandler):
 
     server: BoundedWSGIServer
 
+    def setup(self) -> None:
+        super().setup()
+        head = self.server.take_head(self.connection)
+        if head:  # the loop already read the request head: werkzeug reads it again from here, then the socket
+            self.rfile = io.BufferedReader(_Prefixed(head, self.rfile))  # type: ignore[arg-type]
+
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass
 
@@ -102,9 +123,12 @@ class BoundedWSGIServer(BaseWSGIServer):
     multithread = True  # requests are served concurrently (werkzeug then speaks HTTP/1.1)
 
     def __init__(self, host: str, port: int, app: Any, fd: int, limits: ServerLimits, refusals: RateLimitedLog,
-                 name: str) -> None:
+                 name: str, token: bytes | None = None) -> None:
         super().__init__(host, port, app, handler=QuietHandler, fd=fd)
         self.limits = limits
+        self._token = token
+        self._heads: dict[socket.socket, bytes] = {}  # what the loop read of each waiting connection
+        self._heads_lock = threading.Lock()
         self.refusals = refusals
         self._name = name
         self._stop = threading.Event()
@@ -136,6 +160,8 @@ class BoundedWSGIServer(BaseWSGIServer):
             for conn in list(self._waiting):
                 self._drop(conn)
             self._waiting.clear()
+            with self._heads_lock:
+                self._heads.clear()
             sel.close()
             self._stopped.set()
 
@@ -147,16 +173,71 @@ class BoundedWSGIServer(BaseWSGIServer):
             elif key.data == "wake":
                 self._wake_r.recv(4096)
             else:
-                conn = key.fileobj
-                sel.unregister(conn)
-                addr, _ = self._waiting.pop(conn)
-                self._jobs.put((conn, addr))
+                self._read_head(sel, key.fileobj)
+
+    def _read_head(self, sel: selectors.BaseSelector, conn: Any) -> None:
+        """Read what a waiting connection sent; once its head is complete, hand it to a worker (token given) or
+        answer 401 here (no token, or a wrong one)."""
+        with self._heads_lock:
+            head = self._heads.get(conn, b"")
+        try:
+            chunk = conn.recv(self.limits.max_head_bytes + 1 - len(head))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        addr, _ = self._waiting[conn]
+        if not chunk:  # closed by the peer
+            self._forget(sel, conn)
+            self._drop(conn)
+            return
+        head += chunk
+        end = head.find(b"\r\n\r\n")
+        if end < 0:
+            if len(head) > self.limits.max_head_bytes:
+                self._forget(sel, conn)
+                self._drop(conn)
+                self.refusals.note("malformed request", f"request head over {self.limits.max_head_bytes} bytes",
+                                   _peer(addr))
+                return
+            with self._heads_lock:
+                self._heads[conn] = head
+            return
+        sel.unregister(conn)
+        self._waiting.pop(conn)
+        if self._token is not None and not _has_token(head[:end], self._token):
+            with self._heads_lock:
+                self._heads.pop(conn, None)
+            if _REQUEST_LINE.match(head[:head.find(b"\r\n")]):
+                self.refusals.note("rejected request", "missing or wrong token", _peer(addr))
+            else:
+                self.refusals.note("malformed request", "not an HTTP request", _peer(addr))
+            try:
+                conn.send(_UNAUTHORIZED_RESPONSE)  # (small: fits the socket's send buffer)
+            except OSError:
+                pass
+            self._drop(conn)
+            return
+        with self._heads_lock:
+            self._heads[conn] = head
+        self._jobs.put((conn, addr))
+
+    def _forget(self, sel: selectors.BaseSelector, conn: Any) -> None:
+        sel.unregister(conn)
+        self._waiting.pop(conn, None)
+        with self._heads_lock:
+            self._heads.pop(conn, None)
+
+    def take_head(self, conn: Any) -> bytes:
+        """What the loop read of ``conn`` (its request head and what came with it); for the worker's handler."""
+        with self._heads_lock:
+            return self._heads.pop(conn, b"")
 
     def _trim(self, sel: selectors.BaseSelector) -> None:
         while len(self._waiting) > self.limits.max_connections:
             oldest = next(iter(self._waiting))
-            addr, _ = self._waiting.pop(oldest)
-            sel.unregister(oldest)
+            addr, _ = self._waiting[oldest]
+            self._forget(sel, oldest)
             self._drop(oldest)
             self.refusals.note("connection closed unserved", f"more than {self.limits.max_connections} connections "
                                "waited to send a request; the oldest is closed", _peer(addr))
@@ -179,11 +260,12 @@ class BoundedWSGIServer(BaseWSGIServer):
         for conn, (addr, since) in list(self._waiting.items()):
             if now - since <= self.limits.idle_timeout:
                 break  # the rest are younger
-            del self._waiting[conn]
-            sel.unregister(conn)
+            with self._heads_lock:
+                partial = conn in self._heads
+            self._forget(sel, conn)
             self._drop(conn)
-            self.refusals.note("idle connection closed", f"sent no request within {self.limits.idle_timeout:g} s",
-                               _peer(addr))
+            self.refusals.note("idle connection closed", f"sent no {'whole request head' if partial else 'request'} "
+                               f"within {self.limits.idle_timeout:g} s", _peer(addr))
         with self._active_lock:
             overdue = [c for c, t in self._active.items() if now - t > self.limits.request_timeout]
         for conn in overdue:
@@ -263,3 +345,32 @@ class BoundedWSGIServer(BaseWSGIServer):
 
 def _peer(addr: Any) -> str:
     return str(addr[0]) if isinstance(addr, tuple) and addr else str(addr)
+
+
+def _has_token(head: bytes, token: bytes) -> bool:
+    """Whether the request head carries ``X-Ding-Token: <token>`` (compared in constant time)."""
+    for line in head.split(b"\r\n")[1:]:
+        if line[:len(TOKEN_HEADER_LINE)].lower() == TOKEN_HEADER_LINE:
+            return hmac.compare_digest(line[len(TOKEN_HEADER_LINE):].strip(), token)
+    return False
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream that yields ``prefix``, then what ``rest`` yields (the head the loop read, then the socket)."""
+
+    def __init__(self, prefix: bytes, rest: Any) -> None:
+        self._prefix = memoryview(prefix)
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        data = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
