@@ -99,7 +99,7 @@ class QuietHandler(WSGIRequestHandler):
         super().setup()
         head = self.server.take_head(self.connection)
         if head:  # the loop already read the request head: werkzeug reads it again from here, then the socket
-            self.rfile = io.BufferedReader(_Prefixed(head, self.rfile))  # type: ignore[arg-type]
+            self.rfile = io.BufferedReader(_Prefixed(head, self.rfile))
 
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass
