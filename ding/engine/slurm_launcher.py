@@ -16,6 +16,8 @@ launcher cancels (``scancel``) every step or job still listed under its step nam
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -28,13 +30,14 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ding.utils import ConfigError, atomic_write_text, shown_dir
+from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
 
 from .coordinator_driver import ParallelRunError
 from .slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
 from .training_view import GracefulStop, TrainingInterrupted
 
 ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens (ding.entry.dist_entry)
+_MAX_ADDRESS_BYTES = 4096
 
 
 class _Step:
@@ -205,25 +208,37 @@ def _step_env(token: str) -> dict[str, str]:
     return env
 
 
-def write_address(exp_dir: str, host: str, port: int) -> str:
+def write_address(exp_dir: str, host: str, port: int, token: str) -> str:
     """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically, once the coordinator listens: where the
-    roles join this run (the launcher waits for it; a person can read it)."""
+    roles join this run (the launcher waits for it; a person can read it). The record is signed with the run's token
+    (``mac``), so a file someone else planted there is never taken for this run's."""
     import socket
 
     path = os.path.join(exp_dir, ADDRESS_FILE)
-    atomic_write_text(path, json.dumps({"host": host, "port": int(port), "node": socket.gethostname(),
-                                        "pid": os.getpid()}) + "\n")
+    record: dict[str, Any] = {"host": host, "port": int(port), "node": socket.gethostname(), "pid": os.getpid()}
+    record["mac"] = _address_mac(token, record)
+    atomic_write_text(path, json.dumps(record) + "\n")
     return path
 
 
-def read_address(exp_dir: str) -> tuple[str, int] | None:
-    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json`` (None while it is not written)."""
+def read_address(exp_dir: str, token: str) -> tuple[str, int] | None:
+    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json``; None while it is not written, or when
+    the file there is not signed with ``token`` (not this run's coordinator's: planted, or an earlier run's). Read
+    as a regular file only, capped (a FIFO or a link to ``/dev/zero`` is refused without a read)."""
     try:
-        with open(os.path.join(exp_dir, ADDRESS_FILE)) as f:
-            data = json.load(f)
+        data = json.loads(read_regular_file(os.path.join(exp_dir, ADDRESS_FILE), _MAX_ADDRESS_BYTES,
+                                            "the coordinator's address file"))
+        mac = data.pop("mac")
+        if not isinstance(mac, str) or not hmac.compare_digest(mac, _address_mac(token, data)):
+            return None
         return str(data["host"]), int(data["port"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # (DataFileError is a ValueError)
         return None
+
+
+def _address_mac(token: str, record: dict[str, Any]) -> str:
+    fields = json.dumps([record.get("host"), record.get("port"), record.get("node"), record.get("pid")])
+    return hmac.new(token.encode(), b"ding coordinator address v1|" + fields.encode(), hashlib.sha256).hexdigest()
 
 
 def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str | None = None,
@@ -258,7 +273,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
         deadline = time.monotonic() + start_timeout
         address = None
         while address is None:
-            address = read_address(exp)
+            address = read_address(exp, token)
             if address is not None:
                 break
             if not coordinator.running():

@@ -172,6 +172,7 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     goes to ``<exp_dir>/coordinator.json`` once it listens."""
     from ding.engine.coordinator_driver import ParallelRunError, drive_coordinator
     from ding.engine.slurm_launcher import write_address
+    from ding.interaction import resolve_token
     from ding.utils import setup_torch_threads
 
     setup_torch_threads()
@@ -182,7 +183,8 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     @contextmanager
     def announce(coordinator: Any) -> Iterator[None]:
         seen.append(coordinator)
-        write_address(cfg.main.exp_name, coordinator.host, coordinator.port)
+        write_address(cfg.main.exp_name, coordinator.host, coordinator.port,
+                      resolve_token(cfg.system.get("auth_token")))  # the coordinator's own token (signs the file)
         print(f"ding: coordinator of run ./{cfg.main.exp_name}/ listening on {coordinator.host}:{coordinator.port}; "
               f"start learners and collectors with --coordinator-host {coordinator.host} --coordinator-port "
               f"{coordinator.port}", flush=True)

@@ -24,6 +24,7 @@ from ding.utils import (
     atomic_write_text,
     deep_merge_dicts,
     import_module,
+    read_regular_file,
 )
 
 from .job import JobResult, LeagueJob
@@ -31,6 +32,7 @@ from .metric import EloRating
 from .player import ActivePlayer, HistoricalPlayer, Player, create_player
 from .shared_payoff import create_payoff
 
+_MAX_CHECKPOINT_BYTES = 1 << 32  # a player checkpoint copied by the league (read as a regular file only)
 STATE_VERSION = 1
 
 
@@ -274,8 +276,7 @@ class BaseLeague:
     def save_checkpoint(src_checkpoint: str, dst_checkpoint: str) -> None:
         """Copy a checkpoint file (atomically: a crash leaves the old destination or the whole copy)."""
         try:
-            with open(src_checkpoint, "rb") as f:
-                data = f.read()
+            data = read_regular_file(src_checkpoint, _MAX_CHECKPOINT_BYTES, "league: checkpoint")
         except FileNotFoundError:
             raise CheckpointError(f"league: checkpoint '{src_checkpoint}' does not exist; save the player's model "
                                   "there before a snapshot or reset (the reset checkpoint is the league's "

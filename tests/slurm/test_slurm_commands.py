@@ -135,3 +135,31 @@ def test_without_srun_the_launcher_says_where_to_run_and_writes_nothing(in_tmp_d
     with pytest.raises(ConfigError, match="platform must be 'local' or 'slurm', got 'k8s'"):
         parallel_pipeline(config, seed=0, platform="k8s")
     assert os.listdir(in_tmp_dir) == []
+
+
+def test_only_an_address_file_signed_with_the_runs_token_is_taken(tmp_path):
+    """Issue 36, item 10: a coordinator.json planted while the coordinator's step is pending would have sent every
+    role, and their token, elsewhere; item 12: it is read as a regular file only (a FIFO never blocks the launcher, a
+    link to /dev/zero is never read)."""
+    import json
+    import os
+
+    from ding.engine.slurm_launcher import ADDRESS_FILE, read_address, write_address
+
+    token, path = "k" * 32, tmp_path / ADDRESS_FILE
+    path.write_text(json.dumps({"host": "10.6.6.6", "port": 4444, "node": "evil", "pid": 1}))
+    assert read_address(str(tmp_path), token) is None  # unsigned: planted
+    write_address(str(tmp_path), "10.0.0.1", 29000, "x" * 32)
+    assert read_address(str(tmp_path), token) is None  # signed with another token: another run's
+    write_address(str(tmp_path), "10.0.0.1", 29000, token)
+    assert read_address(str(tmp_path), token) == ("10.0.0.1", 29000)
+    record = json.loads(path.read_text())
+    record["host"] = "10.6.6.6"  # tampered
+    path.write_text(json.dumps(record))
+    assert read_address(str(tmp_path), token) is None
+    os.remove(path)
+    os.mkfifo(path)
+    assert read_address(str(tmp_path), token) is None  # at once: no writer needed
+    os.remove(path)
+    os.symlink("/dev/zero", path)
+    assert read_address(str(tmp_path), token) is None

@@ -232,3 +232,21 @@ def test_an_evaluation_split_over_collectors_keeps_every_shards_games():
     combined = evaluation.combined()
     assert combined.battle is not None and len(combined.battle.games) == 4
     assert combined.battle.rates() == (0.5, 0.25, 0.25)
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_or_a_link_for_the_policy_file_is_refused_without_blocking(in_tmp_dir, tmp_path):
+    """Issue 36, item 12: the league's snapshot copy read the published policy with open(): a FIFO there blocked
+    the coordinator for good, a link to /dev/zero read without limit."""
+    c = _commander(tmp_path)
+    path = os.path.join(str(tmp_path), c.get_policy_id())
+    os.mkfifo(path)
+    c.learner_started("l", LearnerStarted(learner_step=0, policy_iter=0))  # returns: the FIFO is refused unread
+    assert not c.league.historical_players
+    os.remove(path)
+    os.symlink("/dev/zero", path)
+    c.learner_started("l2", LearnerStarted(learner_step=0, policy_iter=0))
+    assert not c.league.historical_players
+    os.remove(path)
+    _publish(c, tmp_path, 1)
+    assert len(c.league.historical_players) == 1

@@ -11,8 +11,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ding.utils import COMMANDER_REGISTRY, ConfigError, LeagueError, atomic_write
+from ding.utils import COMMANDER_REGISTRY, ConfigError, DataFileError, LeagueError, atomic_write, read_regular_file
 
+from ..parallel_files import POLICY_MAX_BYTES
 from ..parallel_protocol import (
     FIXED_OPPONENT,
     BattleJob,
@@ -111,12 +112,13 @@ class OneVsOneCommander(SoloCommander):
         src = os.path.join(self._path_policy, self._policy_id)
         with self._league_lock:
             league.update_active_player({"player_id": self._main_id, "train_iteration": int(learner_step)})
-            try:
-                with open(src, "rb") as f:
-                    data = f.read()
-            except FileNotFoundError:
+            try:  # the learner's file in the shared directory: a regular file only, capped (never a FIFO's wait)
+                data = read_regular_file(src, POLICY_MAX_BYTES, "the published policy")
+            except (FileNotFoundError, DataFileError) as e:
+                if isinstance(e, DataFileError):
+                    _logger.warning(f"league: no snapshot this time: {e}")
                 with self._lock:
-                    self._first_snapshot = bool(league.historical_players)  # nothing published yet: try again
+                    self._first_snapshot = bool(league.historical_players)  # nothing (usable) published: try again
                     self._checked_at = -math.inf
                 return
             main = league.get_player_by_id(self._main_id)
