@@ -32,5 +32,39 @@ def test_missing_file_is_nothing_saved_and_a_foreign_file_is_refused(tmp_path):
 
     path = str(tmp_path / "other.dat")
     write_buffer_file(path, "naive", [{"x": 1}])
+    with pytest.raises(ReplayBufferError, match="pickled format of an older ding, which this ding does not unpickle"):
+        load_buffer_state(path)
+    from ding.torch_utils.codec import save_file
+
+    save_file({"items": [1, 2]}, path)
     with pytest.raises(ReplayBufferError, match="holds no coordinator buffer state"):
         load_buffer_state(path)
+
+
+class _Payload:
+    def __reduce__(self):
+        import os
+
+        return (os.system, ("touch pwned",))
+
+
+def test_a_planted_pickle_is_never_unpickled(tmp_path, monkeypatch):
+    """Issue 36, item 13: parallel_buffer.dat was a pickle the coordinator loaded on --resume."""
+    import os
+    import pickle
+
+    monkeypatch.chdir(tmp_path)
+    from ding.worker.replay_buffer.buffer_io import _HEADER, MAGIC
+
+    payload = pickle.dumps({"buffers": {"b": _Payload()}, "items": []})
+    import zlib
+
+    with open("parallel_buffer.dat", "wb") as f:
+        f.write(MAGIC + _HEADER.pack(1, len(payload), zlib.crc32(payload)) + payload)
+    with pytest.raises(ReplayBufferError, match="delete it to resume with an empty replay buffer"):
+        load_buffer_state("parallel_buffer.dat")
+    assert not os.path.exists("pwned")
+    os.remove("parallel_buffer.dat")
+    os.mkfifo("parallel_buffer.dat")
+    with pytest.raises(ReplayBufferError, match="FIFO"):
+        load_buffer_state("parallel_buffer.dat")

@@ -1,10 +1,10 @@
 """The coordinator's replay buffers on disk, so that ``--resume`` after a crash continues with them.
 
 The coordinator's buffers hold metadata only (data ids, priorities, use counts); the samples stay in their data files
-under ``path_data``. The state of every buffer is written atomically to ``<exp>/parallel_buffer.dat`` (the
-``save_data`` file format of :mod:`ding.worker.replay_buffer.buffer_io`) at evaluations and at the end of a run that
-can be continued, and the files it names are kept. Only the coordinator writes and reads this file (it is pickle:
-like a serial run's checkpoint, it is the run's own state, never a peer's).
+under ``path_data``. The state of every buffer is written atomically to ``<exp>/parallel_buffer.dat`` at evaluations
+and at the end of a run that can be continued, and the files it names are kept. Only the coordinator writes and reads
+this file, in the data files' format (:mod:`ding.torch_utils.codec`: JSON structure and raw arrays, no pickle), so a
+file planted in the run directory can at most be refused, never run code.
 
 Items evicted between the last save and a crash lost their files: after a resume the learner skips them like any
 missing sample, and the buffer refills.
@@ -15,10 +15,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ding.torch_utils.codec import DecodeLimits, load_file, save_file
+from ding.utils import DataFileError, ReplayBufferError
+
 from ..parallel_protocol import DATA_ID
-from ..replay_buffer.buffer_io import read_buffer_file, write_buffer_file
 
 BUFFER_STATE_FILE = "parallel_buffer.dat"
+_KIND = "ding coordinator buffers"
+# metadata of up to millions of items: far above what one sample may cost, still bounded
+_LIMITS = DecodeLimits(max_file_bytes=4 << 30, max_decoded_bytes=4 << 30, max_arrays=10_000_000)
+_PICKLED_MAGIC = b"DINGBUF\n"  # the pickled format of ding before 2026-12 (buffer_io's save_data files)
 
 
 def buffer_state_path(exp_name: str) -> str:
@@ -28,18 +34,26 @@ def buffer_state_path(exp_name: str) -> str:
 def save_buffer_state(path: str, buffers: Mapping[str, Any]) -> set[str]:
     """Write the state of every buffer (``{buffer_id: buffer}``); returns the data ids it refers to."""
     states = {buffer_id: buf.state_dict() for buffer_id, buf in buffers.items()}
-    write_buffer_file(path, "coordinator", [], buffers=states)
+    save_file({"kind": _KIND, "buffers": states}, path)
     return referenced_data_ids(states)
 
 
 def load_buffer_state(path: str) -> dict[str, Any]:
     """``{buffer_id: state}`` as saved (a missing file is an empty dict: nothing was saved yet)."""
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return {}
-    buffers = read_buffer_file(path).get("buffers")
+    try:
+        data = load_file(path, _LIMITS)
+    except DataFileError as e:
+        old = False
+        if os.path.isfile(path) and not os.path.islink(path):  # (never opens a FIFO or follows a link)
+            with open(path, "rb") as f:
+                old = f.read(len(_PICKLED_MAGIC)) == _PICKLED_MAGIC
+        why = ("it is in the pickled format of an older ding, which this ding does not unpickle" if old else str(e))
+        raise ReplayBufferError(f"resume: cannot read the coordinator's buffer state {path}: {why}; delete it to "
+                                "resume with an empty replay buffer (it refills)") from e
+    buffers = data.get("buffers") if isinstance(data, dict) and data.get("kind") == _KIND else None
     if not isinstance(buffers, dict):
-        from ding.utils import ReplayBufferError
-
         raise ReplayBufferError(f"resume: {path} holds no coordinator buffer state; delete it to start with an empty "
                                 "replay buffer")
     return buffers
