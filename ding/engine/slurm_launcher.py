@@ -122,6 +122,15 @@ class SlurmSteps:
                     found.append(parts[0])
         return found
 
+    def stop_step(self, name: str) -> bool:
+        """End step ``name`` now: SIGTERM to its ``srun``, which cancels the step (True if it was running)."""
+        step = self.steps.get(name)
+        if step is None or not step.running():
+            return False
+        assert step.proc is not None
+        step.proc.terminate()
+        return True
+
     def signal_step(self, name: str, sig: str = "TERM") -> bool:
         """Send ``sig`` to the processes of step ``name`` (not a cancel: the role handles it, e.g. an orderly end)."""
         step = self.steps.get(name)
@@ -335,6 +344,10 @@ def _watch(steps: SlurmSteps, specs: Sequence[StepSpec], total: str, address: tu
         group = [s for s in specs if s.role == "learner"]
         if spec.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
             step.proc = None
+            for other in group:  # the rest of the group would wait in a collective until group_timeout: end it now
+                if other.name != spec.name and steps.stop_step(other.name):
+                    print(f"ding: stopping learner step '{other.name}' (its learner group lost '{spec.name}')",
+                          file=sys.stderr, flush=True)
             return (f"learner step '{spec.name}' (one of {len(group)} learners sharing gradients) {how}; a learner "
                     "group is not rebuilt (docs/distributed.md, Several learners). Last lines of "
                     f"{step.log_path}:\n{step.tail()}")

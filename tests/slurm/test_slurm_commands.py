@@ -163,3 +163,33 @@ def test_only_an_address_file_signed_with_the_runs_token_is_taken(tmp_path):
     os.remove(path)
     os.symlink("/dev/zero", path)
     assert read_address(str(tmp_path), token) is None
+
+
+def test_a_lost_learner_group_member_stops_the_rest_of_the_group_at_once(tmp_path):
+    """Issue 36, item 15: under -P slurm the other learners of a group waited in a collective until group_timeout
+    when one member's step died (ding -m parallel stops them); real processes stand in for the srun steps."""
+    import subprocess
+    import sys
+
+    from ding.engine.slurm_env import StepSpec
+    from ding.engine.slurm_launcher import SlurmSteps, _Step, _watch
+
+    steps = SlurmSteps(str(tmp_path), None, {}, runner=lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    specs = [StepSpec("learner0", "learner"), StepSpec("learner1", "learner"), StepSpec("learner2", "learner"),
+             StepSpec("collector0", "collector")]
+    for spec in specs:
+        step = steps.steps[spec.name] = _Step(spec, f"ding-t-{spec.name}", None)
+        code = "import sys; sys.exit(3)" if spec.name == "learner1" else "import time; time.sleep(120)"
+        step.proc = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        steps.steps["learner1"].proc.wait(timeout=30)
+        failure = _watch(steps, specs, "total_config.py", ("127.0.0.1", 1), max_restarts=3)
+        assert failure is not None and "learner step 'learner1' (one of 3 learners" in failure
+        for name in ("learner0", "learner2"):
+            assert steps.steps[name].proc.wait(timeout=10) != 0  # stopped, not left waiting
+        assert steps.steps["collector0"].running()  # the coordinator ends the collectors in order
+    finally:
+        for step in steps.steps.values():
+            if step.proc is not None and step.proc.poll() is None:
+                step.proc.kill()
+                step.proc.wait()
