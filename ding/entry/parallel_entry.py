@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -92,6 +92,10 @@ class LocalProcesses:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop(grace=0.0 if exc[0] is not None else 30.0)
+
+    def pids(self) -> list[int]:
+        """The process ids of the role processes running now."""
+        return [c.proc.pid for c in self.children.values() if c.proc is not None and c.proc.poll() is None]
 
     def _child(self, name: str, role: str) -> _Child:
         child = self.children.get(name)
@@ -270,7 +274,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
             procs.listening_at(coordinator.host, coordinator.port)
             for name, role in roles:
                 procs.start(name, role)
-            placed.govern()  # (a thread: after the forks)
+            placed.govern(procs.pids)  # (a thread: after the forks)
             yield _LocalRoles(procs, coordinator)
 
         return drive_coordinator(
@@ -294,10 +298,12 @@ class _Placed:
             pin_process(self.placement.others)
         return self
 
-    def govern(self) -> None:
+    def govern(self, roles: Callable[[], list[int]]) -> None:
+        """Start moving the run's processes: this one and ``roles()`` (the role processes) with what runs under them;
+        nothing else this process started."""
         if self.placement is None or self.placement.others is not None or self.governor is not None:
             return
-        tree = RunTree(os.getpid(), list(self.placement.trainers.values()))
+        tree = RunTree(os.getpid(), list(self.placement.trainers.values()), roles=roles)
         self.governor = PlacementGovernor(frozenset().union(*self.placement.trainers.values()), self._before,
                                           tree.trainers, tree.others)
         self.governor.start()

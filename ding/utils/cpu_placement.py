@@ -261,8 +261,10 @@ class RunTree:
     ``learner0`` that trains in its own process: a group's leader, or ``train_process=False``)."""
 
     def __init__(self, root: int, trainer_cpus: list[frozenset[int]], max_age: float = 1.0,
-                 proc: str = "/proc") -> None:
+                 proc: str = "/proc", roles: Callable[[], Iterable[int]] | None = None) -> None:
         self.root = int(root)
+        self._roles = roles  # the run's role processes: only they and what runs under them are the run's (a caller's
+        # other children, e.g. a notebook's, are not); None: everything under root
         self._trainer_cpus = list(trainer_cpus)
         self._max_age = float(max_age)
         self._proc = proc
@@ -274,7 +276,10 @@ class RunTree:
         if time.monotonic() - self._at < self._max_age:
             return
         self._at = time.monotonic()
-        tree = process_tree(self.root, self._proc)
+        if self._roles is None:
+            tree = process_tree(self.root, self._proc)
+        else:
+            tree = [self.root] + [p for pid in self._roles() for p in process_tree(int(pid), self._proc)]
         self._trainers = [p for p in tree if is_trainer(p, self._proc) or _affinity(p) in self._trainer_cpus]
         self._others = [p for p in tree if p not in self._trainers]
 

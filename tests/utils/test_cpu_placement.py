@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -250,5 +251,28 @@ def test_a_process_pinned_to_a_trainers_cpu_trains_whatever_its_name():
         assert free.pid in tree.others() and os.getpid() in tree.others()
     finally:
         for p in (pinned, free):
+            p.kill()
+            p.wait()
+
+
+def test_only_the_runs_roles_and_what_runs_under_them_are_moved():
+    """Issue 36, item 16: the governor moved every descendant of the process that called parallel_pipeline, a
+    notebook's unrelated subprocesses too; only the run's roles (and their own children) are the run's."""
+    role = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                             "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); "
+                             "print(c.pid, flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    unrelated = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    grandchild = None
+    try:
+        assert role.stdout is not None
+        grandchild = int(role.stdout.readline())
+        tree = RunTree(os.getpid(), [frozenset({10_000})], roles=lambda: [role.pid])
+        others = tree.others()
+        assert role.pid in others and grandchild in others and os.getpid() in others
+        assert unrelated.pid not in others and unrelated.pid not in tree.trainers()
+    finally:
+        if grandchild is not None:
+            os.kill(grandchild, signal.SIGKILL)
+        for p in (role, unrelated):
             p.kill()
             p.wait()
