@@ -266,9 +266,9 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
                 problems.append(f"system_config.{name}.{key}: unknown key ({src}); {hint}")
     if problems:
         raise ConfigError(format_problems(problems))
-    if platform == "slurm":  # every role binds all interfaces and advertises its node's address, found at start
-        if out.coordinator.host == "127.0.0.1":  # loopback cannot reach other nodes
-            out.coordinator.host = "0.0.0.0"
+    if platform == "slurm":  # every role binds and advertises its node's address on the cluster network, found at
+        if out.coordinator.host == "127.0.0.1":  # start ('auto'); loopback cannot reach other nodes
+            out.coordinator.host = "auto"
         if out.coordinator.advertise_host is None:
             out.coordinator.advertise_host = "auto"
     host, port = addresses["coordinator"]
@@ -284,7 +284,7 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
             entry = EasyDict(type=comm.type, import_names=list(comm.import_names), host="127.0.0.1", port=0,
                              path_data=out.path_data, path_policy=out.path_policy)
             if platform == "slurm":
-                entry.host, entry.advertise_host = "0.0.0.0", "auto"
+                entry.host, entry.advertise_host = "auto", "auto"
             if role == "learner" and learner_num > 1:  # a group: learner0 leads, the others follow it
                 entry.learner_num, entry.learner_rank = learner_num, i
             entry.update(roles.get(name) or {})

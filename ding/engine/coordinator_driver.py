@@ -114,6 +114,7 @@ def drive_coordinator(
 
     coordinator_cfg = cfg.system.coordinator
     coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here
+    coordinator_cfg.host = resolve_advertise_host(coordinator_cfg.get("host"))  # 'auto' (-P slurm): bind only there
     coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
                               max_train_iter=max_train_iter, resume=resume_state is not None)
     commander = coordinator.commander

@@ -80,6 +80,7 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
                           "system_config.coordinator.host/port in the config given with -c)")
     role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
     role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
+    role_cfg.host = resolve_advertise_host(cfg.get("host"), towards=str(cfg["coordinator_host"]))  # 'auto' binds there
     if role == "learner" and int(cfg.get("learner_num", 1)) > 1:  # one of several learners sharing gradients
         from ding.worker.adapter import LearnerAggregator
 

@@ -80,8 +80,8 @@ def test_srun_commands_follow_system_config(tmp_path, monkeypatch):
     assert inside[inside.index("--quiet") + 1:inside.index("--quiet") + 3] == ["--jobid=42", "--exact"]
     assert "--partition=gpu" in inside and "--mem=8192" in inside and inside[-1] == "x"
     # every role binds all interfaces and advertises the address its node has, found where it starts
-    assert cfg.system.coordinator.host == "0.0.0.0" and cfg.system.coordinator.advertise_host == "auto"
-    assert cfg.system.learner0.host == "0.0.0.0" and cfg.system.learner0.advertise_host == "auto"
+    assert cfg.system.coordinator.host == "auto" and cfg.system.coordinator.advertise_host == "auto"
+    assert cfg.system.learner0.host == "auto" and cfg.system.learner0.advertise_host == "auto"  # (issue 36, item 7)
 
 
 def test_roles_that_do_not_fit_the_allocation_are_refused_before_any_step():
