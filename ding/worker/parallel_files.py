@@ -42,6 +42,16 @@ def split_data_id(data_id: Any) -> tuple[str, int | None]:
     return m.group(1), None if index is None else int(index)
 
 
+def task_of(data_id: Any) -> str | None:
+    """The collector task that wrote data file ``data_id`` (its files are ``<task_id>_<k>``), or None."""
+    try:
+        name, _ = split_data_id(data_id)
+    except DataFileError:
+        return None
+    task = name.rsplit("_", 1)[0]
+    return task if task != name else None
+
+
 def data_ids_valid(data_ids: list) -> bool:
     """Whether every item is a valid data id (see :func:`split_data_id`), in one pass (a learn task carries
     hundreds); False sends the caller to check them one by one to name the bad one."""

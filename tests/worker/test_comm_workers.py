@@ -230,7 +230,7 @@ def test_wrong_shaped_and_huge_samples_fail_their_files_not_the_run(main_json, m
     try:
         for i in range(4):
             write_data(paths["path_data"], f"d{i}", _transition(i))
-        wrong = "collector_data_task_collector3_7_123456_0"
+        wrong = "collector_task_7_0"
         write_data(paths["path_data"], wrong, dict(_transition(9), obs=np.zeros(3, np.float32)))
         huge = np.zeros(2**21 // 4 + 16, np.float32)  # 2 MiB: over the 1 MiB cap (once, it was 1024 rows of it)
         write_data(paths["path_data"], "huge", dict(_transition(8), obs=huge, next_obs=huge))
@@ -243,8 +243,9 @@ def test_wrong_shaped_and_huge_samples_fail_their_files_not_the_run(main_json, m
                                                            "wait_s": 30}, deadline_s=40).result(40)
         assert out["trained"] == 2 and out["skipped_files"] == 2, out
         text = caplog.text
-        assert (f"data file '{wrong}' (written by collector 'collector3'): field 'obs' of sample '{wrong}' has shape "
-                "(3,) and dtype float32, the run's samples have shape (4,) and dtype float32") in text, text
+        assert (f"data file '{wrong}' (written by collector task 'collector_task_7'): field 'obs' of sample "
+                f"'{wrong}' has shape (3,) and dtype float32, the run's samples have shape (4,) and dtype "
+                "float32") in text, text
         assert "field 'obs' of sample 'huge' has shape (524304,)" in text, text
         assert 0 < learner._store.held_bytes <= 2**20
     finally:

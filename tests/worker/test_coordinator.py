@@ -361,3 +361,39 @@ def test_a_malformed_start_answer_dismisses_that_collector_only(in_tmp_dir):
     assert coordinator.fatal_error is None and "stop value" in coordinator.end_reason
     assert coordinator.stats["malformed_answers"] == 1 and bad.tasks == [] and good.tasks
     assert bad.slave.wait(5)  # dismissed: shut down
+
+
+class _FailingLearner(FakeLearner):
+    """Fails its first ``fail`` learn tasks (as a learner whose task hit a bad file), then trains."""
+
+    def __init__(self, fail: int) -> None:
+        super().__init__()
+        self.fail = fail
+
+    def learn(self, p):
+        if self.fail > 0:
+            self.fail -= 1
+            raise RuntimeError("a learn task that failed on its data")
+        return super().learn(p)
+
+
+def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir):
+    """Issue 36, item 3: one learn task that fails on its data used to end the run; only repeated failure of the
+    learner itself does."""
+    coordinator = Coordinator(_cfg(eval_shards=1), token=TOKEN)
+    learner = _FailingLearner(fail=1)
+    collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0])]
+    _run(coordinator, [learner, *collectors])
+    assert coordinator.fatal_error is None and "stop value" in coordinator.end_reason
+    assert coordinator.stats["failed_learn_tasks"] == 1 and learner.step > 0
+    log = ""
+    for base, _, files in os.walk("coord"):
+        log += "".join(open(os.path.join(base, f), errors="replace").read() for f in files if f.endswith(".txt"))
+    assert "a learn task failed" in log and "(data from collector 'collector0')" in log, log[-3000:]
+
+
+def test_a_learner_that_fails_every_learn_task_ends_the_run(in_tmp_dir):
+    coordinator = Coordinator(_cfg(eval_shards=1), token=TOKEN)
+    learner = _FailingLearner(fail=10**6)
+    _run(coordinator, [learner, FakeCollector("collector0", [10.0] * 100)])
+    assert coordinator.fatal_error and "3 learn tasks in a row" in coordinator.fatal_error

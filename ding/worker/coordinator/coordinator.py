@@ -35,7 +35,7 @@ from ding.utils import ConfigError, DataFileError, config_of, deep_merge_dicts, 
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 from ..learner.checkpoint import list_iteration_checkpoints
-from ..parallel_files import data_path
+from ..parallel_files import data_path, task_of
 from ..parallel_protocol import (
     DATA_ID,
     CollectorCloseTask,
@@ -65,6 +65,7 @@ from .comm_coordinator import CommCoordinator
 from .data_ledger import DataLedger
 from .policy_snapshots import PolicySnapshots
 
+_MAX_WRITERS_KEPT = 100_000  # collect tasks whose collector is remembered (to name it in errors)
 _MAX_TASK_FAILURES = 3  # consecutive failed tasks after which a collector is dismissed
 
 
@@ -75,6 +76,7 @@ class _LearnerLink:
         self.batch_size = batch_size
         self.window = window
         self.bad_answers = 0  # malformed learn results in a row
+        self.failed_tasks = 0  # learn tasks in a row that the learner answered with an error
         self._in_flight = 0
         self._lock = threading.Lock()
 
@@ -157,6 +159,7 @@ class Coordinator:
         self._on_eval = on_eval
         self._on_end = on_end
         self.stats: collections.Counter[str] = collections.Counter()
+        self._writer_of: collections.OrderedDict[str, str] = collections.OrderedDict()  # collect task -> collector
         self.learner_closed: LearnerClosed | None = None  # the learner's last close answer (its timing for result)
         self._ledger = DataLedger(self._path_data, self._logger, self.stats)
         self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
@@ -634,14 +637,27 @@ class Coordinator:
             self._logger.exception("handling a learn result failed")
             self._fatal(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
 
+    def _writers(self, data_ids: list[str]) -> str:
+        """The collectors that wrote data files ``data_ids``, in words."""
+        names = sorted({self._writer_of.get(task_of(i) or "", "") for i in data_ids} - {""})
+        return ", ".join(f"collector '{n}'" for n in names) if names else f"{len(data_ids)} data file(s)"
+
     def _take_learn_result(self, conn: SlaveConnection, slot: LearnerSlot, task: LearnTask, link: _LearnerLink,
                            ids: list[str], handle: Any) -> None:
         self._ledger.unpin(ids)
         err = handle.error
         if err is not None:
-            if not isinstance(err, SlaveLost) and not self._ending.is_set() and conn.alive:
-                self._fatal(f"learner '{conn.name}' failed: {err}")
+            if isinstance(err, SlaveLost) or self._ending.is_set() or not conn.alive:
+                return
+            link.failed_tasks += 1
+            if link.failed_tasks >= _MAX_TASK_FAILURES:  # the learner itself, not one task's data
+                self._fatal(f"learner '{conn.name}' failed: {err} ({link.failed_tasks} learn tasks in a row)")
+                return
+            self._logger.error(f"learner '{conn.name}': a learn task failed ({err}); its {len(task.data)} batch(es) "
+                               f"are dropped (data from {self._writers(ids)}); the run goes on")
+            self.stats["failed_learn_tasks"] += 1
             return
+        link.failed_tasks = 0
         try:
             result = decode_result(task, handle.result(), self._peer(conn))
             assert isinstance(result, LearnResult)
@@ -729,6 +745,9 @@ class Coordinator:
                 failures = 0
                 self.stats[f"tasks_{conn.name}"] += 1
                 if isinstance(result, CollectResult) and result.metadata:
+                    self._writer_of[task.task_id] = conn.name  # (named when a learn task fails on this data)
+                    while len(self._writer_of) > _MAX_WRITERS_KEPT:
+                        self._writer_of.popitem(last=False)
                     self.deal_with_collector_send_data(task.task_id, task.buffer_id, None,
                                                        [m.to_json() for m in result.metadata])
                 self.deal_with_collector_finish_task(task, result)
@@ -808,3 +827,5 @@ def _data_file_exists(path_data: str, data_id: str) -> bool:
         return os.path.exists(data_path(path_data, data_id))
     except DataFileError:
         return False
+
+

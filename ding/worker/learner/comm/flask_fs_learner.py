@@ -22,7 +22,6 @@ import collections
 import logging
 import os
 import queue
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from ding.utils.cpu_placement import apply_placement
 from ding.utils.data import ColumnBatch, learn_takes_columns
 from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
-from ding.worker.parallel_files import learner_load_path, policy_path, read_data_file, run_dir
+from ding.worker.parallel_files import learner_load_path, policy_path, read_data_file, run_dir, task_of
 from ding.worker.parallel_protocol import (
     DATA_ID,
     DemandAnswer,
@@ -595,7 +594,9 @@ def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]
             TrainerFacts: learner.deal_with_trainer_facts}, learner.close
 
 
+
+
 def _written_by(data_id: str) -> str:
-    """' (written by collector 'NAME')' when the data id names its collector task's collector, else ''."""
-    found = re.search(r"collector_\w*?task_(\w+?)_\d+_\d+", data_id)
-    return f" (written by collector '{found.group(1)}')" if found else ""
+    """' (written by collector task 'T')' for a collector's data file, else ''."""
+    task = task_of(data_id)
+    return f" (written by collector task '{task}')" if task else ""
