@@ -57,3 +57,14 @@ def hosts(request):
     finally:
         stopped = _script("stop", tag)
         assert stopped.returncode == 0, f"setup_netns.sh stop left namespaces behind:\n{stopped.stderr}"
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """The test's run directory; no process that mentions it may be left behind."""
+    from tests.e2e._parallel import kill_all, processes_mentioning
+
+    yield tmp_path
+    left = processes_mentioning(str(tmp_path))
+    kill_all(tmp_path)
+    assert not left, f"processes left behind: {left}"

@@ -18,8 +18,6 @@ from tests.e2e._parallel import (
     FAST_FAULTS,
     ding_cmd,
     eval_rows,
-    kill_all,
-    processes_mentioning,
     read_log,
     result,
     wait_for,
@@ -35,14 +33,6 @@ SYSTEM = dict(FAST_FAULTS, master_lost_timeout=40.0)
 SYSTEM["coordinator"] = dict(FAST_FAULTS["coordinator"], startup_timeout=200.0)  # roles importing torch under a
 # heavy load took over the default 120 s to join once
 ROLES = (("learner", "learner0", "learner"), ("collector", "collector0", "colla"), ("collector", "collector1", "collb"))
-
-
-@pytest.fixture
-def workdir(tmp_path):
-    yield tmp_path
-    left = processes_mentioning(str(tmp_path))
-    kill_all(tmp_path)
-    assert not left, f"processes left behind: {left}"
 
 
 def _start(cmd: list[str], cwd, log_name: str) -> subprocess.Popen:

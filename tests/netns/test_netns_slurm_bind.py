@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.e2e._parallel import ding_cmd, kill_all, processes_mentioning, read_log, wait_for, write_config
+from tests.e2e._parallel import ding_cmd, read_log, wait_for, write_config
 
 pytestmark = [pytest.mark.netns]
 
@@ -26,14 +26,6 @@ try:
 except OSError as e:
     print("REFUSED", e)
 """
-
-
-@pytest.fixture
-def workdir(tmp_path):
-    yield tmp_path
-    left = processes_mentioning(str(tmp_path))
-    kill_all(tmp_path)
-    assert not left, f"processes left behind: {left}"
 
 
 def _listening(hosts, host: str, port: int) -> list[str]:

@@ -60,11 +60,14 @@ def _member(rank: int, size: int, path: str, out) -> None:
         out.put((rank, f"error {type(e).__name__}: {e}"))
 
 
-def _run_group(tmp_path, size: int) -> dict:
+def _run_group(tmp_path, size: int, target=None, args=None) -> dict:
+    """Run ``target(*args(rank, path), out)`` (default: :func:`_member`) in ``size`` forked processes; their
+    ``(rank, answer)`` puts as a dict, and whether the rendezvous file was left behind."""
     ctx = mp.get_context("fork")  # (torch is imported, no thread of it started: the children start at once)
     out = ctx.Queue()
     path = str(tmp_path / "learner_group.json")
-    procs = [ctx.Process(target=_member, args=(r, size, path, out)) for r in range(size)]
+    target, args = target or _member, args or (lambda r, p: (r, size, p))
+    procs = [ctx.Process(target=target, args=(*args(r, path), out)) for r in range(size)]
     for p in procs:
         p.start()
     try:
@@ -205,21 +208,7 @@ def _member_with_token(rank: int, path: str, token: str, out) -> None:
 @pytest.mark.timeout(120)
 def test_a_member_with_another_token_is_refused_by_name_before_anything_is_sent(tmp_path):
     """Issue 36, item 1: membership is proven with the run's token (torch.distributed checks nothing), both ways."""
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    path = str(tmp_path / "learner_group.json")
-    procs = [ctx.Process(target=_member_with_token, args=(r, path, ("a" if r == 0 else "b") * 32, out))
-             for r in range(2)]
-    for p in procs:
-        p.start()
-    try:
-        got = dict(out.get(timeout=90) for _ in procs)
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-                p.join()
+    got = _run_group(tmp_path, 2, _member_with_token, lambda r, p: (r, p, ("a" if r == 0 else "b") * 32))
     assert "rank(s) 1 of the learner group did not prove the run's auth token" in got[0], got
     assert "rank(s) 0 of the learner group did not prove the run's auth token" in got[1], got
-    assert not os.path.exists(path), "learner0 left its rendezvous file behind"
+    assert not got["file_left"], "learner0 left its rendezvous file behind"
