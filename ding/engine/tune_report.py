@@ -86,15 +86,24 @@ def write_plots(study: Any, out_dir: str) -> dict[str, str]:
     return made
 
 
-def write_best_config(study: Any, main_cfg: Mapping[str, Any], create_cfg: Mapping[str, Any], path: str,
-                      exp_name: str) -> dict[str, Any] | None:
-    """The user's config with the best trial's parameters, as a config file ``ding -m serial -c`` runs; None while
-    no trial has completed."""
+def best_trial(study: Any) -> Any:
+    """The completed trial of the highest value; among equal values (several trials at the stop value), the one that
+    needed the fewest env steps. None while no trial has completed."""
     from optuna.trial import TrialState
 
-    if not any(t.state == TrialState.COMPLETE for t in study.trials):
+    done = [t for t in study.trials if t.state == TrialState.COMPLETE and t.value is not None]
+    if not done:
         return None
-    best = study.best_trial
+    return min(done, key=lambda t: (-t.value, t.user_attrs.get("env_step", float("inf")), t.number))
+
+
+def write_best_config(study: Any, main_cfg: Mapping[str, Any], create_cfg: Mapping[str, Any], path: str,
+                      exp_name: str) -> dict[str, Any] | None:
+    """The user's config with the :func:`best_trial`'s parameters, as a config file ``ding -m serial -c`` runs;
+    None while no trial has completed."""
+    best = best_trial(study)
+    if best is None:
+        return None
     cfg = apply_params(main_cfg, best.params)
     cfg.exp_name = exp_name
     save_config(cfg, path, create_cfg=create_cfg)

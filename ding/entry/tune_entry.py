@@ -20,7 +20,7 @@ from typing import Any
 
 from ding.engine.serial_checks import load_input
 from ding.engine.training_view import TrainingInterrupted
-from ding.engine.tune_report import format_table, write_best_config, write_plots, write_table
+from ding.engine.tune_report import best_trial, format_table, write_best_config, write_plots, write_table
 from ding.engine.tune_space import apply_params, check_space, load_space
 from ding.utils import ConfigError, DingError, atomic_write_text
 
@@ -58,10 +58,11 @@ def tune(cfg: str | os.PathLike | tuple[Mapping, Mapping], space: str | os.PathL
 
     Each trial trains with ``seed`` (the same for all: trials differ in their parameters only) up to
     ``max_env_step`` / ``max_train_iter`` or the config's stop value; its value is the best evaluation return it
-    reached. ``out_dir`` (default ``./<exp_name>_tune``) holds the study (``storage`` default
-    ``sqlite:///<out_dir>/study.db``), the trials' run directories and the results. ``pruner``: 'median' (Optuna's
-    ``MedianPruner(n_startup_trials, n_warmup_steps)``), 'hyperband' or 'none'; ``sampler``: 'tpe' or 'random',
-    seeded with ``sampler_seed`` (None: fresh, so that workers sharing a study draw different points). ``source``
+    reached (the best config: the highest value, then the fewest env steps). ``out_dir`` (default
+    ``./<exp_name>_tune``) holds the study (``storage`` default ``sqlite:///<out_dir>/study.db``), the trials' run
+    directories and the results. ``pruner``: 'median' (Optuna's ``MedianPruner(n_startup_trials, n_warmup_steps)``),
+    'hyperband' or 'none'; ``sampler``: 'tpe' or 'random', seeded with ``sampler_seed`` (None: fresh, so that
+    workers sharing a study draw different points). ``source``
     names the file a config pair came from (in errors, and for its ``import_names``).
     """
     import optuna
@@ -138,7 +139,7 @@ def report(study: Any, main_cfg: Mapping, create_cfg: Mapping, out_dir: str, bas
     text = format_table(study)
     atomic_write_text(os.path.join(out_dir, "trials.txt"), text + "\n")
     print(text)
-    value = study.best_value if best is not None else None
+    value = best_trial(study).value if best is not None else None
     return TuneResult(study, best, value, out_dir, files)
 
 
