@@ -10,6 +10,7 @@ the cause, and is left out from then on: a logger never ends a run.
 """
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import time
@@ -70,8 +71,12 @@ class Tracker:
     """
 
     name = ""
+    package = ""  # the Python package the tracker needs (missing: a ConfigError naming the extra to install)
 
     def __init__(self, cfg: Mapping[str, Any], run: RunInfo) -> None:
+        if self.package and importlib.util.find_spec(self.package) is None:
+            raise ConfigError(f"logger.types lists {self.name!r} but the {self.package} package is not installed: "
+                              f"pip install 'ding[{self.name}]' (or leave {self.name!r} out of logger.types)")
         self.cfg = cfg
         self.run = run
 

@@ -7,13 +7,11 @@ checkpoint, so a resume continues the same run.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import ConfigError
 from ..registry_factory import LOGGER_REGISTRY
 from .base import RunInfo, Scalar, Tracker
 
@@ -27,12 +25,10 @@ class MlflowTracker(Tracker):
     """Logs through ``MlflowClient`` (no global active run: several runs in one process do not mix)."""
 
     name = "mlflow"
+    package = "mlflow"
 
     def __init__(self, cfg: Mapping[str, Any], run: RunInfo) -> None:
         super().__init__(cfg, run)
-        if importlib.util.find_spec("mlflow") is None:
-            raise ConfigError("logger.types lists 'mlflow' but the mlflow package is not installed: "
-                              "pip install 'ding[mlflow]' (or leave 'mlflow' out of logger.types)")
         self._client: Any = None
         self._run_id: str | None = None
         self._uri: str | None = None

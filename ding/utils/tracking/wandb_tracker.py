@@ -7,7 +7,6 @@ offline (``<exp>/log/wandb/offline-run-*``, ``wandb sync`` uploads them later).
 """
 from __future__ import annotations
 
-import importlib.util
 import netrc
 import os
 import uuid
@@ -15,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
-from ..errors import ConfigError
 from ..registry_factory import LOGGER_REGISTRY
 from .base import RunInfo, Scalar, Tracker
 
@@ -46,12 +44,10 @@ class WandbTracker(Tracker):
     """One W&B run per ding run; its id is kept in the checkpoint, so a resume continues the same run."""
 
     name = "wandb"
+    package = "wandb"
 
     def __init__(self, cfg: Mapping[str, Any], run: RunInfo) -> None:
         super().__init__(cfg, run)
-        if importlib.util.find_spec("wandb") is None:
-            raise ConfigError("logger.types lists 'wandb' but the wandb package is not installed: "
-                              "pip install 'ding[wandb]' (or leave 'wandb' out of logger.types)")
         self._run: Any = None
         self._run_id: str | None = None
         self._families: set[str] = set()
