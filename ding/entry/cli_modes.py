@@ -356,7 +356,7 @@ def _tune_arguments(p: Any) -> None:
 @mode("tune", help="search hyperparameters with Optuna, each trial a serial run (docs/tuning.md)",
       add_arguments=_tune_arguments,
       examples=("ding -m tune -c config/serial/cartpole_dqn.py --space config/tune/cartpole_dqn_space.py "
-                "--trials 16 --env-step 6000",))
+                "--trials 16 --env-step 4000",))
 def run_tune(args: argparse.Namespace) -> int:
     from .tune_entry import tune
 

@@ -85,7 +85,10 @@ def tune(cfg: str | os.PathLike | tuple[Mapping, Mapping], space: str | os.PathL
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         # heartbeats: a trial whose process died (SIGKILL, a node lost) is failed after the grace period, so it
         # does not hold one of the n_trials forever
-        rdb = optuna.storages.RDBStorage(storage, heartbeat_interval=30, grace_period=120)
+        # SQLite: wait up to a minute for another writer (a worker beside this one, this trial's heartbeat thread)
+        # instead of failing with 'database is locked' after sqlite3's 5 s on a busy machine
+        engine = {"connect_args": {"timeout": 60}} if storage.startswith("sqlite") else None
+        rdb = optuna.storages.RDBStorage(storage, engine_kwargs=engine, heartbeat_interval=30, grace_period=120)
         study = optuna.create_study(
             study_name=study_name, storage=rdb, load_if_exists=True, direction="maximize",
             sampler=_sampler(sampler, sampler_seed, n_startup_trials),

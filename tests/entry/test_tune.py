@@ -148,3 +148,11 @@ def test_sixteen_trials_of_cartpole_dqn(in_tmp_dir):
 
     with open(os.path.join(main.exp_name, "result")) as f:
         assert json.load(f)["eval_return"] >= 195
+
+
+def test_hyperband_gets_the_same_reports(in_tmp_dir):
+    result = tune(_cfg("hb"), {"policy.learn.batch_size": [32, 64]}, 2, pruner="hyperband", max_env_step=160,
+                  sampler="random", sampler_seed=0)
+    assert type(result.study.pruner).__name__ == "HyperbandPruner"
+    for t in result.study.trials:
+        assert t.state in (TrialState.COMPLETE, TrialState.PRUNED) and len(t.intermediate_values) >= 1
