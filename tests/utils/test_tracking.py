@@ -49,13 +49,13 @@ def _mlflow_runs(uri, experiment):
 
 @pytest.fixture(scope="module")
 def tracked(tmp_path_factory):
-    """One CartPole DQN run of 500 iterations with TensorBoard, W&B and MLflow: where each put its records."""
+    """One CartPole DQN run of 300 iterations with TensorBoard, W&B and MLflow: where each put its records."""
     root = tmp_path_factory.mktemp("tracked")
     cwd = os.getcwd()
     os.chdir(root)
     uri = f"sqlite:///{root}/mlflow.db"
     try:
-        serial_pipeline(_cfg("full", uri), seed=0, max_train_iter=500)
+        serial_pipeline(_cfg("full", uri), seed=0, max_train_iter=300)
     finally:
         os.chdir(cwd)
     exp = os.path.join(root, "full")
@@ -97,14 +97,14 @@ def test_a_paused_and_resumed_run_is_one_continuous_series(in_tmp_dir, tracked):
     """Closed after a few rounds (a checkpoint, like Ctrl-C), restored, trained to the end: one W&B run, one MLflow
     run, each with exactly the uninterrupted run's steps (and its values, timings aside)."""
     uri = f"sqlite:///{os.path.abspath('mlflow.db')}"
-    trainer = ding.Trainer(_cfg("split", uri), seed=0, max_train_iter=500)
-    while trainer.train_iter < 300:  # a multiple of log_show's window (100): its means are not part of a checkpoint
+    trainer = ding.Trainer(_cfg("split", uri), seed=0, max_train_iter=300)
+    while trainer.train_iter < 200:  # a multiple of log_show's window (100): its means are not part of a checkpoint
         trainer.train()
-    assert not trainer.done and trainer.train_iter == 300
+    assert not trainer.done and trainer.train_iter == 200
     trainer.close()
     _, runs = _mlflow_runs(uri, "split")
     assert [r.info.status for r in runs] == ["KILLED"]  # paused
-    with ding.Trainer.restore("split", max_train_iter=500) as trainer:
+    with ding.Trainer.restore("split", max_train_iter=300) as trainer:
         trainer.run()
     client, runs = _mlflow_runs(uri, "split")
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
