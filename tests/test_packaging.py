@@ -72,3 +72,16 @@ def test_the_segment_tree_extension_builds_cleanly_and_is_optional(tmp_path):
     done, built = _build_extension(tmp_path / "without", {"CC": "false", "LDSHARED": "false"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert not built and "_segtree" in done.stderr  # the failure is reported, not hidden
+
+
+def test_tracking_and_tuning_are_extras():
+    """W&B, MLflow and Optuna install with `.[wandb]`, `.[mlflow]`, `.[tune]`; the core install pulls none of them."""
+    requires = importlib.metadata.requires("ding") or []
+    extras: dict[str, list[str]] = {}
+    for r in requires:
+        m = re.search(r'extra == "([^"]+)"', r)
+        if m:
+            extras.setdefault(m.group(1), []).append(re.split(r"[<>=!\[ ;]", r, maxsplit=1)[0].lower())
+    assert "wandb" in extras["wandb"] and "mlflow-skinny" in extras["mlflow"] and "optuna" in extras["tune"]
+    core = [r for r in requires if "extra ==" not in r]
+    assert not [r for r in core if r.lower().startswith(("wandb", "mlflow", "optuna"))]

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 from easydict import EasyDict
 
 from ding.utils import ConfigError, deep_merge_dicts
+from ding.utils.tracking import LOGGER_CONFIG
 
 from .components import (
     BASE_RANGES,
@@ -369,8 +370,13 @@ def _schema(classes: Mapping[str, Any], types: Mapping, names: Mapping[str, str]
         open_paths += [f"{part.place}.{key}" for key in open_keys_of(cls)]
         # The enclosing component's values win over the nested one's defaults (a policy may tune its learner).
         set_path(schema, part.place, deep_merge_dicts(default, get_path(schema, part.place) or {}))
-    base = EasyDict(exp_name="default_experiment", seed=seed, env=ENV_COMMON_CONFIG, policy=POLICY_TEMPLATE)
+    base = EasyDict(exp_name="default_experiment", seed=seed, env=ENV_COMMON_CONFIG, policy=POLICY_TEMPLATE,
+                    logger=LOGGER_CONFIG)  # the training view's loggers (docs/tracking.md)
     schema = _merge_under(base, schema)
+    user_logger = user_main.get("logger")
+    for name in (user_logger.get("types") or []) if isinstance(user_logger, Mapping) else []:
+        if isinstance(name, str) and name not in LOGGER_CONFIG:  # a plugin tracker's section: its own keys
+            open_paths.append(f"logger.{name}")
     schema = EasyDict(exp_name=schema.pop("exp_name"), seed=schema.pop("seed"), **schema)
     for part in parts:
         section = get_path(schema, part.place)

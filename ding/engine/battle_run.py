@@ -30,7 +30,8 @@ from ding.envs import create_env_manager, get_vec_env_setting
 from ding.league import create_league
 from ding.league.player_files import LeagueCheckpointPart, save_player_model
 from ding.policy import create_policy
-from ding.utils import ConfigError, atomic_write_text, build_tb_writer, close_all, set_pkg_seed, shown_dir
+from ding.utils import ConfigError, atomic_write_text, close_all, set_pkg_seed, shown_dir
+from ding.utils.tracking import run_writer
 from ding.worker import BaseLearner, iteration_ckpt_name
 from ding.worker.collector.base_serial_collector import create_serial_collector
 from ding.worker.collector.base_serial_evaluator import create_serial_evaluator
@@ -92,7 +93,7 @@ class BattleRun:
         self.collector_env = self._own(
             create_env_manager(cfg.env.manager, [partial(env_fn, cfg=c) for c in collector_env_cfg]))
         self.collector_env.seed(seed, dynamic_seed=dynamic_seed)
-        self.tb_logger = self._own(build_tb_writer(os.path.join(cfg.exp_name, "log", "serial")))
+        self.tb_logger = self._own(run_writer(cfg, os.path.join(cfg.exp_name, "log", "serial")))  # + logger.types
         league_cfg = copy.deepcopy(league_cfg)
         league_cfg.path_policy = os.path.join(cfg.exp_name, "policy")  # the players' files belong to the run
         self.league = create_league(league_cfg, self._load_player, seed=seed)
@@ -175,7 +176,7 @@ class BattleRun:
     # ---------------------------------------------------------------- start, evaluation, end
     def begin(self, loop: Any, resume: ResumePoint | None) -> None:
         parts = {"collector": self.collector, "league": LeagueCheckpointPart(self.league),
-                 "players": _OtherPlayers(self), "evaluators": _Evaluators(self)}
+                 "players": _OtherPlayers(self), "evaluators": _Evaluators(self), "tracking": self.tb_logger}
         self.state = state = RunState(self.main.learner, parts, loop, self.elapsed)
         self._start_time = time.time()
         self.main.learner.call_hook("before_run")
@@ -185,6 +186,7 @@ class BattleRun:
             self.resumed = True
         else:
             self.first_snapshots()
+        self.tb_logger.start(self.cfg)  # the trackers' runs: new, or the ones the checkpoint names
 
     def evaluate(self) -> bool:
         """Every evaluator plays the main player once; recorded. True when all of them reached their stop value."""
@@ -221,10 +223,10 @@ class BattleRun:
         learner.call_hook("after_run")
         if learner.ckpt_name != iteration_ckpt_name(learner.train_iter):
             self.state.save_now()
-        self._write_result(stop_flag, ended, stop.requested)
+        self.tb_logger.finish(self._write_result(stop_flag, ended, stop.requested), ended)
         stop.reraise(self.cfg.exp_name)
 
-    def _write_result(self, stop_flag: bool, ended: str, interrupted: bool) -> None:
+    def _write_result(self, stop_flag: bool, ended: str, interrupted: bool) -> dict[str, Any]:
         import json
 
         wall = self.elapsed()
@@ -240,6 +242,7 @@ class BattleRun:
                else "stopped at a limit or by a hook")
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations of the "
               f"main player ({wall:.1f} s); results in {shown_dir(self.cfg.exp_name)}", flush=True)
+        return result
 
     def elapsed(self) -> float:
         return time.time() - self._start_time

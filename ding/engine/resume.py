@@ -165,7 +165,7 @@ class AppendUndo:
             self._dirs.update(os.path.join(root, d) for d in dirs)
             for name in files:
                 file = os.path.join(root, name)
-                self._sizes[file] = os.path.getsize(file)
+                self._sizes[file] = os.lstat(file).st_size  # a link (W&B's latest-run) as itself: it may dangle
 
     def undo(self) -> None:
         for root, dirs, files in os.walk(self.path, topdown=False):
@@ -174,7 +174,7 @@ class AppendUndo:
                 old = self._sizes.get(file)
                 if old is None:
                     os.remove(file)
-                elif os.path.getsize(file) > old:
+                elif not os.path.islink(file) and os.path.getsize(file) > old:
                     os.truncate(file, old)
             for name in dirs:
                 d = os.path.join(root, name)

@@ -2,9 +2,10 @@
 
 :class:`SerialRun` builds the components of one run with the one builder of :mod:`ding.worker.builder` (acting side:
 env managers, policy, collector, evaluator; learning side: learner, replay buffer for off-policy runs), adds the
-commander, and owns what the loops share: the ``before_run`` start and the resume's restore, evaluation
-records (console, ``log/eval.csv``, TensorBoard), the end of the run (``after_run`` hooks, the Ctrl-C checkpoint, the
-``result`` file) and closing everything. The loops themselves live in :mod:`ding.engine.serial_loops`.
+commander, and owns what the loops share: the ``before_run`` start and the resume's restore, evaluation records
+(console, ``log/eval.csv``, TensorBoard and the trackers of ``logger.types``), the end of the run (``after_run``
+hooks, the Ctrl-C checkpoint, the ``result`` file) and closing everything. The loops themselves live in
+:mod:`ding.engine.serial_loops`.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 import torch
 
 from ding.utils import atomic_write_text, close_all, shown_dir
+from ding.utils.tracking import run_writer
 from ding.worker import BaseSerialCommander, iteration_ckpt_name
 from ding.worker.builder import build_acting, build_learning
 
@@ -42,9 +44,10 @@ class SerialRun:
     def _build(self, env_setting: list | None, model: torch.nn.Module | None, dynamic_seed: bool | None,
                with_buffer: bool) -> None:
         cfg = self.cfg
+        self.tracking = run_writer(cfg, os.path.join(cfg.exp_name, "log", "serial"))
+        self._closables.append(self.tracking)
         acting = build_acting(cfg, dynamic_seed=dynamic_seed, env_setting=env_setting, model=model,
-                              policy_fields=("learn", "collect", "eval", "command"),
-                              tb_dir=os.path.join(cfg.exp_name, "log", "serial"))
+                              policy_fields=("learn", "collect", "eval", "command"), tb_logger=self.tracking)
         self._closables += acting.closables
         learning = build_learning(cfg, policy=acting.policy, tb_logger=acting.tb_logger, with_buffer=with_buffer)
         self._closables += learning.closables
@@ -63,7 +66,7 @@ class SerialRun:
         """Register the run's checkpoint state (the components, the RNGs and ``loop``'s position), run the
         ``before_run`` hooks, then the resume's restore."""
         parts = {"collector": self.collector, "replay_buffer": self.buffer, "evaluator": self.evaluator,
-                 "commander": self.commander}  # in the order a checkpoint restores them
+                 "commander": self.commander, "tracking": self.tracking}  # in the order a checkpoint restores them
         self.state = state = RunState(self.learner, parts, loop, self.elapsed)
         self._start_time = time.time()
         self.learner.call_hook("before_run")
@@ -71,6 +74,7 @@ class SerialRun:
             state.load(resume)
             self._start_time -= state.loaded_elapsed
             self.resumed = True
+        self.tracking.start(self.cfg)  # the trackers' runs: new, or the ones the checkpoint names
 
     def evaluate(self, view: ProgressView) -> bool:
         """One evaluation (the best policy is saved as ``ckpt_best``), recorded; True once it reaches the stop value."""
@@ -104,14 +108,15 @@ class SerialRun:
             self.state.save_now()  # Ctrl-C always leaves a checkpoint to resume from, whatever the hooks do
         if view is not None:
             view.close()
-        self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested, ended=ended)
+        result = self._write_result(stop_flag, self.elapsed(), interrupted=stop.requested, ended=ended)
+        self.tracking.finish(result, ended)
         stop.reraise(self.cfg.exp_name)
 
     def elapsed(self) -> float:
         """Training time of the run so far, in seconds, over all its sessions (a resume continues the clock)."""
         return time.time() - self._start_time
 
-    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool, ended: str) -> None:
+    def _write_result(self, stop_flag: bool, wall: float, interrupted: bool, ended: str) -> dict[str, Any]:
         result = {
             "exp_name": self.cfg.exp_name, "stop_flag": bool(stop_flag), "interrupted": interrupted, "ended": ended,
             "stop_value": self.cfg.env.get("stop_value"), "env_step": int(self.collector.envstep),
@@ -125,6 +130,7 @@ class SerialRun:
         saved = "checkpoint and results" if interrupted or ended == "closed" else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
               f"({wall:.1f} s); {saved} in {shown_dir(self.cfg.exp_name)}", flush=True)
+        return result
 
     def close(self) -> None:
         """Close every component (newest first), even if one fails; the first failure is raised afterwards."""

@@ -1,5 +1,5 @@
 """The doors into ding: ``Trainer``, ``serial_pipeline``, ``serial_pipeline_onpolicy``, ``serial_pipeline_battle``,
-``parallel_pipeline``, ``eval``, ``load_policy`` and the ``ding`` command.
+``parallel_pipeline``, ``eval``, ``load_policy``, ``tune`` and the ``ding`` command.
 
 The names are imported on first use (PEP 562), so ``ding --help`` and ``ding -m plot`` start without torch.
 """
@@ -17,6 +17,7 @@ _WHERE = {
     "serial_pipeline_onpolicy": ".serial_entry_onpolicy",
     "serial_pipeline_battle": ".serial_entry_battle",
     "Trainer": ".trainer",
+    "tune": ".tune_entry",
 }
 __all__ = sorted(_WHERE)
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .serial_entry_battle import serial_pipeline_battle
     from .serial_entry_onpolicy import serial_pipeline_onpolicy
     from .trainer import Trainer
+    from .tune_entry import tune
 
 
 def __getattr__(name: str) -> Any:

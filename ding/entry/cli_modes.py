@@ -335,3 +335,51 @@ def run_dist(args: argparse.Namespace) -> int:
         return _run_parallel_seeds(args, platform="slurm")
 
     return run_dist_module(args)
+
+
+# ------------------------------------------------------------------ tune
+def _tune_arguments(p: Any) -> None:
+    config_arguments(p)
+    limit_arguments(p)
+    p.add_argument("--space", default=None, help="Python file defining `space`: config key -> distribution")
+    p.add_argument("--trials", type=int, default=None, help="finished trials the study should have")
+    p.add_argument("--study-name", default=None, help="the study's name (default: the output directory's name)")
+    p.add_argument("--storage", default=None, help="Optuna storage URL (default sqlite:///<out>/study.db); give "
+                                                   "several processes the same one to share the study")
+    p.add_argument("--out", default=None, help="output directory (default ./<exp_name>_tune/)")
+    p.add_argument("--pruner", default="median", choices=("median", "hyperband", "none"))
+    p.add_argument("--sampler", default="tpe", choices=("tpe", "random"))
+    p.add_argument("--sampler-seed", type=int, default=None,
+                   help="seed of the sampler (default: fresh, so processes sharing a study draw different points)")
+
+
+@mode("tune", help="search hyperparameters with Optuna, each trial a serial run (docs/tuning.md)",
+      add_arguments=_tune_arguments,
+      examples=("ding -m tune -c config/serial/cartpole_dqn.py --space config/tune/cartpole_dqn_space.py "
+                "--trials 16 --env-step 4000",))
+def run_tune(args: argparse.Namespace) -> int:
+    from .tune_entry import tune
+
+    _need_config(args)
+    if not args.space or not args.trials:
+        print("ding: -m tune needs a search space and a trial count: add --space space.py --trials N",
+              file=sys.stderr)
+        return 2
+    if args.seed and len(args.seed) > 1:
+        print("ding: -m tune trains every trial with one seed: give -s once", file=sys.stderr)
+        return 2
+    main_cfg, create_cfg = _with_exp_name(args, (args.seed or [0])[0], 1)
+    try:
+        result = tune((main_cfg, create_cfg), args.space, args.trials, seed=(args.seed or [0])[0],
+                      study_name=args.study_name, storage=args.storage, out_dir=args.out, pruner=args.pruner,
+                      sampler=args.sampler, sampler_seed=args.sampler_seed,
+                      max_env_step=args.env_step if args.env_step < int(1e10) else None,
+                      max_train_iter=args.train_iter if args.train_iter < int(1e10) else None, source=args.config)
+    except KeyboardInterrupt:
+        return 130
+    print(f"ding: {len(result.study.trials)} trials in study '{result.study.study_name}' "
+          f"({result.pruned_fraction:.0%} of the finished ones pruned); results in ./{result.out_dir}/")
+    if result.best_params is not None:
+        print(f"ding: best value {result.best_value:.6g} with {result.best_params}; run it: ding -m serial -c "
+              f"{result.files['best_config']} -s {(args.seed or [0])[0]}")
+    return 0

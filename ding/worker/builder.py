@@ -76,7 +76,8 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
                  policy_fields: Sequence[str] = ("collect", "eval"), collector_cfg: Mapping | None = None,
                  tb_dir: str | None = None, exp_name: str | None = None,
                  instance_name: str | None = None, opponents: Sequence[Any] | None = None,
-                 eval_opponents: Sequence[Any] | None = None, evaluator_cfg: Mapping | None = None) -> ActingSide:
+                 eval_opponents: Sequence[Any] | None = None, evaluator_cfg: Mapping | None = None,
+                 tb_logger: Any = None) -> ActingSide:
     """The acting side of a run from its compiled main config ``cfg``.
 
     The collector's envs are seeded with ``seed`` (default ``cfg.seed``; ``dynamic_seed`` as in DI-engine), the
@@ -85,7 +86,8 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
     spaces. ``env_setting`` replaces ``get_vec_env_setting(cfg.env)``; ``collector_cfg`` replaces
     ``cfg.policy.collect.collector`` (without a ``type``, the policy's ``default_collector_type`` or 'sample');
     ``tb_dir``: a TensorBoard writer there, shared by the collector and evaluator (and returned for the learner);
-    ``instance_name`` names the collector's logs (the evaluator's: ``<instance_name>_evaluator``).
+    ``tb_logger``: a writer the caller owns (e.g. a run's :class:`~ding.utils.tracking.TrackingWriter`), used instead
+    of one at ``tb_dir``; ``instance_name`` names the collector's logs (the evaluator's: ``<instance_name>_evaluator``).
 
     Battles (two-player envs, docs/league.md): with ``opponents`` the collector gets the policy list
     ``[policy.collect_mode, *opponents]`` and the evaluator ``[policy.eval_mode, *eval_opponents]``, and the policy
@@ -107,7 +109,9 @@ def build_acting(cfg: Any, *, seed: int | None = None, dynamic_seed: bool | None
         battle = opponents is not None
         check_policy_fits_env(side.policy, player_spaces(side.collector_env) if battle else side.collector_env,
                               cfg.env.get("type"))
-        if tb_dir is not None:
+        if tb_logger is not None:
+            side.tb_logger = tb_logger
+        elif tb_dir is not None:
             side.tb_logger = side.own(build_tb_writer(tb_dir))
         if collector_cfg is None:
             collector_cfg = cfg.policy.collect.collector

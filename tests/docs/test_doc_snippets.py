@@ -44,6 +44,11 @@ SUBSTITUTIONS: dict[str, list[tuple[str, str, str]]] = {
          "ding -m parallel -c config/parallel/cartpole_dqn.py -s 0 --train-iter 60 ",
          "a parallel run to the stop value is ~15 s more; the suite's e2e tests run it to its end"),
     ],
+    "docs/tuning.md": [
+        ("--trials 16 --env-step 4000", "--trials 2 --env-step 200",
+         "16 trials of 4,000 env steps take minutes; test_tune.py's slow test runs them, two short ones show the "
+         "command"),
+    ],
     "docs/python_api.md": [
         ("budget=6000", "budget=600", "three trials of up to 6,000 env steps take a minute; 600 shows the same"),
         ('"run/ckpt/iteration_800.pth.tar"', 'ding.worker.list_iteration_checkpoints("cartpole_dqn_seed0/ckpt")[-1][1]',
