@@ -17,6 +17,8 @@ _WHERE = {
     "serial_pipeline_onpolicy": ".serial_entry_onpolicy",
     "serial_pipeline_battle": ".serial_entry_battle",
     "Trainer": ".trainer",
+    "serial_pipeline_offline": ".serial_entry_offline",
+    "collect_demo_data": ".serial_entry_offline",
 }
 __all__ = sorted(_WHERE)
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from .parallel_entry import parallel_pipeline
     from .serial_entry import serial_pipeline
     from .serial_entry_battle import serial_pipeline_battle
+    from .serial_entry_offline import collect_demo_data, serial_pipeline_offline
     from .serial_entry_onpolicy import serial_pipeline_onpolicy
     from .trainer import Trainer
 

@@ -335,3 +335,21 @@ def run_dist(args: argparse.Namespace) -> int:
         return _run_parallel_seeds(args, platform="slurm")
 
     return run_dist_module(args)
+
+
+@mode("serial_offline", help="train on a data set, no collecting (serial_pipeline_offline: CQL, TD3BC, IQL, BC)",
+      add_arguments=_serial_arguments,
+      examples=("ding -m serial_offline -c pendulum_cql_config.py -s 0",
+                "ding -m serial_offline -c pendulum_cql_config.py -s 0 --train-iter 20000 --resume"))
+def run_serial_offline(args: argparse.Namespace) -> int:
+    from ding.utils import ConfigError
+
+    from .serial_entry_offline import serial_pipeline_offline
+
+    def pipeline(cfg: Any, seed: int, max_train_iter: int, max_env_step: int, **kwargs: Any) -> Any:
+        if max_env_step < int(1e10):
+            raise ConfigError("--env-step: an offline run takes no env steps (it trains on its data set); limit it "
+                              "with --train-iter")
+        return serial_pipeline_offline(cfg, seed, max_train_iter=max_train_iter, **kwargs)
+
+    return _run_serial_seeds(args, pipeline)
