@@ -142,6 +142,8 @@ class BehaviourCloningPolicy(Policy):
                 action = out["logit"][0].clamp(*ACTION_BOUNDS).cpu().numpy()
             else:
                 action = out["action"].cpu().numpy()
+        if self._cfg.continuous:
+            action = action.reshape(len(env_ids), -1)  # (B, action_shape), also for one action dimension
         return {env_id: {"action": action[i]} for i, env_id in enumerate(env_ids)}
 
 

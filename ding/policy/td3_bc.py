@@ -36,7 +36,8 @@ class TD3BCPolicy(TD3Policy):
         pi = self._model.compute_actor(b.obs)["action"]
         with self._critics_fixed:
             q = _first(self._model.compute_critic({"obs": b.obs, "action": pi})["q_value"])
-        return -td3_bc_lambda(q, float(self._cfg.learn.alpha)) * q.mean() + F.mse_loss(pi, b.action)
+        bc = F.mse_loss(pi.reshape(b.action.shape), b.action)
+        return -td3_bc_lambda(q, float(self._cfg.learn.alpha)) * q.mean() + bc
 
 
 POLICY_REGISTRY.register("td3_bc_command", TD3BCPolicy)

@@ -103,10 +103,10 @@ class OfflineDataset:
     def set_nstep(self, nstep: int, gamma: float) -> None:
         """Give every transition an ``nstep``-step sample (what a collector's ``get_train_sample`` makes): ``reward``
         (N, nstep) with zeros after the episode ends, ``next_obs`` / ``done`` of the window's last step and
-        ``value_gamma = gamma ** steps``. Windows stop at ``done``, ``timeout`` and the end of the data."""
+        ``value_gamma = gamma ** steps``. Windows stop at ``done``, ``timeout`` and wherever the trajectory breaks
+        (:meth:`breaks`)."""
         n = len(self)
-        ends = self.done | (self.timeout if self.timeout is not None else np.zeros(n, dtype=bool))
-        ends[-1] = True
+        ends = self.done | (self.timeout if self.timeout is not None else np.zeros(n, dtype=bool)) | self.breaks()
         rows = np.arange(n)
         reward = np.zeros((n, nstep), dtype=np.float32)
         last = rows.copy()
@@ -130,11 +130,16 @@ class OfflineDataset:
     def episode_returns(self) -> np.ndarray:
         """The return of each complete episode (ended by ``done`` or ``timeout``) in file order."""
         ends = self.done | (self.timeout if self.timeout is not None else False)
-        cut = np.flatnonzero(ends)
-        if len(cut) == 0:
-            return np.zeros(0)
-        sums = np.add.reduceat(self.reward, np.r_[0, cut[:-1] + 1])
-        return sums
+        cut = np.flatnonzero(ends | self.breaks())
+        total = np.diff(np.cumsum(self.reward, dtype=np.float64)[cut], prepend=0.0)
+        return total[ends[cut]]  # a segment cut by the end of the collected data is no complete episode
+
+    def breaks(self) -> np.ndarray:
+        """True where a row's ``next_obs`` is not the following row's ``obs`` (the trajectory goes on elsewhere, or
+        the data ends there); the last row is always one."""
+        out = np.ones(len(self), dtype=bool)
+        out[:-1] = np.any((self.next_obs[:-1] != self.obs[1:]).reshape(len(self) - 1, -1), axis=1)
+        return out
 
     def check_fits(self, obs_shape: tuple[int, ...] | None, action_space: Any, policy: str) -> None:
         """Refuse a data set whose observations or actions do not fit the policy's model and the env's action

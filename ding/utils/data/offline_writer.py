@@ -27,7 +27,36 @@ def transitions_to_arrays(transitions: Sequence[Mapping[str, Any]]) -> dict[str,
     out["reward"] = out["reward"].reshape(len(transitions)).astype(np.float32)
     out["done"] = out["done"].reshape(len(transitions)).astype(bool)
     out["timeout"] = np.array([bool(t.get("truncated", False)) for t in transitions])
-    return out
+    order = trajectory_order(out["obs"], out["next_obs"], out["done"] | out["timeout"])
+    return {k: v[order] for k, v in out.items()}
+
+
+def trajectory_order(obs: np.ndarray, next_obs: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """An order of the rows that puts each env's trajectory together: a collector with several envs returns their
+    transitions interleaved, and a row's successor is the later row whose ``obs`` is its ``next_obs``. Episodes
+    follow each other as collected; a trajectory cut by the end of the collection is followed by the next one."""
+    n = len(obs)
+    by_obs: dict[bytes, list[int]] = {}
+    for i in range(n - 1, -1, -1):  # (lists hold rows in ascending order once reversed)
+        by_obs.setdefault(obs[i].tobytes(), []).append(i)
+    successor = np.full(n, -1)
+    has_pred = np.zeros(n, dtype=bool)
+    for i in range(n):
+        if ends[i]:
+            continue
+        rows = by_obs.get(next_obs[i].tobytes())
+        while rows and rows[-1] <= i:
+            rows.pop()
+        if rows:
+            j = rows.pop()
+            successor[i], has_pred[j] = j, True
+    order: list[int] = []
+    for start in np.flatnonzero(~has_pred):
+        i = int(start)
+        while i >= 0:
+            order.append(i)
+            i = int(successor[i])
+    return np.asarray(order, dtype=np.int64)
 
 
 def _numpy(x: Any) -> Any:
@@ -71,6 +100,7 @@ def save_minari(dataset_id: str, arrays: Mapping[str, np.ndarray], observation_s
     trailing incomplete episode ends as truncated). Needs the ``minari`` package."""
     try:
         import minari
+        from minari.data_collector import EpisodeBuffer
     except ImportError:
         raise DatasetError(f"Minari data set {dataset_id!r}: writing it needs minari: pip install -e '.[offline]'") \
             from None
@@ -87,9 +117,10 @@ def save_minari(dataset_id: str, arrays: Mapping[str, np.ndarray], observation_s
         sl = slice(start, int(stop))
         obs = np.concatenate([arrays["obs"][sl], arrays["next_obs"][int(stop) - 1][None]])
         done = arrays["done"][sl].astype(bool)
-        buffers.append({"observations": obs, "actions": arrays["action"][sl], "rewards": arrays["reward"][sl],
-                        "terminations": done, "truncations": ~done & (np.arange(start, int(stop)) == int(stop) - 1),
-                        "infos": {}})
+        buffers.append(EpisodeBuffer(id=len(buffers), observations=obs, actions=arrays["action"][sl],
+                                     rewards=list(arrays["reward"][sl]), terminations=list(done),
+                                     truncations=list(~done & (np.arange(start, int(stop)) == int(stop) - 1)),
+                                     infos={}))
         start = int(stop)
     extra = {k: v for k, v in (attrs or {}).items() if isinstance(v, (int, float, str))}
     minari.create_dataset_from_buffers(dataset_id=dataset_id, buffer=buffers, observation_space=observation_space,
