@@ -2,11 +2,12 @@
 
     python tests/benchmark/offline_datasets.py OUT_DIR [--seed 0]
 
-writes ``pendulum_{expert,medium,mixed}.hdf5`` and ``cartpole_{expert,medium}.hdf5`` into OUT_DIR (a few minutes on
+writes ``pendulum_{expert,medium,mixed}.hdf5`` and ``cartpole_expert.hdf5`` into OUT_DIR (a few minutes on
 two cores). Pendulum's behaviour policies are checkpoints of one SAC run (config/serial/pendulum_sac.py, trained
 past the stop value): the best one (expert) and the one whose evaluation lies nearest half-way between random and
-expert (medium); mixed is medium's and expert's transitions together. CartPole's are DQN checkpoints
-(config/serial/cartpole_dqn.py). Each file records ``behaviour_return``, ``random_return`` (a uniformly random
+expert (medium); mixed is medium's and expert's transitions together. CartPole's expert is the best checkpoint of
+a DQN run (config/serial/cartpole_dqn.py; it jumps from near-random to 195 in a few evaluations, so there is no
+CartPole medium policy to take). Each file records ``behaviour_return``, ``random_return`` (a uniformly random
 policy's mean return) and ``expert_return``, so a return R on it scores ``100 * (R - random) / (expert - random)``.
 """
 from __future__ import annotations
@@ -29,14 +30,14 @@ def normalised_score(ret: float, meta: dict[str, Any]) -> float:
 
 
 def _train_behaviour(config: str, work: str, seed: int, stop_value: float, max_env_step: int) -> str:
-    """Train ``config`` (checkpoints every 200 iterations) in ``work``; return its run directory."""
+    """Train ``config`` (checkpoints every 50 iterations) in ``work``; return its run directory."""
     from ding.config import read_config
     from ding.entry import serial_pipeline
 
     main, create = read_config(os.path.join(REPO, config))
     main.exp_name = os.path.join(work, f"{os.path.basename(config)[:-3]}_behaviour_seed{seed}")
     main.env.stop_value = stop_value
-    main.policy.learn.learner = dict(hook=dict(save_ckpt_after_iter=200))
+    main.policy.learn.learner = dict(hook=dict(save_ckpt_after_iter=50), checkpoint=dict(keep_last=1000))
     serial_pipeline((main, create), seed=seed, max_env_step=max_env_step)
     return str(main.exp_name)
 
@@ -62,7 +63,8 @@ def make(out_dir: str, seed: int = 0) -> dict[str, str]:
     specs = [("pendulum", "config/serial/pendulum_sac.py", -160.0, 20000),
              ("cartpole", "config/serial/cartpole_dqn.py", 195.0, 30000)]
     for env, config, stop_value, max_env_step in specs:
-        wanted = [f"{env}_expert", f"{env}_medium"] + ([f"{env}_mixed"] if env == "pendulum" else [])
+        kinds = ("expert", "medium", "mixed") if env == "pendulum" else ("expert",)
+        wanted = [f"{env}_{k}" for k in kinds]
         if all(os.path.isfile(os.path.join(out_dir, f"{w}.hdf5")) for w in wanted):
             paths.update({w: os.path.join(out_dir, f"{w}.hdf5") for w in wanted})
             continue
@@ -82,7 +84,7 @@ def make(out_dir: str, seed: int = 0) -> dict[str, str]:
                           overwrite=True)
         medium = load_hdf5(os.path.join(work, f"{env}_medium_raw.hdf5"))
         ref = {"random_return": random_return, "expert_return": expert_return}
-        for name, ds in (("expert", expert), ("medium", medium)):
+        for name, ds in (("expert", expert), ("medium", medium))[:len(kinds)]:
             save_hdf5(os.path.join(out_dir, f"{env}_{name}.hdf5"), _arrays(ds), {**ds.meta, **ref, "kind": name},
                       overwrite=True)
         if env == "pendulum":
