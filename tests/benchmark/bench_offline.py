@@ -49,6 +49,8 @@ def ding_config(name: str, work: str) -> tuple[dict, dict]:
                                      actor_head_hidden_size=128)
         main.policy.learn = EasyDict(batch_size=256, learning_rate=1e-3, optimizer="Adam", weight_decay=None)
         main.policy.continuous, main.policy.loss_type = True, "mse_loss"
+        main.policy.collect = EasyDict(data_type="hdf5")
+        main.policy.pop("command", None)
         main.exp_name, create.policy.type = "pendulum_bc", "bc"
     else:
         known = [*sorted(DI_ENGINE_CONFIGS), "pendulum_iql", "pendulum_bc"]

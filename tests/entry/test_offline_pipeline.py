@@ -103,7 +103,7 @@ def test_ding_serial_offline_resumes_exactly_after_ctrl_c(in_tmp_dir, files):
     text = re.sub(r"data_path='[^']*'", f"data_path={files['cartpole']!r}", text)
     with open(path, "w") as f:
         f.write(text)
-    ding = [sys.executable, "-m", "ding", "-m", "serial_offline", "-c", path, "-s", "0", "--train-iter", "400"]
+    ding = [sys.executable, "-m", "ding", "-m", "serial_offline", "-c", path, "-s", "0", "--train-iter", "300"]
     subprocess.run([*ding, "--exp-name", "full"], check=True, capture_output=True, timeout=300)
     proc = subprocess.Popen([*ding, "--exp-name", "part"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = ""
@@ -112,7 +112,7 @@ def test_ding_serial_offline_resumes_exactly_after_ctrl_c(in_tmp_dir, files):
     while time.time() < deadline:
         line = proc.stdout.readline()
         out += line
-        if "[learner] iter 200" in line or not line:
+        if "[learner] iter 100" in line or not line:
             break
     proc.send_signal(signal.SIGINT)
     out += proc.communicate(timeout=120)[0]
@@ -120,11 +120,11 @@ def test_ding_serial_offline_resumes_exactly_after_ctrl_c(in_tmp_dir, files):
     assert "to resume: ding -m serial_offline" in out
     done = subprocess.run([*ding, "--exp-name", "part", "--resume"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert read_result("part")["train_iter"] == read_result("full")["train_iter"] == 400
+    assert read_result("part")["train_iter"] == read_result("full")["train_iter"] == 300
     from ding.worker import load_checkpoint_file
 
-    a = load_checkpoint_file(os.path.join("full", "ckpt", "iteration_400.pth.tar"))["model"]
-    b = load_checkpoint_file(os.path.join("part", "ckpt", "iteration_400.pth.tar"))["model"]
+    a = load_checkpoint_file(os.path.join("full", "ckpt", "iteration_300.pth.tar"))["model"]
+    b = load_checkpoint_file(os.path.join("part", "ckpt", "iteration_300.pth.tar"))["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
