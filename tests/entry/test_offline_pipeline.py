@@ -104,7 +104,9 @@ def test_ding_serial_offline_resumes_exactly_after_ctrl_c(in_tmp_dir, files):
     with open(path, "w") as f:
         f.write(text)
     ding = [sys.executable, "-m", "ding", "-m", "serial_offline", "-c", path, "-s", "0", "--train-iter", "300"]
-    subprocess.run([*ding, "--exp-name", "full"], check=True, capture_output=True, timeout=300)
+    main, create = read_config(path)
+    main.exp_name = "full"
+    serial_pipeline_offline((main, create), seed=0, max_train_iter=300)  # the unstopped run, in this process
     proc = subprocess.Popen([*ding, "--exp-name", "part"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = ""
     deadline = time.time() + 240
