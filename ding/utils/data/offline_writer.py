@@ -112,7 +112,8 @@ def save_minari(dataset_id: str, arrays: Mapping[str, np.ndarray], observation_s
     n = len(arrays["obs"])
     ends = arrays["done"].astype(bool) | arrays.get("timeout", np.zeros(n, dtype=bool)).astype(bool)
     ends[-1] = True
-    buffers, start = [], 0
+    buffers: list[Any] = []
+    start = 0
     for stop in np.flatnonzero(ends) + 1:
         sl = slice(start, int(stop))
         obs = np.concatenate([arrays["obs"][sl], arrays["next_obs"][int(stop) - 1][None]])
