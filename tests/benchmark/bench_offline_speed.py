@@ -39,13 +39,13 @@ def worker(framework: str, data: str, seed: int, iters: int, config_path: str) -
     main.policy.collect.data_path = data
     main.policy.eval.evaluator.eval_freq = 10 ** 9
     main.exp_name = f"{framework}_cql_seed{seed}_{iters}"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         serial_pipeline_offline((main, create), seed=seed, max_train_iter=iters)
     except UnboundLocalError:  # DI-engine 0.5.3 prints its last evaluation's reward after training, and raises
         if framework != "di-engine":  # when none ran (its first evaluation is due at iteration 0, never checked)
             raise
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     done = iters
     if framework == "di-engine":
         import h5py
@@ -54,7 +54,7 @@ def worker(framework: str, data: str, seed: int, iters: int, config_path: str) -
             n = len(f["obs"])
         per_epoch = math.ceil(n / int(main.policy.learn.batch_size))
         done = math.ceil(iters / per_epoch) * per_epoch
-    print(json.dumps({"wall_s": wall, "train_iter": done}))
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "train_iter": done}))
 
 
 def main() -> None:
@@ -86,20 +86,24 @@ def main() -> None:
             raise SystemExit(f"DI-engine: {note or 'give its venv with --peer-python'}")
         pythons["di-engine"] = peer
     per_1k: dict[str, list[float]] = {f: [] for f in args.frameworks}
+    cpu_1k: dict[str, list[float]] = {f: [] for f in args.frameworks}
     for seed in args.seeds:
         for fw in args.frameworks:  # alternating, run by run
             runs = [run_worker(__file__, fw, pythons[fw], [os.path.abspath(args.data), "--iters", str(n), "--seed",
                                                            str(seed), "--config-path", config_path], timeout=3600,
                                repo_on_path=fw == "ding")
                     for n in (args.short, args.long)]
-            dt = runs[1]["wall_s"] - runs[0]["wall_s"]
-            per_1k[fw].append(1000.0 * dt / (runs[1]["train_iter"] - runs[0]["train_iter"]))
-            print(f"seed {seed} {fw:10s} {per_1k[fw][-1]:.2f} s per 1,000 iterations", flush=True)
-    med = {fw: statistics.median(v) for fw, v in per_1k.items()}
-    for fw, v in med.items():
-        print(f"{fw:10s} median {v:.2f} s per 1,000 iterations ({', '.join(f'{x:.2f}' for x in per_1k[fw])})")
-    if len(med) == 2:
-        print(f"ding / DI-engine: {med['ding'] / med['di-engine']:.2f}x")
+            n = runs[1]["train_iter"] - runs[0]["train_iter"]
+            per_1k[fw].append(1000.0 * (runs[1]["wall_s"] - runs[0]["wall_s"]) / n)
+            cpu_1k[fw].append(1000.0 * (runs[1]["cpu_s"] - runs[0]["cpu_s"]) / n)
+            print(f"seed {seed} {fw:10s} {per_1k[fw][-1]:.2f} s wall, {cpu_1k[fw][-1]:.2f} s CPU per 1,000 "
+                  "iterations", flush=True)
+    for what, table in (("wall", per_1k), ("CPU", cpu_1k)):
+        med = {fw: statistics.median(v) for fw, v in table.items()}
+        for fw, v in med.items():
+            print(f"{fw:10s} median {v:.2f} s {what} per 1,000 iterations ({', '.join(f'{x:.2f}' for x in table[fw])})")
+        if len(med) == 2:
+            print(f"ding / DI-engine ({what}): {med['ding'] / med['di-engine']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -54,4 +54,4 @@ def test_bench_offline_speed_ding_half(tmp_path, pendulum_data):
                           "ding", "--seeds", "0", "--short", "5", "--long", "15"], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "ding       median" in out.stdout and "s per 1,000 iterations" in out.stdout
+    assert "ding       median" in out.stdout and "s CPU per 1,000 iterations" in out.stdout
