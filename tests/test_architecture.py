@@ -40,6 +40,7 @@ ENTRY_MODULES = {
     "ding.entry.dist_entry": "ding -m dist", "ding.entry.application_entry": "eval",
     "ding.entry.deploy": "load_policy", "ding.entry.plot": "ding -m plot",
     "ding.entry.tune_entry": "tune / ding -m tune",
+    "ding.entry.serial_entry_offline": "serial_pipeline_offline / collect_demo_data / ding -m serial_offline",
 }
 # Modules that dispatch to the doors (and so import them).
 DISPATCHERS = ("ding.entry", "ding.entry.cli", "ding.entry.cli_modes")
@@ -48,6 +49,7 @@ DOOR_IMPORTS: dict[tuple[str, str], str] = {
     ("ding.entry.serial_entry", "ding.entry.trainer"): "serial_pipeline is a Trainer run to its end",
     ("ding.entry.serial_entry_onpolicy", "ding.entry.serial_entry"): "both serial pipelines share run_serial",
     ("ding.entry.tune_entry", "ding.entry.trainer"): "each trial of a search is a Trainer, round by round",
+    ("ding.entry.serial_entry_offline", "ding.entry.trainer"): "serial_pipeline_offline is a Trainer run on a data set",
 }
 
 _MODULE_PATH = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+")

@@ -139,7 +139,7 @@ class TrainLoop:
     def _check_kind(self, state: dict[str, Any], path: str) -> None:
         kind = state.get("kind", OffPolicyLoop.kind)  # checkpoints from before on-policy runs existed
         if kind != self.kind:
-            mode = {"off_policy": "serial", "on_policy": "serial_onpolicy"}.get(kind, kind)
+            mode = {"off_policy": "serial", "on_policy": "serial_onpolicy", "offline": "serial_offline"}.get(kind, kind)
             raise CheckpointError(f"resume: checkpoint '{path}' was written by the {kind.replace('_', '-')} loop; "
                                   f"resume it with the pipeline that wrote it (ding -m {mode})")
 

@@ -18,6 +18,7 @@ from ding.config import CompiledConfig
 from ding.config.ranges import check_batch_fits_buffer
 from ding.utils import ResumeError
 
+from .offline_loop import OfflineLoop, OfflineSetup, prepare_offline
 from .resume import AppendUndo, Limits, ResumePoint, check_resume, lock_run_dir
 from .serial_checks import check_pipeline_fits_policy, share_priority_settings
 from .serial_loops import OffPolicyLoop, OnPolicyLoop, TrainLoop
@@ -27,19 +28,25 @@ from .serial_run import SerialRun
 def start_serial_run(compiled: CompiledConfig, exit_stack: ExitStack, *, limits: Limits, resume: bool,
                      extend: bool, on_policy: bool | None, source: str | None, exact_dir: bool = False,
                      env_setting: list | None = None, model: Any = None,
-                     dynamic_seed: bool | None = True) -> tuple[SerialRun, TrainLoop]:
+                     dynamic_seed: bool | None = True, offline: bool = False) -> tuple[SerialRun, TrainLoop]:
     """Check, lock, (resume-check,) build and begin one serial run; return it and its loop, ready for round one.
 
     ``on_policy`` (None: ``policy.on_policy``) chooses the loop and whether a replay buffer is built. What must be
     released at the end (the directory lock, the components) is pushed onto ``exit_stack``; the caller closes it,
     also when this raises. Call it under the caller's Ctrl-C guard: a stop requested during the start is left for
-    the caller to honour.
+    the caller to honour. ``offline=True``: the offline loop (:mod:`~ding.engine.offline_loop`) on the data set of
+    ``policy.collect.data_path``, no replay buffer; ``max_train_iter`` is also capped by ``learn.train_epoch``.
     """
     cfg = compiled.cfg
     if on_policy is None:
         on_policy = bool(cfg.policy.get("on_policy", False))
     check_pipeline_fits_policy(cfg, on_policy, source)
-    if not on_policy:
+    setup: OfflineSetup | None = None
+    if offline:  # the data set is read (and checked) before anything is written
+        setup = prepare_offline(cfg, env_setting)
+        env_setting = setup.env_setting
+        limits = Limits(min(limits.train_iter, setup.epoch_limit), limits.env_step)
+    elif not on_policy:
         share_priority_settings(cfg)  # before the config is saved: total_config.py is the config the run uses
         check_batch_fits_buffer(cfg)
     if extend and not resume:
@@ -66,9 +73,10 @@ def start_serial_run(compiled: CompiledConfig, exit_stack: ExitStack, *, limits:
             undo = AppendUndo(run_dir.path)
         else:
             compiled.save()
-        run = SerialRun(cfg, env_setting, model, dynamic_seed, with_buffer=not on_policy)
+        run = SerialRun(cfg, env_setting, model, dynamic_seed, with_buffer=not on_policy and setup is None)
         exit_stack.callback(run.close)
-        loop: TrainLoop = OnPolicyLoop(run) if on_policy else OffPolicyLoop(run)
+        loop: TrainLoop = (OfflineLoop(run, setup) if setup is not None else OnPolicyLoop(run) if on_policy
+                           else OffPolicyLoop(run))
         run.begin(loop, resume_point)
         if resume_point is None and isinstance(loop, OffPolicyLoop):
             loop.warm_up()

@@ -18,6 +18,8 @@ _WHERE = {
     "serial_pipeline_battle": ".serial_entry_battle",
     "Trainer": ".trainer",
     "tune": ".tune_entry",
+    "serial_pipeline_offline": ".serial_entry_offline",
+    "collect_demo_data": ".serial_entry_offline",
 }
 __all__ = sorted(_WHERE)
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from .parallel_entry import parallel_pipeline
     from .serial_entry import serial_pipeline
     from .serial_entry_battle import serial_pipeline_battle
+    from .serial_entry_offline import collect_demo_data, serial_pipeline_offline
     from .serial_entry_onpolicy import serial_pipeline_onpolicy
     from .trainer import Trainer
     from .tune_entry import tune

@@ -383,3 +383,22 @@ def run_tune(args: argparse.Namespace) -> int:
         print(f"ding: best value {result.best_value:.6g} with {result.best_params}; run it: ding -m serial -c "
               f"{result.files['best_config']} -s {(args.seed or [0])[0]}")
     return 0
+
+
+# ------------------------------------------------------------------ serial_offline
+@mode("serial_offline", help="train on a data set, no collecting (serial_pipeline_offline: CQL, TD3BC, IQL, BC)",
+      add_arguments=_serial_arguments,
+      examples=("ding -m serial_offline -c pendulum_cql_config.py -s 0",
+                "ding -m serial_offline -c pendulum_cql_config.py -s 0 --train-iter 20000 --resume"))
+def run_serial_offline(args: argparse.Namespace) -> int:
+    from ding.utils import ConfigError
+
+    from .serial_entry_offline import serial_pipeline_offline
+
+    def pipeline(cfg: Any, seed: int, max_train_iter: int, max_env_step: int, **kwargs: Any) -> Any:
+        if max_env_step < int(1e10):
+            raise ConfigError("--env-step: an offline run takes no env steps (it trains on its data set); limit it "
+                              "with --train-iter")
+        return serial_pipeline_offline(cfg, seed, max_train_iter=max_train_iter, **kwargs)
+
+    return _run_serial_seeds(args, pipeline)

@@ -44,7 +44,8 @@ class Trainer:
     pipeline (off- or on-policy) follows ``policy.on_policy`` unless ``on_policy`` is given. ``max_env_step`` /
     ``max_train_iter`` limit the run (None: no limit); ``exp_name`` overrides the config's run directory;
     ``resume=True`` continues the run in that directory exactly (like ``--resume``), ``extend=True`` also a finished
-    one (the stop value then no longer ends it).
+    one (the stop value then no longer ends it). ``offline=True`` trains on the data set of
+    ``policy.collect.data_path`` instead of collecting (``serial_pipeline_offline``).
 
     Use it as a context manager (or call :meth:`close`): the run's directory stays locked, and its envs open, until
     then. Results of a round (:meth:`train`)::
@@ -76,6 +77,7 @@ class Trainer:
         exp_name: str | None = None,
         on_policy: bool | None = None,
         source: str | None = None,
+        offline: bool = False,
         _stop: GracefulStop | None = None,
         _exact_dir: bool = False,
     ) -> None:
@@ -104,7 +106,7 @@ class Trainer:
                 self._run, self._loop = start_serial_run(
                     compiled, self._exit, limits=limits, resume=bool(resume), extend=extend, on_policy=on_policy,
                     source=source, exact_dir=_exact_dir, env_setting=env_setting, model=model,
-                    dynamic_seed=dynamic_seed)
+                    dynamic_seed=dynamic_seed, offline=offline)
                 self.on_policy = isinstance(self._loop, OnPolicyLoop)
                 self._closed = False
                 self._mark = (self._run.collector.envstep, self._run.learner.train_iter)

@@ -28,3 +28,12 @@ __all__ = [
     "DDPGPolicy", "SACPolicy", "TD3Policy",
 ]
 __all__ += ["A2CPolicy", "ActorCriticPolicy", "PPOPolicy"]
+# offline RL and imitation (serial_pipeline_offline)
+from .bc import BehaviourCloningPolicy  # noqa: E402
+from .cql import CQLPolicy, DiscreteCQLPolicy  # noqa: E402
+
+__all__ += ["BehaviourCloningPolicy", "CQLPolicy", "DiscreteCQLPolicy"]
+from .iql import IQLPolicy  # noqa: E402
+from .td3_bc import TD3BCPolicy  # noqa: E402
+
+__all__ += ["IQLPolicy", "TD3BCPolicy"]

@@ -20,6 +20,7 @@ from .qac_utils import (
     HeldFixed,
     ModeSwitch,
     PolyakUpdate,
+    QACBatch,
     check_actor_kind,
     collate_qac_batch,
     frozen_copy,
@@ -174,15 +175,19 @@ class DDPGPolicy(Policy):
                                   "td_error": td_error.abs().mean().item()}
         # actor (delayed): ascend Q_1(s, mu(s)) with the critics held fixed, then move the targets
         if self._learn_step % self._actor_update_freq == 0:
-            with self._critics_fixed:
-                q_mu = self._model.compute_critic({"obs": b.obs, "action": self._model.compute_actor(b.obs)["action"]})
-            loss_actor = -_first(q_mu["q_value"]).mean()
+            loss_actor = self._actor_loss(b)
             optimizer_step(self._optimizer_actor, loss_actor)
             self._polyak.update(self._theta)
             output["actor_loss"] = loss_actor.item()
         if self._priority:
             output["priority"] = td_error.abs().cpu().numpy()
         return output
+
+    def _actor_loss(self, b: QACBatch) -> torch.Tensor:
+        """DDPG's actor loss ``-Q_1(s, mu(s))``, the critics held fixed (TD3+BC adds its behaviour-cloning term)."""
+        with self._critics_fixed:
+            q_mu = self._model.compute_critic({"obs": b.obs, "action": self._model.compute_actor(b.obs)["action"]})
+        return -_first(q_mu["q_value"]).mean()
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["critic_loss", "actor_loss", "q_value", "td_error"]

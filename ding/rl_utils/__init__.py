@@ -5,6 +5,7 @@ from .distribution import action_distribution
 from .distributional import categorical_projection, dist_nstep_td_data, dist_nstep_td_error
 from .exploration import EPSILON_SCHEDULE_TYPES, EpsilonSchedule, get_epsilon_greedy_fn
 from .gae import gae, gae_data
+from .offline import advantage_weights, cql_penalty, discrete_cql_penalty, expectile_loss, td3_bc_lambda
 from .ppo import ppo_data, ppo_error, ppo_error_continuous, ppo_info, ppo_loss, ppo_policy_loss, ppo_value_loss
 from .qac import critic_loss, min_q, qac_td_target, target_policy_smoothing
 from .running_stat import RunningMeanStd
@@ -29,6 +30,8 @@ __all__ += [
     "critic_loss", "min_q", "qac_td_target", "sac_temperature_loss", "squashed_gaussian_mode",
     "squashed_gaussian_sample", "target_policy_smoothing",
 ]
+# offline RL (CQL, TD3+BC, IQL)
+__all__ += ["advantage_weights", "cql_penalty", "discrete_cql_penalty", "expectile_loss", "td3_bc_lambda"]
 # DI-engine's functional names used by its policy files (value TD losses, per-transition GAE, PPO's parts)
 from .gae_samples import get_gae, get_gae_with_default_last_value  # noqa: E402
 from .ppo_parts import (  # noqa: E402

@@ -15,6 +15,7 @@ from .errors import (
     CheckpointError,
     ConfigError,
     DataFileError,
+    DatasetError,
     DingError,
     EnvError,
     LeagueError,

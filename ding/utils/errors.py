@@ -67,3 +67,7 @@ class ProtocolError(DingError, ValueError):
 
     def __reduce__(self) -> tuple:
         return type(self), (self.record, self.field, self.problem, self.peer)
+
+
+class DatasetError(DingError, ValueError):
+    """An offline-RL data set is missing, malformed or does not fit the policy; the message names the file and field."""

@@ -16,12 +16,15 @@ from collections.abc import Sequence
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_worker(script: str, framework: str, python: str, worker_args: Sequence[str], timeout: float) -> dict:
+def run_worker(script: str, framework: str, python: str, worker_args: Sequence[str], timeout: float,
+               repo_on_path: bool = True) -> dict:
     """``python script --worker framework *worker_args`` in a fresh process (one torch/OpenMP thread) and a temporary
-    directory; returns the last JSON line it printed. A failed run raises with the tail of its output."""
+    directory; returns the last JSON line it printed. A failed run raises with the tail of its output.
+    ``repo_on_path=False`` keeps this repository off ``PYTHONPATH`` (a DI-engine venv imports its own ``ding``)."""
     cmd = [python, os.path.abspath(script), "--worker", framework, *worker_args]
     env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", DING_TORCH_THREADS="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    if repo_on_path:
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:

@@ -1,6 +1,7 @@
 """Ready model templates, registered in ``MODEL_REGISTRY`` on import."""
+from .offline import QRDQN, ContinuousBC, DiscreteBC
 from .q_learning import C51DQN, DQN, DRQN, RainbowDQN
 from .qac import ContinuousQAC
 from .vac import VAC
 
-__all__ = ["DQN", "VAC", "ContinuousQAC", "C51DQN", "RainbowDQN", "DRQN"]
+__all__ = ["DQN", "VAC", "ContinuousQAC", "C51DQN", "RainbowDQN", "DRQN", "DiscreteBC", "ContinuousBC", "QRDQN"]
