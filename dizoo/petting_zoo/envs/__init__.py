@@ -1,0 +1,8 @@
+"""PettingZoo envs: the general parallel-API adapter and DI-engine's ``petting_zoo`` simple-spread env.
+
+Importing needs no PettingZoo; building an env does (``pip install 'ding[petting_zoo]'``).
+"""
+from .parallel_adapter import PettingZooParallelEnv
+from .petting_zoo_simple_spread_env import PettingZooEnv
+
+__all__ = ["PettingZooEnv", "PettingZooParallelEnv"]
