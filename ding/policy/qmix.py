@@ -146,8 +146,10 @@ class QMIXPolicy(DQNPolicy):
             raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0])} (sequences must "
                              f"come from {type(self).__name__}'s collect_mode.get_train_sample)")
         batch = {k: default_collate([d[k] for d in data]) for k in ("obs", *_SEQ_KEYS)}
-        batch["action"] = batch["action"].long()
-        batch["done"], batch["mask"] = batch["done"].float(), batch["mask"].float()
+        n = len(data)  # default_collate drops a length-1 axis: (B, T) and (B, T, A) again, for T = 1 too
+        batch["action"] = batch["action"].long().reshape(n, -1, batch["action"].shape[-1])
+        for k in ("reward", "done", "mask"):
+            batch[k] = batch[k].float().reshape(n, -1)
         if self._device.type != "cpu":
             batch = _to(batch, self._device)
         return batch
