@@ -20,6 +20,8 @@ go through :mod:`dizoo.petting_zoo.envs.aec_battle_env` instead.
 from __future__ import annotations
 
 import importlib
+import io
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -174,6 +176,22 @@ class PettingZooParallelEnv(BaseEnv):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._cfg.get('env_id')!r})"
 
+    # ------------------------------------------------------------------ pickling (exact resume mid-episode)
+    def __getstate__(self) -> dict[str, Any]:
+        """The env with its PettingZoo env's whole state (world, step count, RNG): PettingZoo's envs pickle
+        through gymnasium's ``EzPickle``, which keeps only the constructor's arguments (a fresh env)."""
+        state = dict(self.__dict__)
+        if state["_env"] is not None:
+            buf = io.BytesIO()
+            _StatePickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(state["_env"])
+            state["_env"] = buf.getvalue()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state.get("_env"), bytes):
+            state = dict(state, _env=pickle.loads(state["_env"]))
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------------ per-agent data
     def _stack_obs(self, obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
         n = len(self._agents)
@@ -227,6 +245,24 @@ class PettingZooParallelEnv(BaseEnv):
             if a in live:
                 out[a] = int(arr[i].reshape(-1)[0]) if discrete else arr[i].astype(np.float32)
         return out
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles ``EzPickle`` objects by their attributes (their own reduction drops the state); rendering surfaces
+    (pygame) are left out and come back as None."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        from gymnasium.utils import EzPickle
+
+        if type(obj).__module__.startswith("pygame"):
+            return (type(None), ())
+        if isinstance(obj, EzPickle):
+            return (object.__new__, (type(obj),), dict(obj.__dict__), None, None, _set_attributes)
+        return NotImplemented
+
+
+def _set_attributes(obj: Any, state: dict[str, Any]) -> None:
+    obj.__dict__.update(state)
 
 
 def _boxes(shapes: Mapping[str, tuple[int, ...]]) -> gym.spaces.Dict:
