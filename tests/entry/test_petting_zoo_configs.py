@@ -116,3 +116,19 @@ def test_stop_and_resume_matches_an_unstopped_run(in_tmp_dir, algo):
     if "collect_state" in fs:
         assert sorted(fs["collect_state"]) == sorted(rs["collect_state"])
         assert all(torch.equal(fs["collect_state"][k], rs["collect_state"][k]) for k in fs["collect_state"])
+
+
+MAPPO_TARGET, MAPPO_BUDGET = -150.0, 96000  # a uniformly random policy scores about -190 to -250 (8 episodes)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("seed", (0, 1, 2))
+def test_di_engine_mappo_file_reaches_its_stated_return(in_tmp_dir, seed):
+    """The unchanged MAPPO file through ``ding -m serial_onpolicy``: an evaluation (8 episodes) at or above
+    MAPPO_TARGET within MAPPO_BUDGET env steps (docs/multi_agent.md, config/README.md)."""
+    path = _copy("mappo", str(in_tmp_dir))
+    assert main(["-m", "serial_onpolicy", "-c", path, "-s", str(seed), "--env-step", str(MAPPO_BUDGET)]) == 0
+    evals = read_eval_csv(os.path.join(read_config(path)[0].exp_name, "log", "eval.csv"))
+    reached = [r for r in evals if r["eval_return_mean"] >= MAPPO_TARGET and r["env_step"] <= MAPPO_BUDGET]
+    assert reached, [(r["env_step"], r["eval_return_mean"]) for r in evals]

@@ -292,3 +292,14 @@ def test_masac_update_and_actions():
     assert np.isfinite(log["critic_loss"]) and np.isfinite(log["policy_loss"])
     assert policy._log_alpha.item() < before  # the entropy is above the target -2: alpha falls
     assert policy.eval_mode.forward({0: obs[0]})[0]["action"][1] == 4
+
+
+def test_independent_ppo_baseline_critic_reads_only_each_agents_observation():
+    """IPPO, the independent-learner baseline: MAVAC with critic_input='agent_state' (no global state at all)."""
+    model = MAVAC(agent_obs_shape=OBS, global_obs_shape=OBS, action_shape=N_ACT, agent_num=A,
+                  actor_head_hidden_size=16, critic_head_hidden_size=16, critic_input="agent_state")
+    obs = {"agent_state": torch.randn(4, A, OBS)}
+    value = model(obs, mode="compute_critic")["value"]
+    assert value.shape == (4, A)
+    swapped = {"agent_state": obs["agent_state"][:, [1, 0, 2]]}  # each agent's value follows its own observation
+    assert torch.allclose(model(swapped, mode="compute_critic")["value"], value[:, [1, 0, 2]])
