@@ -10,6 +10,10 @@ evaluator wrapped to record each evaluation's mean return. Runs are interleaved 
 ding seed 1, ...). Printed per run: the eval curve, the env steps and wall seconds (since process start) at which
 the mean eval return first reached ``--target``, the last and best return; then medians over seeds and the
 wall-time ratio ding / DI-engine. One JSON line per run.
+
+DI-engine's returns are put on ding's scale: PettingZoo 1.22's simple spread counts every agent as colliding with
+itself (-1 per agent and step), so the same behaviour scores ``n_agent * max_cycles`` less there (75 for the MAPPO
+file); ``return_offset`` says what was added, the raw curve is kept as ``raw_curve``.
 """
 from __future__ import annotations
 
@@ -89,6 +93,16 @@ def worker_main(argv: list[str]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ driver
+def on_dings_scale(res: dict, cfg_file: str) -> dict:
+    """DI-engine's curve shifted by ``n_agent * max_cycles`` (PettingZoo 1.22's self-collision penalty)."""
+    from ding.config import read_config
+
+    env = read_config(cfg_file)[0].env
+    offset = float(env.n_agent * env.max_cycles)
+    return dict(res, raw_curve=res["curve"], return_offset=offset,
+                curve=[[step, wall, ret + offset] for step, wall, ret in res["curve"]])
+
+
 def first_reach(curve: list[list[float]], target: float) -> tuple[int | None, float | None]:
     for step, wall, ret in curve:
         if ret >= target:
@@ -99,7 +113,8 @@ def first_reach(curve: list[list[float]], target: float) -> tuple[int | None, fl
 def summarize(framework: str, algo: str, seed: int, res: dict, target: float) -> dict:
     step, wall = first_reach(res["curve"], target)
     rets = [c[2] for c in res["curve"]]
-    return {"framework": framework, "algo": algo, "seed": seed, "target": target, "env_step_to_target": step,
+    return {"framework": framework, "algo": algo, "seed": seed, "target": target,
+            "return_offset": res.get("return_offset", 0.0), "env_step_to_target": step,
             "wall_to_target": wall, "last_return": rets[-1] if rets else None,
             "best_return": max(rets) if rets else None, "process_wall": res["wall"], "curve": res["curve"]}
 
@@ -143,6 +158,8 @@ def main() -> None:
                                                   else [])
             for framework, python in runs:
                 res = run_isolated(python, [framework, args.algo, str(seed), str(args.env_step), cfg], args.timeout)
+                if framework == "di-engine":
+                    res = on_dings_scale(res, cfg)
                 row = summarize(framework, args.algo, seed, res, args.target)
                 results.append(row)
                 print(json.dumps(row), flush=True)
