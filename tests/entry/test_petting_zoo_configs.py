@@ -118,7 +118,7 @@ def test_stop_and_resume_matches_an_unstopped_run(in_tmp_dir, algo):
         assert all(torch.equal(fs["collect_state"][k], rs["collect_state"][k]) for k in fs["collect_state"])
 
 
-MAPPO_TARGET, MAPPO_BUDGET = -150.0, 96000  # a uniformly random policy scores about -190 to -250 (8 episodes)
+MAPPO_TARGET, MAPPO_BUDGET = -150.0, 96000  # the untrained policy: about -175 to -190 (8 episodes)
 
 
 @pytest.mark.slow
