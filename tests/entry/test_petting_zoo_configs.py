@@ -132,3 +132,26 @@ def test_di_engine_mappo_file_reaches_its_stated_return(in_tmp_dir, seed):
     evals = read_eval_csv(os.path.join(read_config(path)[0].exp_name, "log", "eval.csv"))
     reached = [r for r in evals if r["eval_return_mean"] >= MAPPO_TARGET and r["env_step"] <= MAPPO_BUDGET]
     assert reached, [(r["env_step"], r["eval_return_mean"]) for r in evals]
+
+
+TICTACTOE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "dizoo",
+                         "petting_zoo", "config", "ptz_tictactoe_ppo_league_config.py")
+
+
+def test_tictactoe_league_self_play_trains_through_the_battle_pipeline(in_tmp_dir):
+    """PettingZoo's tic-tac-toe (AEC) by league self-play, shrunk: a few rounds, evaluations against the random
+    player, and a league with snapshots (docs/multi_agent.md has the full run)."""
+    import copy
+
+    from ding.entry.serial_entry_battle import serial_pipeline_battle
+
+    main_cfg, create_cfg = (copy.deepcopy(c) for c in read_config(TICTACTOE))
+    main_cfg.exp_name = "ttt"
+    main_cfg.env.update(collector_env_num=2, evaluator_env_num=2, n_evaluator_episode=4)
+    main_cfg.policy.collect.n_episode = 4
+    main_cfg.policy.eval.evaluator.eval_freq = 4
+    main_cfg.policy.other.league.main_player.one_phase_step = 4
+    serial_pipeline_battle((main_cfg, create_cfg), seed=0, max_train_iter=12)
+    result = read_result("ttt")
+    assert result["train_iter"] >= 12 and result["env_step"] > 0
+    assert os.path.exists(os.path.join("ttt", "log", "battle_eval.csv"))

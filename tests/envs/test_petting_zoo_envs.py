@@ -175,3 +175,32 @@ def test_a_pickled_env_continues_its_episode_exactly():
     assert np.array_equal(env.reset()["agent_state"], copy.reset()["agent_state"])  # the seed RNG too
     env.close()
     copy.close()
+
+
+def test_a_classic_aec_game_as_a_battle_env():
+    from dizoo.petting_zoo.envs import PettingZooBattleEnv, RandomLegalPlayer
+
+    env = PettingZooBattleEnv(dict(env_id="pettingzoo.classic.tictactoe_v3"))
+    env.seed(0)
+    results = {"wins": 0, "losses": 0, "draws": 0}
+    player = RandomLegalPlayer(9, seed=0)
+    for game in range(20):
+        obs = env.reset()
+        assert obs.shape == (2, 28) == env.observation_space.shape
+        mover = int(np.argmax(obs[:, -1]))
+        assert mover == game % 2  # 'alternate': seat 0 moves first in even games
+        done = False
+        while not done:
+            action = [player.forward({0: obs[i]})[0]["action"] for i in range(2)]
+            ts = env.step(action)
+            assert ts.info[mover]["acted"] and not ts.info[1 - mover]["acted"]
+            obs, done, mover = ts.obs, ts.done, ts.info[0]["to_play"]
+        assert ts.reward.sum() == 0 and ts.info[0]["eval_episode_return"] == -ts.info[1]["eval_episode_return"]
+        results[ts.info[0]["result"]] += 1
+    assert sum(results.values()) == 20 and results["wins"] and results["losses"]
+    env.reset()
+    ts = env.step([0, 0])
+    ts = env.step([0, 0])  # the same square again: illegal, the mover loses
+    assert ts.done and ts.info[int(np.argmax(ts.reward[:, 0] < 0))]["result"] == "losses"
+    assert "random" in PettingZooBattleEnv.eval_opponents(dict(env_id="pettingzoo.classic.tictactoe_v3"))
+    env.close()
