@@ -130,7 +130,8 @@ def test_di_engine_mappo_file_reaches_its_stated_return(in_tmp_dir, seed):
     path = _copy("mappo", str(in_tmp_dir))
     assert main(["-m", "serial_onpolicy", "-c", path, "-s", str(seed), "--env-step", str(MAPPO_BUDGET)]) == 0
     evals = read_eval_csv(os.path.join(read_config(path)[0].exp_name, "log", "eval.csv"))
-    reached = [r for r in evals if r["eval_return_mean"] >= MAPPO_TARGET and r["env_step"] <= MAPPO_BUDGET]
+    # after training started: seed 2's untrained policy already scores -139 on its (fixed) evaluation episodes
+    reached = [r for r in evals if r["eval_return_mean"] >= MAPPO_TARGET and 0 < r["env_step"] <= MAPPO_BUDGET]
     assert reached, [(r["env_step"], r["eval_return_mean"]) for r in evals]
 
 
