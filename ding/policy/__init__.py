@@ -13,8 +13,11 @@ from .base_policy import (
 from .c51 import C51Policy
 from .ddpg import DDPGPolicy
 from .dqn import DQNPolicy
+from .mappo import MAPPOPolicy
+from .masac import MASACPolicy
 from .policy_factory import PolicyFactory, get_random_policy
 from .ppo import PPOPolicy
+from .qmix import QMIXPolicy
 from .r2d2 import R2D2Policy
 from .rainbow import RainbowPolicy
 from .sac import SACPolicy
@@ -37,3 +40,4 @@ from .iql import IQLPolicy  # noqa: E402
 from .td3_bc import TD3BCPolicy  # noqa: E402
 
 __all__ += ["IQLPolicy", "TD3BCPolicy"]
+__all__ += ["MAPPOPolicy", "MASACPolicy", "QMIXPolicy"]

@@ -34,6 +34,13 @@ def _sampler(action_space: Any) -> Callable[[int], list[Any]]:
             actions = np.random.uniform(box_low, box_high, size=(n,) + box_low.shape).astype(action_space.dtype)
             return list(actions)
         return sample
+    if isinstance(action_space, gym.spaces.Dict):  # a multi-agent env: one array of the agents' actions, in order
+        parts = [_sampler(space) for space in action_space.spaces.values()]
+
+        def sample(n: int) -> list[Any]:
+            per_agent = [part(n) for part in parts]
+            return [np.stack([np.asarray(actions[i]) for actions in per_agent]) for i in range(n)]
+        return sample
     if hasattr(action_space, "sample"):
         return lambda n: [action_space.sample() for _ in range(n)]
     raise TypeError(f"get_random_policy: action_space must be a gymnasium space, got {type(action_space).__name__}")

@@ -35,7 +35,7 @@ class PPOPolicy(ActorCriticPolicy):
         recompute_adv=True,
         # Accepted for DI-engine configs: ding's PPO value target is always the GAE return (False only).
         nstep_return=False,
-        # Accepted for DI-engine configs: multi-agent PPO (MAPPO) is not built (False only).
+        # MAPPO: True builds ding.policy.mappo.MAPPOPolicy (a MAVAC model, per-agent data) in place of PPOPolicy.
         multi_agent=False,
         # Accepted for DI-engine configs; unused (transitions always keep the policy's logit and value).
         transition_with_policy_data=True,
@@ -66,7 +66,12 @@ class PPOPolicy(ActorCriticPolicy):
             # Gradient clipping: 'clip_norm' (global norm), 'clip_value' (each element), or None.
             grad_clip_type="clip_norm",
             grad_clip_value=0.5,
+            # Accepted for DI-engine configs (its MAPPO file sets it False); one process trains.
+            multi_gpu=False,
         ),
+        # Accepted for DI-engine configs (its MAPPO file sets them); the env counts are env.*_env_num.
+        collect=dict(env_num=None),
+        eval=dict(env_num=None),
     )
     config_ranges = {
         "learn.epoch_per_collect": at_least(1, integer=True),
@@ -77,10 +82,17 @@ class PPOPolicy(ActorCriticPolicy):
         "learn.grad_clip_value": greater_than(0),
     }
 
+    def __new__(cls, cfg: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> PPOPolicy:
+        if cls is PPOPolicy and cfg is not None and cfg.get("multi_agent"):  # DI-engine's switch to MAPPO
+            from .mappo import MAPPOPolicy
+
+            return super().__new__(MAPPOPolicy)
+        return super().__new__(cls)
+
     # ------------------------------------------------------------------ learn
     def _init_learn(self) -> None:
         cfg, learn = self._cfg, self._cfg.learn
-        for key in ("nstep_return", "multi_agent", "priority", "priority_IS_weight"):
+        for key in ("nstep_return", "priority", "priority_IS_weight"):
             if cfg.get(key):
                 raise ConfigError(f"policy.{key}: True is not supported by ding's PPO; set it to False")
         self._init_gae()

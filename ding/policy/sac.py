@@ -134,7 +134,8 @@ class SACPolicy(Policy):
 
     def _check_common(self) -> None:
         if self._cfg.multi_agent:
-            raise ConfigError("policy.multi_agent: ding's SAC is single-agent; set policy.multi_agent=False")
+            raise ConfigError("policy.multi_agent: ding's SAC is single-agent; set policy.multi_agent=False, or use "
+                              "policy type 'discrete_sac' (MASAC, DI-engine's multi-agent SAC file) for multi-agent")
         if not self._cfg.learn.reparameterization:
             raise ConfigError("policy.learn.reparameterization=False: ding's SAC always uses the reparameterisation "
                               "trick; set it to True (or leave it out)")

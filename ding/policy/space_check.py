@@ -19,6 +19,10 @@ def check_policy_fits_env(policy: Policy, env: Any, env_name: str | None = None)
     tanh actors of SAC/DDPG/TD3), that a Box action space has exactly those bounds (``env.act_scale=True`` maps
     them onto the env's own).
     """
+    if getattr(policy, "multi_agent", False):  # MAPPO, QMIX/VDN, MASAC: the agent axis has its own check
+        from .multi_agent_data import require_multi_agent_fit
+
+        return require_multi_agent_fit(policy, env, env_name)
     obs_space, act_space = env.observation_space, env.action_space
     cfg, model = policy._get_attribute("cfg"), policy._get_attribute("model")
     name = f"env '{env_name}'" if env_name else "the env"
