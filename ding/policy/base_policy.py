@@ -7,7 +7,7 @@ import inspect
 import logging
 from abc import ABC, abstractmethod
 from collections import namedtuple
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 import torch.nn as nn
@@ -120,6 +120,11 @@ class Policy(ABC):
     # numpy both ways (ding's); None: decided by the first collect/eval forward's output.
     tensor_io: bool | None = None
 
+    # Set by a group of learners (learner_num > 1): averages the given parameters' gradients over the group (once
+    # per optimizer step). A policy that clips gradients by hand calls _sync_gradients first, so it clips the mean
+    # as one learner on the whole batch would; an optimizer's own clipping (grad_clip_type) needs nothing.
+    gradient_sync: Callable[[list[torch.Tensor]], None] | None = None
+
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode
     collect_function = PolicyCollectMode
@@ -158,6 +163,11 @@ class Policy(ABC):
                 getattr(self, f"_init_{mode}")()
 
     # ------------------------------------------------------------------ construction helpers
+    def _sync_gradients(self, params: list[torch.Tensor]) -> None:
+        """Average ``params``' gradients over a group of learners (nothing with one learner); call before clipping."""
+        if self.gradient_sync is not None:
+            self.gradient_sync(params)
+
     @staticmethod
     def _check_enable_field(enable_field: Sequence[str] | None) -> tuple[str, ...]:
         if enable_field is None:
