@@ -80,6 +80,8 @@ class Policy(ABC):
         learn=dict(
             # Learner config (filled with the learner's defaults by compile_config).
             learner=dict(),
+            # Gradient steps per collect in the off-policy loop (each on a batch of learn.batch_size from the buffer).
+            update_per_collect=1,
             # Continue the run in ./<exp_name>/ from its latest checkpoint, exactly (same as `ding ... --resume`).
             resume_training=False,
         ),
@@ -106,6 +108,7 @@ class Policy(ABC):
     # Allowed values (see ding/config/ranges.py), checked by compile_config; subclasses add theirs.
     config_ranges: dict = {
         "random_collect_size": at_least(0, integer=True),
+        "learn.update_per_collect": at_least(1, integer=True),
         "collect.n_episode": at_least(1, integer=True),
         "collect.unroll_len": at_least(1, integer=True),
     }
