@@ -4,6 +4,7 @@ run ended."""
 from __future__ import annotations
 
 import pytest
+
 from ding.entry import serial_pipeline
 from ding.utils import POLICY_REGISTRY, ConfigError
 

@@ -9,9 +9,10 @@ Semantics the collectors rely on, as the other managers give them: ``ready_obs``
 action; ``step({env_id: action})`` steps those envs (any subset) and returns ``{env_id: BaseEnvTimestep}``; an env
 whose episode ends is restarted at once through envpool's autoreset (its new observation is in ``ready_obs``, its
 last timestep keeps the final observation and ``info['eval_episode_return']``; with Atari's ``episodic_life`` a
-lost life continues the game, ``info['lives']`` says how many are left); ``info['truncated']`` marks time limits. Atari observations stay
-uint8 ``(frame_stack, 84, 84)``; MuJoCo observations are float32. Seeds: env ``i`` gets ``seed + i`` (or the i-th of a
-list); with ``dynamic_seed=False`` every ``reset()`` replays the same episodes, as the other managers do.
+lost life continues the game, ``info['lives']`` says how many are left); ``info['truncated']`` marks time limits.
+Atari observations stay uint8 ``(frame_stack, 84, 84)``; MuJoCo observations are float32. Seeds: env ``i`` gets
+``seed + i`` (or the i-th of a list); with ``dynamic_seed=False`` every ``reset()`` replays the same episodes, as
+the other managers do.
 
 Not available here: exact resume of episodes in flight (envpool cannot snapshot its envs: a resumed run starts new
 episodes, see ``load_state_dict``), replays, and asynchronous batches (``batch_size`` < env count).
