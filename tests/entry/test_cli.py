@@ -132,8 +132,11 @@ def test_serial_then_eval_reproduces_the_evaluators_return(in_tmp_dir, capsys):
 
 
 def test_eval_without_checkpoint(in_tmp_dir, capsys):
-    assert main(["-m", "eval", "-c", CONFIG]) == 2
+    assert main(["-m", "eval"]) == 2
     assert "--load-path" in capsys.readouterr().err
+    assert main(["-m", "eval", "-c", CONFIG]) != 0  # the config names no policy.load_path either
+    err = capsys.readouterr().err
+    assert "--load-path" in err and "policy.load_path" in err
 
 
 def test_plot_writes_a_png(in_tmp_dir, cartpole_dqn):
