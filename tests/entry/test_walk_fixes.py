@@ -63,3 +63,22 @@ def test_the_closing_line_says_which_of_limit_and_hook_ended_the_run(in_tmp_dir,
                                      hook=dict(log_show_after_iter=100000, stop=stop))
     serial_pipeline((main, create), seed=0)
     assert _plugins.CALLS and "ding: stopped by a learner hook's stop request after" in capsys.readouterr().out
+
+
+def test_a_renamed_directory_is_announced_only_when_the_run_set_up(in_tmp_dir, cartpole_dqn, caplog):
+    """After a set-up error the run announced '<exp>_<timestamp>', a directory it then removed."""
+    import logging
+    import os
+
+    os.makedirs("taken")
+    main, create = cartpole_dqn("taken")
+    main.policy.model.action_shape = 3  # CartPole has 2 actions: refused while the run is set up
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        with pytest.raises(ConfigError):
+            serial_pipeline((main, create), seed=0, max_train_iter=2)
+    assert sorted(os.listdir(".")) == ["taken"]
+    assert "this run uses" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        serial_pipeline(cartpole_dqn("taken"), seed=0, max_train_iter=2)
+    used = [d for d in os.listdir(".") if d.startswith("taken_")]
+    assert len(used) == 1 and f"this run uses '{used[0]}'" in caplog.text
