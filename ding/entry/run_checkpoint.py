@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from easydict import EasyDict
 
@@ -120,7 +120,7 @@ def acting_config(main: Any, create: Any) -> tuple[EasyDict, EasyDict]:
     main = EasyDict({k: copy.deepcopy(v) for k, v in dict(main).items() if k in ACTING_KEYS})
     create = EasyDict({k: copy.deepcopy(v) for k, v in dict(create).items() if k in ACTING_PARTS})
     if not serial:
-        for key in PARALLEL_MAIN_EXTRA["env"]:  # a parallel run's env keys (DI-engine's): nothing acting reads
+        for key in cast(dict, PARALLEL_MAIN_EXTRA["env"]):  # a parallel run's env keys: nothing acting reads
             main.get("env", {}).pop(key, None)
     policy = main.get("policy")
     if policy is not None:

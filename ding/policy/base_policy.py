@@ -126,7 +126,7 @@ class Policy(ABC):
     # Set by a group of learners (learner_num > 1): averages the given parameters' gradients over the group (once
     # per optimizer step). A policy that clips gradients by hand calls _sync_gradients first, so it clips the mean
     # as one learner on the whole batch would; an optimizer's own clipping (grad_clip_type) needs nothing.
-    gradient_sync: Callable[[list[torch.Tensor]], None] | None = None
+    gradient_sync: Callable[[Sequence[torch.Tensor]], None] | None = None
 
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode
@@ -166,7 +166,7 @@ class Policy(ABC):
                 getattr(self, f"_init_{mode}")()
 
     # ------------------------------------------------------------------ construction helpers
-    def _sync_gradients(self, params: list[torch.Tensor]) -> None:
+    def _sync_gradients(self, params: Sequence[torch.Tensor]) -> None:
         """Average ``params``' gradients over a group of learners (nothing with one learner); call before clipping."""
         if self.gradient_sync is not None:
             self.gradient_sync(params)

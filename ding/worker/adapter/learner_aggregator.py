@@ -213,7 +213,7 @@ def attach_policy(view: Any, group: LearnerGroup) -> int:
     for opt, mean in zip(optimizers, means):
         opt.register_step_pre_hook(lambda o, args, kwargs, m=mean: m.before_step())
 
-    def sync(params: list) -> None:
+    def sync(params: Any) -> None:
         ids = {id(p) for p in params}
         for m in means:
             if m.ids & ids:
