@@ -73,11 +73,16 @@ def _figure(groups: dict[str, list[tuple[str, list[dict[str, float]]]]], stop: f
         grid = np.linspace(0, max(last), 200)
         ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r])
                        for _, r in runs])
-        seeds = ", ".join(_seed_of(run) for run, _ in runs)
-        ended = [_seed_of(run) for (run, _), end in zip(runs, last) if end < max(last)]
-        note = (f"; seed {', '.join(ended)} ended earlier: its last return is used from its end on (x)" if ended
+        ids = [_seed_of(run) for run, _ in runs]
+        if len(set(ids)) < len(ids):  # one seed run twice (a timestamped directory): name the runs instead
+            ids = [run for run, _ in runs]
+            what, group = "run", ", ".join(ids)
+        else:
+            what, group = "seed", f"{name}_seed{{{', '.join(ids)}}}"
+        ended = [i for i, end in zip(ids, last) if end < max(last)]
+        note = (f"; {what} {', '.join(ended)} ended earlier: its last return is used from its end on (x)" if ended
                 else "")
-        line, = ax.plot(grid, ys.mean(0), label=f"{name}_seed{{{seeds}}}: mean, band min-max{note}")
+        line, = ax.plot(grid, ys.mean(0), label=f"{group}: mean, band min-max{note}")
         ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
         for (_, r), end in zip(runs, last):
             if end < max(last):
