@@ -8,6 +8,7 @@ from functools import partial
 import torch
 
 from ding.config import compile_config
+from ding.engine.run_checkpoint import acting_config, pick_checkpoint, resolve_run, run_mode
 from ding.engine.serial_checks import load_input
 from ding.engine.serial_run import _eval_returns
 from ding.envs import create_env_manager, get_vec_env_setting
@@ -20,8 +21,6 @@ from ding.worker import (
     list_iteration_checkpoints,
     load_checkpoint_file,
 )
-
-from .run_checkpoint import acting_config, pick_checkpoint, resolve_run, run_mode
 
 
 def eval(  # noqa: A001  (DI-engine's name)
@@ -37,7 +36,7 @@ def eval(  # noqa: A001  (DI-engine's name)
     """Load ``load_path`` (a ding checkpoint, or a run directory: its best one) into the policy and run one
     evaluation; return the mean return. ``load_path`` None: the config's ``policy.load_path``. ``input_cfg`` None:
     the config of the run ``load_path`` belongs to. A run of any mode (serial, parallel, league) evaluates with the
-    serial part of its config (:mod:`ding.entry.run_checkpoint`).
+    serial part of its config (:mod:`ding.engine.run_checkpoint`).
 
     With the same seed the evaluation episodes are the ones the training run's evaluator played, so the returned
     value reproduces the return logged when the checkpoint was saved.

@@ -9,11 +9,10 @@ import numpy as np
 import torch
 
 from ding.config import compile_config
+from ding.engine.run_checkpoint import resolve_run
 from ding.policy import create_policy
 from ding.utils import CheckpointError
 from ding.worker import load_checkpoint_file
-
-from .run_checkpoint import resolve_run
 
 
 class LoadedPolicy:
@@ -70,7 +69,7 @@ def load_policy(path: str | os.PathLike, config: str | os.PathLike | tuple[dict,
     for a directory ``which`` picks ``'best'`` (the evaluator's best, falling back to the newest when there is
     none) or ``'latest'`` (the newest ``iteration_N``). Any mode's run: serial, parallel (``collector_ckpt/``),
     league. The config is the run's ``total_config.py`` unless ``config`` gives one; only its env and policy parts
-    are used (:mod:`ding.entry.run_checkpoint`). Nothing else is built: no envs, no workers, no run directory.
+    are used (:mod:`ding.engine.run_checkpoint`). Nothing else is built: no envs, no workers, no run directory.
     """
     if which not in ("best", "latest"):
         raise ValueError(f"load_policy: which must be 'best' or 'latest', got {which!r}")
