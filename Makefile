@@ -12,10 +12,15 @@ TORCH_SPEC ?= torch==2.13.0
 setup: $(VENV)/.ding-installed
 
 $(VENV)/.ding-installed: pyproject.toml setup.py ding/worker/replay_buffer/_segtree.c
+	@echo "setup 1/4: creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "setup 2/4: upgrading pip"
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	@echo "setup 3/4: installing the CPU build of $(TORCH_SPEC) (~200 MB; the longest step)"
+	$(PY) -m pip install "$(TORCH_SPEC)"
+	@echo "setup 4/4: installing ding and its test dependencies (pip install -e .[test])"
 	$(PY) -m pip install --quiet -e ".[test]"
+	@echo "setup: done"
 	touch $@
 
 run: setup

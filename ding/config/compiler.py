@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -348,8 +349,9 @@ def _types(classes: Mapping[str, Any], names: Mapping[str, str], user_create: Ma
         module = getattr(cls, "__module__", None) or "__main__"
         if section.get("import_names"):
             entry.import_names = list(section["import_names"])
-        elif cls is not None and not module.startswith("ding.") and module != "__main__":
-            entry.import_names = [module]  # so that the saved config finds the class in a new process
+        elif cls is not None and not module.startswith("ding.") and module != "__main__" and module in sys.modules:
+            entry.import_names = [module]  # so that the saved config finds the class in a new process (a class made
+            # by exec() in a namespace names a module that was never imported: nothing to name)
         types[part.name] = entry
     return types
 

@@ -10,11 +10,13 @@ from ding.utils import ConfigError, DirLock
 logger = logging.getLogger(__name__)
 
 
-def claim_exp_dir(exp_dir: str) -> str:
+def claim_exp_dir(exp_dir: str, announce: bool = True) -> str:
     """Create ``exp_dir`` and return it; if it exists, create and return ``<exp_dir>_<YYMMDD_HHMMSS>`` instead.
 
     ``os.mkdir`` succeeds for exactly one process, so two runs started at the same moment with one name end in two
-    directories (``_1``, ``_2``, ... are appended when the timestamped name is taken too).
+    directories (``_1``, ``_2``, ... are appended when the timestamped name is taken too). ``announce=False``: the
+    caller announces a new name with :func:`announce_exp_dir` once its run is set up (a set-up that fails removes
+    the directory again, and an announced directory that is gone misleads).
     """
     exp_dir = os.fspath(exp_dir)
     parent = os.path.dirname(exp_dir.rstrip("/\\"))
@@ -26,8 +28,15 @@ def claim_exp_dir(exp_dir: str) -> str:
     except FileExistsError:
         pass
     fresh = _claim_fresh_dir(exp_dir)
-    logger.warning("experiment directory '%s' already exists (an earlier run's); this run uses '%s'", exp_dir, fresh)
+    if announce:
+        announce_exp_dir(exp_dir, fresh)
     return fresh
+
+
+def announce_exp_dir(asked: str, got: str) -> None:
+    """One warning line when a run got another directory than the one its config names (that one existed)."""
+    if os.path.normpath(asked) != os.path.normpath(got):
+        logger.warning("experiment directory '%s' already exists (an earlier run's); this run uses '%s'", asked, got)
 
 
 def claim_run_dir(exp_name: str) -> DirLock:

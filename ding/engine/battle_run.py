@@ -37,7 +37,7 @@ from ding.worker.collector.base_serial_collector import create_serial_collector
 from ding.worker.collector.base_serial_evaluator import create_serial_evaluator
 
 from .resume import ResumePoint, RunState
-from .training_view import BattleEvalCSV, EvalCSV, GracefulStop
+from .training_view import BattleEvalCSV, EvalCSV, GracefulStop, ending_words
 
 
 @dataclass
@@ -238,8 +238,7 @@ class BattleRun:
             "players": self.league.player_rank(), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
-        why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
-               else "stopped at a limit or by a hook")
+        why = ending_words(stop_flag, interrupted, ended)
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations of the "
               f"main player ({wall:.1f} s); results in {shown_dir(self.cfg.exp_name)}", flush=True)
         return result

@@ -14,7 +14,7 @@ import shutil
 from contextlib import ExitStack
 from typing import Any
 
-from ding.config import compile_run_config
+from ding.config import announce_exp_dir, compile_run_config
 from ding.utils import ConfigError
 
 from .battle_loop import BattleLoop
@@ -90,6 +90,7 @@ def run_battle(main_cfg: Any, create_cfg: Any, seed: int, *, limits: Limits, res
         exit_stack.callback(remove_claimed)
         undo: AppendUndo | None = None
         try:
+            asked = cfg.exp_name
             run_dir = exit_stack.enter_context(lock_run_dir(cfg.exp_name, resume))
             cfg.exp_name = run_dir.path
             resume_point: ResumePoint | None = None
@@ -108,6 +109,7 @@ def run_battle(main_cfg: Any, create_cfg: Any, seed: int, *, limits: Limits, res
                 compiled.save()
             loop.start(limits)
             claimed.clear()
+            announce_exp_dir(asked, run_dir.path)
         except BaseException:
             if undo is not None:
                 undo.undo()

@@ -57,8 +57,8 @@ def lock_run_dir(exp_name: str, resume: bool, exact: bool = False) -> DirLock:
 
     A directory another ding process holds is refused with one ``LockError`` naming it and the holder's pid.
     """
-    if not resume:
-        return DirLock(claim_exp_dir(exp_name), what="run").acquire()
+    if not resume:  # (the caller announces a new name once its run is set up: config/exp_dir.announce_exp_dir)
+        return DirLock(claim_exp_dir(exp_name, announce=False), what="run").acquire()
     exp_dir = os.path.normpath(exp_name) if exact else resume_dir(exp_name)
     ckpt_dir = os.path.join(exp_dir, "ckpt")
     if not list_iteration_checkpoints(ckpt_dir):  # checked before locking: a failed resume creates nothing

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ding.policy import get_random_policy
-from ding.utils import CheckpointError
+from ding.utils import CheckpointError, ConfigError
 from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
 
 from .resume import Limits
@@ -152,6 +152,11 @@ class OffPolicyLoop(TrainLoop):
     def __init__(self, run: SerialRun) -> None:
         super().__init__(run)
         cfg = run.cfg.policy
+        if cfg.learn.get("batch_size") is None:
+            raise ConfigError(f"policy.learn.batch_size: the off-policy loop samples batches of this size from the "
+                              f"replay buffer, and policy type {cfg.get('type')!r} gives it no value; add it to the "
+                              "policy class's config (config = dict(learn=dict(batch_size=64), ...)), which a run's "
+                              "config can then change")
         self.update_per_collect = int(cfg.learn.update_per_collect)
         self.batch_size = int(cfg.learn.batch_size)
         self.use_priority = bool(cfg.get("priority", False))

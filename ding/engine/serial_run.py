@@ -23,7 +23,7 @@ from ding.worker import BaseSerialCommander, iteration_ckpt_name
 from ding.worker.builder import build_acting, build_learning
 
 from .resume import ResumePoint, RunState
-from .training_view import EvalCSV, GracefulStop, ProgressView
+from .training_view import EvalCSV, GracefulStop, ProgressView, ending_words
 
 
 class SerialRun:
@@ -125,8 +125,7 @@ class SerialRun:
             "best_eval_return": _best_return(self.evaluator), "wall_time_s": round(wall, 3), "seed": self.cfg.seed,
         }
         atomic_write_text(os.path.join(self.cfg.exp_name, "result"), json.dumps(result, indent=2) + "\n")
-        why = ("reached the stop value" if stop_flag else "interrupted" if interrupted
-               else "closed before its end" if ended == "closed" else "stopped at a limit or by a hook")
+        why = ending_words(stop_flag, interrupted, ended)
         saved = "checkpoint and results" if interrupted or ended == "closed" else "results"
         print(f"ding: {why} after {result['env_step']:,} env steps and {result['train_iter']:,} iterations "
               f"({wall:.1f} s); {saved} in {shown_dir(self.cfg.exp_name)}", flush=True)

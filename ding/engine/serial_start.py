@@ -14,7 +14,7 @@ import shutil
 from contextlib import ExitStack
 from typing import Any
 
-from ding.config import CompiledConfig
+from ding.config import CompiledConfig, announce_exp_dir
 from ding.config.ranges import check_batch_fits_buffer
 from ding.utils import ResumeError
 
@@ -63,6 +63,7 @@ def start_serial_run(compiled: CompiledConfig, exit_stack: ExitStack, *, limits:
 
     exit_stack.callback(remove_claimed)
     try:
+        asked = cfg.exp_name
         run_dir = exit_stack.enter_context(lock_run_dir(cfg.exp_name, resume, exact=exact_dir))
         cfg.exp_name = run_dir.path
         if not resume:
@@ -86,6 +87,7 @@ def start_serial_run(compiled: CompiledConfig, exit_stack: ExitStack, *, limits:
             compiled.save()
         loop.start(limits, stop_at_stop_value=not extend)
         claimed.clear()  # set up: from here on the directory holds a run
+        announce_exp_dir(asked, run_dir.path)
     except BaseException:
         if undo is not None:
             undo.undo()

@@ -170,3 +170,17 @@ def read_battle_eval_csv(path: str) -> list[dict[str, Any]]:
     """The rows of a ``battle_eval.csv``: numbers as floats, ``evaluator`` as its name."""
     with open(path, newline="") as f:
         return [{k: (v if k == "evaluator" else float(v)) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+_ENDINGS = {"stop_value": "reached the stop value", "interrupted": "interrupted",
+            "closed": "closed before its end", "limit": "stopped at its limit (--train-iter / --env-step)",
+            "hook": "stopped by a learner hook's stop request"}
+
+
+def ending_words(stop_flag: bool, interrupted: bool, ended: str) -> str:
+    """How a run's closing line says why it ended (``ended``: the reason its ``result`` file records)."""
+    if stop_flag:
+        return _ENDINGS["stop_value"]
+    if interrupted:
+        return _ENDINGS["interrupted"]
+    return _ENDINGS.get(ended, f"ended ({ended})")

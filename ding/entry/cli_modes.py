@@ -216,7 +216,8 @@ def _print_seeds_left(args: argparse.Namespace, rest: list[int]) -> None:
 # ------------------------------------------------------------------ eval
 def _eval_arguments(p: Any) -> None:
     config_arguments(p)
-    p.add_argument("--load-path", default=None, help="checkpoint to evaluate")
+    p.add_argument("--load-path", default=None, help="checkpoint or run directory to evaluate (default: the config's "
+                   "policy.load_path)")
     p.add_argument("--replay-path", default=None, help="save replays of the evaluation episodes here")
 
 
@@ -226,12 +227,12 @@ def _eval_arguments(p: Any) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     from .application_entry import eval as eval_entry
 
-    _need_config(args)
-    if not args.load_path:
-        print("ding: -m eval needs a checkpoint: add --load-path path/to/ckpt.pth.tar", file=sys.stderr)
+    if not args.config and not args.load_path:  # (a config alone may name its checkpoint: policy.load_path)
+        print("ding: -m eval needs a config (-c, whose policy.load_path names the checkpoint) and/or --load-path "
+              "(a checkpoint or a run directory: without -c, that run's own config)", file=sys.stderr)
         return 2
     for seed in args.seed or [0]:
-        cfg = _with_exp_name(args, seed, len(args.seed or [0]))
+        cfg = _with_exp_name(args, seed, len(args.seed or [0])) if args.config else None
         eval_entry(cfg, seed=seed, load_path=args.load_path, replay_path=args.replay_path, source=args.config)
     return 0
 

@@ -8,10 +8,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from ding.config import compile_config, read_config
+from ding.config import compile_config
+from ding.engine.run_checkpoint import resolve_run
 from ding.policy import create_policy
 from ding.utils import CheckpointError
-from ding.worker import CKPT_BEST_NAME, best_checkpoint, list_iteration_checkpoints, load_checkpoint_file
+from ding.worker import load_checkpoint_file
 
 
 class LoadedPolicy:
@@ -66,26 +67,16 @@ def load_policy(path: str | os.PathLike, config: str | os.PathLike | tuple[dict,
 
     ``path`` is a checkpoint file (``<run>/ckpt/ckpt_best.pth.tar``, ``iteration_N.pth.tar``) or a run directory;
     for a directory ``which`` picks ``'best'`` (the evaluator's best, falling back to the newest when there is
-    none) or ``'latest'`` (the newest ``iteration_N``). The config is the run's ``total_config.py`` (beside
-    ``ckpt/``) unless ``config`` gives one. Nothing else is built: no envs, no workers, no run directory.
+    none) or ``'latest'`` (the newest ``iteration_N``). Any mode's run: serial, parallel (``collector_ckpt/``),
+    league. The config is the run's ``total_config.py`` unless ``config`` gives one; only its env and policy parts
+    are used (:mod:`ding.engine.run_checkpoint`). Nothing else is built: no envs, no workers, no run directory.
     """
-    path = os.fspath(path)
     if which not in ("best", "latest"):
         raise ValueError(f"load_policy: which must be 'best' or 'latest', got {which!r}")
-    if os.path.isdir(path):
-        run_dir, ckpt = path, _pick_checkpoint(path, which)
-    elif os.path.isfile(path):
-        run_dir, ckpt = os.path.dirname(os.path.dirname(os.path.abspath(path))), path
-    else:
-        raise CheckpointError(f"load_policy: '{path}' does not exist; give a checkpoint file or a run directory")
-    if config is None:
-        config = os.path.join(run_dir, "total_config.py")
-        if not os.path.isfile(config):
-            raise CheckpointError(f"load_policy: no total_config.py in '{run_dir}' (the run directory of '{ckpt}'); "
-                                  "pass config=<the run's config file or (main, create) pair>")
-    main_cfg, create_cfg = read_config(os.fspath(config)) if isinstance(config, (str, os.PathLike)) else config
-    cfg = compile_config(main_cfg, seed=int(main_cfg.get("seed", 0)), auto=True, create_cfg=create_cfg,
-                         save_cfg=False, source=os.fspath(config) if isinstance(config, (str, os.PathLike)) else None)
+    run = resolve_run(path, config, which, where="load_policy")
+    ckpt = run.checkpoint
+    cfg = compile_config(run.main, seed=int(run.main.get("seed", 0)), auto=True, create_cfg=run.create,
+                         save_cfg=False, source=run.source)
     state = load_checkpoint_file(ckpt)
     if "model" not in state:
         raise CheckpointError(f"load_policy: checkpoint '{ckpt}' has no 'model' entry (it holds {sorted(state)}); "
@@ -100,16 +91,3 @@ def load_policy(path: str | os.PathLike, config: str | os.PathLike | tuple[dict,
     last_iter = state.get("last_iter")
     return LoadedPolicy(policy, cfg, ckpt, None if last_iter is None else int(last_iter))
 
-
-def _pick_checkpoint(run_dir: str, which: str) -> str:
-    ckpt_dir = os.path.join(run_dir, "ckpt")
-    best = best_checkpoint(run_dir)  # serial: ckpt/, parallel: collector_ckpt/ (read tensors-only either way)
-    if which == "best" and best:
-        return best
-    found = list_iteration_checkpoints(ckpt_dir)
-    if found:
-        return found[-1][1]
-    if best:
-        return best
-    raise CheckpointError(f"load_policy: no checkpoint in '{ckpt_dir}' (neither {CKPT_BEST_NAME} nor "
-                          "iteration_N.pth.tar); give a checkpoint file or the directory of a run that saved one")

@@ -19,6 +19,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.engine.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
+from ding.engine.slurm_launcher import ADDRESS_FILE, read_address
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
 from ding.utils.cpu_placement import apply_placement
 
@@ -135,7 +136,9 @@ def run_dist_module(args: Any) -> int:
                           coordinator_port=args.coordinator_port, host=host, port=port)
         from ding.interaction import resolve_token
 
-        resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")  # names the file
+        token = resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")
+        if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
+            _coordinator_from_address_file(cfg, main.exp_name, name, token)
         return run_role(module, name, cfg, token_source=_token_source(system, args.config))
     from ding.config import compile_config_parallel, rename_experiment
     from ding.interaction import resolve_token
@@ -158,13 +161,38 @@ def run_dist_module(args: Any) -> int:
         roles = [str(k) for k in cfg.system if re.match(r"^(learner|collector)\d+$", str(k))]
         lines = [f"  ding -m dist --module coordinator -c {path}"] + [
             f"  ding -m dist --module {r.rstrip('0123456789')} --module-name {r} -c {path}" for r in roles]
-        print(f"ding: wrote {path}; start the roles (the coordinator first) with\n" + "\n".join(lines))
+        print(f"ding: wrote {path}; start the roles (the coordinator first) with\n" + "\n".join(lines) +
+              f"\n(without --coordinator-host/--coordinator-port the roles read the coordinator's address from "
+              f"{os.path.join(cfg.main.exp_name, ADDRESS_FILE)}, which it writes once it listens)")
         return 0
     from ding.utils import DirLock
 
     with DirLock(cfg.main.exp_name, what="run"):
         return run_coordinator(cfg, max_env_step=args.env_step, max_train_iter=args.train_iter,
                                token_source=_token_source(system, args.config))
+
+
+ADDRESS_WAIT_S = 120.0  # how long a role started without the coordinator's address waits for its address file
+
+
+def _coordinator_from_address_file(cfg: Any, exp_name: str, name: str, token: str,
+                                   wait_s: float = ADDRESS_WAIT_S) -> None:
+    """A role started without the coordinator's port: read it from ``<exp_name>/coordinator.json``, which the
+    coordinator writes once it listens (waiting up to ``wait_s`` for it, so the roles may start in any order); only
+    a file signed with the run's ``token`` is taken."""
+    import time
+
+    where = os.path.join(exp_name, ADDRESS_FILE)
+    deadline = time.monotonic() + wait_s
+    announced = False
+    while (found := read_address(exp_name, token)) is None and time.monotonic() < deadline:
+        if not announced:
+            print(f"ding: {name}: waiting for the coordinator's address in {where}", flush=True)
+            announced = True
+        time.sleep(0.2)
+    if found is not None:
+        cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
+        cfg.coordinator_port = found[1]
 
 
 def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,

@@ -31,14 +31,16 @@ def _eval_csv(exp_dir: str) -> str:
     return path
 
 
-def _groups(exp_dirs: list[str]) -> dict[str, list[list[dict[str, float]]]]:
-    """Evaluations of each run, grouped by experiment: runs that differ only by seed (``<name>_seed<k>``) together."""
-    groups: dict[str, list[list[dict[str, float]]]] = defaultdict(list)
+def _groups(exp_dirs: list[str]) -> dict[str, list[tuple[str, list[dict[str, float]]]]]:
+    """Evaluations of each run (with its directory name), grouped by experiment: runs that differ only by seed
+    (``<name>_seed<k>``) together."""
+    groups: dict[str, list[tuple[str, list[dict[str, float]]]]] = defaultdict(list)
     for d in exp_dirs:
         rows = read_eval_csv(_eval_csv(d))
         if not rows:
             raise RunDataError(f"plot: {d!r} has no evaluations yet (log/eval.csv is empty)")
-        groups[_SEED_SUFFIX.sub("", os.path.basename(os.path.normpath(d)))].append(rows)
+        run = os.path.basename(os.path.normpath(d))
+        groups[_SEED_SUFFIX.sub("", run)].append((run, rows))
     return groups
 
 
@@ -55,39 +57,51 @@ def eval_figure(exp_dirs: list[str], title: str | None = None) -> Any:
     return _figure(_groups(exp_dirs), _stop_value(exp_dirs[0]), title)
 
 
-def _figure(groups: dict[str, list[list[dict[str, float]]]], stop: float | None, title: str | None) -> Any:
+def _figure(groups: dict[str, list[tuple[str, list[dict[str, float]]]]], stop: float | None,
+            title: str | None) -> Any:
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    held_marked = False
+    fig, ax = plt.subplots(figsize=(7, 5.5), dpi=110)
     for name, runs in groups.items():
         if len(runs) == 1:
-            r = runs[0]
-            ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=name, marker=".")
+            run, r = runs[0]
+            ax.plot([x["env_step"] for x in r], [x["eval_return_mean"] for x in r], label=run, marker=".")
             continue
-        # a seed that ended earlier (e.g. reached the stop value) is held at its last evaluation until the longest
-        # seed ends: the mean and band say so, and its end is marked
-        last = [max(x["env_step"] for x in r) for r in runs]
+        # a seed that ended earlier (e.g. reached the stop value) counts with its last return until the longest seed
+        # ends: the label says which seeds, and their ends are marked
+        last = [max(x["env_step"] for x in r) for _, r in runs]
         grid = np.linspace(0, max(last), 200)
-        ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r]) for r in runs])
-        held = sum(end < max(last) for end in last)
-        note = f"; {held} finished seed(s) held at their last value" if held else ""
-        line, = ax.plot(grid, ys.mean(0), label=f"{name} (mean of {len(runs)} seeds, band: min-max{note})")
+        ys = np.stack([np.interp(grid, [x["env_step"] for x in r], [x["eval_return_mean"] for x in r])
+                       for _, r in runs])
+        ids = [_seed_of(run) for run, _ in runs]
+        if len(set(ids)) < len(ids):  # one seed run twice (a timestamped directory): name the runs instead
+            ids = [run for run, _ in runs]
+            what, group = "run", ", ".join(ids)
+        else:
+            what, group = "seed", f"{name}_seed{{{', '.join(ids)}}}"
+        ended = [i for i, end in zip(ids, last) if end < max(last)]
+        note = (f"; {what} {', '.join(ended)} ended earlier: its last return is used from its end on (x)" if ended
+                else "")
+        line, = ax.plot(grid, ys.mean(0), label=f"{group}: mean, band min-max{note}")
         ax.fill_between(grid, ys.min(0), ys.max(0), color=line.get_color(), alpha=0.2)
-        for r, end in zip(runs, last):
+        for (_, r), end in zip(runs, last):
             if end < max(last):
-                ax.plot([end], [r[-1]["eval_return_mean"]], marker="x", color=line.get_color(), linestyle="none",
-                        label=None if held_marked else "a seed's last evaluation (held from here on)")
-                held_marked = True
+                ax.plot([end], [r[-1]["eval_return_mean"]], marker="x", color=line.get_color(), linestyle="none")
     if stop is not None:
         ax.axhline(stop, color="grey", linestyle="--", linewidth=1, label=f"stop value {stop:g}")
     ax.set_xlabel("env steps")
     ax.set_ylabel("evaluation return")
     ax.set_title(title or ", ".join(groups))
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize=8)
+    # below the axes, never over the curves (it covered the first ~1,500 env steps of the default run)
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.14), fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
+
+
+def _seed_of(run: str) -> str:
+    m = re.search(r"_seed(\d+)(_\d{6}_\d{6}(_\d+)?)?$", run)
+    return m.group(1) if m else run
 
 
 def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None = None) -> str:
@@ -118,7 +132,7 @@ def plot_runs(exp_dirs: list[str], output: str | None = None, title: str | None 
     groups = _groups(exp_dirs)
     fig = _figure(groups, _stop_value(exp_dirs[0]), title)
     output = output or default_output(list(groups))
-    fig.savefig(output)
+    fig.savefig(output, bbox_inches="tight")
     plt.close(fig)
     return output
 

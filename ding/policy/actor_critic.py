@@ -160,6 +160,7 @@ class ActorCriticPolicy(Policy):
         params = getattr(self, "_params", None)
         if params is None:
             params = self._params = list(self._model.parameters())
+        self._sync_gradients(params)  # several learners: clip the group's mean gradient
         grads = [p.grad for p in params if p.grad is not None]
         if kind == "clip_value":
             torch._foreach_clamp_min_(grads, -value)

@@ -7,7 +7,7 @@ import inspect
 import logging
 from abc import ABC, abstractmethod
 from collections import namedtuple
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 import torch.nn as nn
@@ -80,6 +80,8 @@ class Policy(ABC):
         learn=dict(
             # Learner config (filled with the learner's defaults by compile_config).
             learner=dict(),
+            # Gradient steps per collect in the off-policy loop (each on a batch of learn.batch_size from the buffer).
+            update_per_collect=1,
             # Continue the run in ./<exp_name>/ from its latest checkpoint, exactly (same as `ding ... --resume`).
             resume_training=False,
         ),
@@ -106,6 +108,7 @@ class Policy(ABC):
     # Allowed values (see ding/config/ranges.py), checked by compile_config; subclasses add theirs.
     config_ranges: dict = {
         "random_collect_size": at_least(0, integer=True),
+        "learn.update_per_collect": at_least(1, integer=True),
         "collect.n_episode": at_least(1, integer=True),
         "collect.unroll_len": at_least(1, integer=True),
     }
@@ -119,6 +122,11 @@ class Policy(ABC):
     # True: forward returns tensors and get_train_sample wants tensor transitions (DI-engine's convention); False:
     # numpy both ways (ding's); None: decided by the first collect/eval forward's output.
     tensor_io: bool | None = None
+
+    # Set by a group of learners (learner_num > 1): averages the given parameters' gradients over the group (once
+    # per optimizer step). A policy that clips gradients by hand calls _sync_gradients first, so it clips the mean
+    # as one learner on the whole batch would; an optimizer's own clipping (grad_clip_type) needs nothing.
+    gradient_sync: Callable[[Sequence[torch.Tensor]], None] | None = None
 
     # DI-engine's names of the view types.
     learn_function = PolicyLearnMode
@@ -158,6 +166,11 @@ class Policy(ABC):
                 getattr(self, f"_init_{mode}")()
 
     # ------------------------------------------------------------------ construction helpers
+    def _sync_gradients(self, params: Sequence[torch.Tensor]) -> None:
+        """Average ``params``' gradients over a group of learners (nothing with one learner); call before clipping."""
+        if self.gradient_sync is not None:
+            self.gradient_sync(params)
+
     @staticmethod
     def _check_enable_field(enable_field: Sequence[str] | None) -> tuple[str, ...]:
         if enable_field is None:

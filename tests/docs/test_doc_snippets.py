@@ -51,11 +51,6 @@ SUBSTITUTIONS: dict[str, list[tuple[str, str, str]]] = {
     ],
     "docs/python_api.md": [
         ("budget=6000", "budget=600", "three trials of up to 6,000 env steps take a minute; 600 shows the same"),
-        ('"run/ckpt/iteration_800.pth.tar"', 'ding.worker.list_iteration_checkpoints("cartpole_dqn_seed0/ckpt")[-1][1]',
-         "the page's placeholder run: its newest checkpoint file instead"),
-        ('"model.pth.tar", config="my_config.py"',
-         '"cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar", config="config/serial/cartpole_dqn.py"',
-         "the page's placeholder files: a real checkpoint and config"),
     ],
     "docs/serial.md": [
         ('"config/serial/cartpole_ppo.py", seed=0)', '"config/serial/cartpole_ppo.py", seed=0, max_env_step=2000)',

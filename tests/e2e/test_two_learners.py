@@ -63,6 +63,18 @@ def test_two_learners_train_to_the_limit_with_bit_identical_parameters(workdir):
 
 
 @pytest.mark.timeout(150)
+def test_two_learners_with_a_batchnorm_model_end_identical(workdir):
+    """Only gradients were averaged: each learner's BatchNorm statistics followed its own share, and the end-of-run
+    check failed the run after all the training."""
+    exp = "twolearnersbn"
+    cfg = _two_learner_config(workdir, exp, policy={"model": {"norm_type": "BN"}})
+    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "20"), workdir)
+    assert proc.wait(timeout=120) == 0, read_log(workdir)
+    digests = _digests(workdir, exp)
+    assert digests["learner0"] == digests["learner1"] and digests["learner0"][1] >= 20, digests
+
+
+@pytest.mark.timeout(150)
 def test_a_learner_killed_mid_run_ends_the_run_with_one_clear_error(workdir):
     exp = "lostlearner"
     cfg = _two_learner_config(workdir, exp)

@@ -132,8 +132,11 @@ def test_serial_then_eval_reproduces_the_evaluators_return(in_tmp_dir, capsys):
 
 
 def test_eval_without_checkpoint(in_tmp_dir, capsys):
-    assert main(["-m", "eval", "-c", CONFIG]) == 2
+    assert main(["-m", "eval"]) == 2
     assert "--load-path" in capsys.readouterr().err
+    assert main(["-m", "eval", "-c", CONFIG]) != 0  # the config names no policy.load_path either
+    err = capsys.readouterr().err
+    assert "--load-path" in err and "policy.load_path" in err
 
 
 def test_plot_writes_a_png(in_tmp_dir, cartpole_dqn):
@@ -175,13 +178,18 @@ def test_plot_says_when_a_finished_seed_is_held_at_its_last_value(in_tmp_dir):
     _fake_run("a_seed0", [(0, 10), (100, 50), (200, 200)])
     _fake_run("a_seed1", [(0, 10), (100, 30), (200, 90), (400, 200)])
     fig = eval_figure(["a_seed0", "a_seed1"])
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["a (mean of 2 seeds, band: min-max; 1 finished seed(s) held at their last value)",
-                      "a seed's last evaluation (held from here on)"]
+    legend = fig.axes[0].get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == ["a_seed{0, 1}: mean, band min-max; seed 0 ended earlier: its last return is used from its end "
+                      "on (x)"]
+    fig.canvas.draw()  # the legend sits below the axes, off the curves
+    assert legend.get_window_extent().y1 <= fig.axes[0].get_window_extent().y0
     _fake_run("c_seed0", [(0, 1), (100, 2)])
     _fake_run("c_seed1", [(0, 1), (100, 3)])  # same length: nothing held
     labels = [t.get_text() for t in eval_figure(["c_seed0", "c_seed1"]).axes[0].get_legend().get_texts()]
-    assert labels == ["c (mean of 2 seeds, band: min-max)"]
+    assert labels == ["c_seed{0, 1}: mean, band min-max"]
+    labels = [t.get_text() for t in eval_figure(["c_seed1"]).axes[0].get_legend().get_texts()]
+    assert labels == ["c_seed1"]  # one run keeps its seed
 
 
 def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):

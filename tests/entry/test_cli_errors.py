@@ -89,10 +89,9 @@ def test_bad_command_line_numbers(in_tmp_dir, capsys, argv, expected):
 def test_eval_with_a_directory_or_a_checkpoint_without_model(in_tmp_dir, capsys):
     write("cfg.py", BASE)
     os.makedirs("old_run/ckpt")
-    torch.save({"model": {}}, "old_run/ckpt/iteration_30.pth.tar")
     err = one_line_error(capsys, ["-m", "eval", "-c", "cfg.py", "--load-path", "old_run"])
-    assert err == ("ding: CheckpointError: eval: checkpoint 'old_run' is a directory; pass a checkpoint file, e.g. "
-                   "old_run/ckpt/iteration_30.pth.tar")
+    assert err.startswith("ding: CheckpointError: no checkpoint in 'old_run' (neither ckpt/ nor collector_ckpt/ "
+                          "holds ckpt_best.pth.tar or iteration_N.pth.tar)")
     torch.save({"optimizer": {}, "last_iter": 3}, "weights.pth.tar")
     err = one_line_error(capsys, ["-m", "eval", "-c", "cfg.py", "--load-path", "weights.pth.tar"])
     assert err == ("ding: CheckpointError: eval: checkpoint 'weights.pth.tar' has no 'model' entry (it holds "

@@ -231,3 +231,37 @@ def test_a_pickled_env_continues_exactly() -> None:
         assert np.array_equal(x.obs, y.obs) and x.reward[0] == y.reward[0] and x.done == y.done
     env.close()
     copy.close()
+
+
+@pytest.mark.parametrize("frame_skip", [1, 2, 3, 4])
+def test_every_frame_skip_shows_the_newest_screens_max_pooled(frame_skip: int) -> None:
+    """frame_skip=1 once froze the observation at the reset screen (written to one buffer, read from the other)."""
+    v = ScriptedEmulator.screen_value
+    emu = ScriptedEmulator(reward_per_frame=1.0)
+    game = DeepMindPreprocessing(emu, frame_skip=frame_skip, frame_stack=4, noop_max=0)
+    game.reset()
+    seen = set()
+    for _ in range(12):
+        s = emu.frame
+        obs, reward, done, _ = game.step(1)
+        assert emu.frame == s + frame_skip and reward == float(frame_skip) and not done
+        expected = v(s + 1) if frame_skip == 1 else max(v(s + frame_skip - 1), v(s + frame_skip))
+        assert (obs[-1] == expected).all(), (frame_skip, int(obs[-1, 0, 0]), expected)
+        seen.add(int(obs[-1, 0, 0]))
+    assert len(seen) > 1  # the screen moves
+
+
+@pytest.mark.parametrize("frame_skip", [1, 2, 3, 4])
+def test_every_frame_skip_pools_what_was_drawn_when_the_game_ends_mid_step(frame_skip: int) -> None:
+    v = ScriptedEmulator.screen_value
+    for end in range(1, frame_skip + 1):  # the game ends on frame `end` of the step
+        emu = ScriptedEmulator(game_frames=10**9)
+        game = DeepMindPreprocessing(emu, frame_skip=frame_skip, frame_stack=2, noop_max=0)
+        game.reset()
+        emu.game_frames = emu.frame + end
+        s = emu.frame
+        obs, _, done, _ = game.step(0)
+        assert done and emu.frame == s + end
+        full = end == frame_skip and frame_skip > 1  # a whole step: its last two screens; else the last drawn
+        expected = max(v(s + end - 1), v(s + end)) if full else v(s + end)
+        assert (obs[-1] == expected).all(), (frame_skip, end)

@@ -165,3 +165,35 @@ def test_a_pool_is_made_again_only_when_its_seeds_must_replay(monkeypatch):
     m.reset()
     assert made == [[7, 8], [7, 8], [1, 2]]
     m.close()
+
+
+def _lives_at_episode_ends(m, episodes: int, seed: int = 0) -> list[int]:
+    """Lives left at the end of each of the first ``episodes`` training episodes of env 0 (random actions)."""
+    rng = np.random.default_rng(seed)
+    m.seed(seed)
+    m.launch()
+    out = []
+    try:
+        while len(out) < episodes:
+            ts = m.step({i: int(rng.integers(0, 4)) for i in m.ready_obs})
+            if 0 in ts and ts[0].done:
+                out.append(int(ts[0].info["lives"]))
+    finally:
+        m.close()
+    return out
+
+
+@needs_envpool
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is None, reason="ale-py is not installed "
+                                                                      "(pip install -e '.[atari]')")
+def test_a_lost_life_continues_the_game_on_envpool_as_on_the_atari_env():
+    """Envpool's explicit reset restarted the whole Atari game after every lost life: every training episode ended
+    at 4 lives and the agent never saw a later life. Restarted through envpool's autoreset, the lives go
+    5 -> 4 -> ... -> game over -> 5 again, the same sequence the subprocess manager's atari env gives."""
+    from dizoo.atari.envs.atari_env import AtariEnv
+
+    pool = _lives_at_episode_ends(manager("BreakoutNoFrameskip-v4", n=2, is_train=True), 12)
+    assert pool == [4, 3, 2, 1, 0, 4, 3, 2, 1, 0, 4, 3], pool
+    cfg = dict(env_id="BreakoutNoFrameskip-v4", is_train=True)
+    sub = _lives_at_episode_ends(create_env_manager(dict(type="subprocess"), [partial(AtariEnv, cfg=cfg)] * 2), 12)
+    assert sub == pool

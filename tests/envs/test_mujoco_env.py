@@ -141,3 +141,15 @@ def test_a_missing_simulator_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "mujoco", None)  # import mujoco raises ImportError
     with pytest.raises(EnvError, match=r"pip install -e '\.\[mujoco\]'"):
         make()
+
+
+@needs_mujoco
+def test_reward_normalisation_is_raw_while_its_statistics_form_then_clipped_to_ten():
+    """The first reward divided by the std of one sample was ~70x the raw reward: warm up, then clip."""
+    _, raw = rollout(make(), 3, 300)
+    _, norm = rollout(make(norm_reward=dict(use_norm=True, reward_discount=0.99)), 3, 300)
+    raw_r = np.array([t.reward[0] for t in raw])
+    norm_r = np.array([t.reward[0] for t in norm])
+    np.testing.assert_array_equal(raw_r[:30], norm_r[:30])
+    assert np.abs(norm_r).max() <= 10.0
+    assert not np.allclose(raw_r[30:], norm_r[30:])

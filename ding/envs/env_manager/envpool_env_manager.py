@@ -7,10 +7,12 @@ runs the same task on envpool's threads (``envpool_tasks.py`` says which task, w
 
 Semantics the collectors rely on, as the other managers give them: ``ready_obs`` holds every env waiting for an
 action; ``step({env_id: action})`` steps those envs (any subset) and returns ``{env_id: BaseEnvTimestep}``; an env
-whose episode ends is reset at once (its new observation is in ``ready_obs``, its last timestep keeps the final
-observation and ``info['eval_episode_return']``); ``info['truncated']`` marks time limits. Atari observations stay
-uint8 ``(frame_stack, 84, 84)``; MuJoCo observations are float32. Seeds: env ``i`` gets ``seed + i`` (or the i-th of a
-list); with ``dynamic_seed=False`` every ``reset()`` replays the same episodes, as the other managers do.
+whose episode ends is restarted at once through envpool's autoreset (its new observation is in ``ready_obs``, its
+last timestep keeps the final observation and ``info['eval_episode_return']``; with Atari's ``episodic_life`` a
+lost life continues the game, ``info['lives']`` says how many are left); ``info['truncated']`` marks time limits.
+Atari observations stay uint8 ``(frame_stack, 84, 84)``; MuJoCo observations are float32. Seeds: env ``i`` gets
+``seed + i`` (or the i-th of a list); with ``dynamic_seed=False`` every ``reset()`` replays the same episodes, as
+the other managers do.
 
 Not available here: exact resume of episodes in flight (envpool cannot snapshot its envs: a resumed run starts new
 episodes, see ``load_state_dict``), replays, and asynchronous batches (``batch_size`` < env count).
@@ -212,6 +214,7 @@ class PoolEnvManager(ManagerSurface):
         obs = self._cast_obs(obs)
         rew = np.asarray(rew, dtype=np.float32)
         answered = np.asarray(info["env_id"]).tolist()
+        lives = info["lives"] if "lives" in info else None
         timesteps: dict[int, BaseEnvTimestep] = {}
         finished = []
         for k, env_id in enumerate(answered):
@@ -219,6 +222,8 @@ class PoolEnvManager(ManagerSurface):
             term, trunc = bool(terminated[k]), bool(truncated[k])
             done = term or trunc
             ts_info: dict[str, Any] = {"env_id": env_id, "truncated": trunc and not term}
+            if lives is not None:  # Atari: as the atari env's info['lives']
+                ts_info["lives"] = int(lives[k])
             if done:
                 ts_info["eval_episode_return"] = float(self._returns[env_id])
                 finished.append(env_id)
@@ -240,7 +245,24 @@ class PoolEnvManager(ManagerSurface):
                 self._env_states[env_id] = EnvState.RESET
                 again.append(env_id)
         if again:  # reset now, so the next observation of each is a new episode's first (not envpool's next step)
-            self._reset_envs(np.asarray(again, dtype=np.int32))
+            self._autoreset(np.asarray(again, dtype=np.int32))
+
+    def _autoreset(self, ids: np.ndarray) -> None:
+        """Start the next episode of finished envs through envpool's own autoreset: the next step of a finished env
+        resets it and ignores the action. An explicit ``pool.reset(ids)`` restarts an Atari game even with
+        ``episodic_life`` (every training episode would be a first life); the autoreset continues the game after a
+        lost life and starts a new one after game over, as the ``atari`` env does."""
+        space = self._get_spaces()[1]
+        if isinstance(space, gym.spaces.Discrete):
+            actions = np.full(len(ids), int(space.start), dtype=np.int32)
+        else:
+            actions = np.zeros((len(ids), *space.shape), dtype=np.float64)
+        obs, _, _, _, info = self._pool.step(actions, ids)
+        obs = self._cast_obs(obs)
+        for k, env_id in enumerate(np.asarray(info["env_id"]).tolist()):
+            self._ready_obs[env_id] = obs[k]
+            self._env_states[env_id] = EnvState.RUN
+            self._returns[env_id] = 0.0
 
     def _action_batch(self, actions: list[Any]) -> np.ndarray:
         space = self._spaces[1] if self._spaces is not None else None

@@ -1,7 +1,7 @@
 """Ready model templates, registered in ``MODEL_REGISTRY`` on import."""
-from .offline import QRDQN, ContinuousBC, DiscreteBC
 from .maqac import MAQAC
 from .mavac import MAVAC
+from .offline import QRDQN, ContinuousBC, DiscreteBC
 from .q_learning import C51DQN, DQN, DRQN, RainbowDQN
 from .qac import ContinuousQAC
 from .qmix import QMix

@@ -12,8 +12,11 @@ What happens, in each of the group's processes in the same order (so the collect
    builds the same learner from it (same seed, the same checkpoint from the shared ``ckpt`` directory: exact resume
    holds) and, before training, takes rank 0's model tensors;
 2. every iteration: rank 0 sends the batch the coordinator sampled (its samples, read by rank 0); each rank trains on
-   its own contiguous share (``numpy.array_split`` order); before each optimizer step, the gradients are averaged
-   over the group (one allreduce), so the parameters stay identical; the logged scalars are averaged
+   its own contiguous share (``numpy.array_split`` order); before each optimizer step (or before a policy clips
+   them by hand, so the mean is clipped as one learner would), the gradients are averaged over the group (one
+   allreduce), so the parameters stay identical; after it, the models' buffers (BatchNorm's running statistics)
+   are averaged too; ranks >= 1 draw their own noise (package RNGs reseeded from the run's seed, the rank and the
+   start iteration: :func:`member_seed`); the logged scalars are averaged
    (``LogReduceHook``) and the shares' priority infos gathered at rank 0, merged (:meth:`LearnerAggregator.merge_info`)
    and reported to the coordinator as one learner's;
 3. only rank 0 writes checkpoints (``BaseLearner`` writes on rank 0 only) and publishes the policy;
@@ -35,7 +38,7 @@ from easydict import EasyDict
 
 from ding.interaction.base import resolve_token
 from ding.torch_utils import decode, encode
-from ding.utils import ConfigError, DataFileError
+from ding.utils import ConfigError, DataFileError, set_pkg_seed
 from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.checkpoint import find_latest_checkpoint
 from ding.worker.learner.comm.flask_fs_learner import FlaskFileSystemLearner
@@ -91,18 +94,25 @@ class _GroupHook(LearnerHook):
     """Before the run: every rank takes rank 0's model tensors and averages its gradients over the group before each
     optimizer step. After each iteration: the shares' priority infos go to rank 0, which merges them."""
 
-    def __init__(self, group: LearnerGroup, position: str, batch_len: Any = None) -> None:
+    def __init__(self, group: LearnerGroup, position: str, batch_len: Any = None, seed: int = 0) -> None:
         super().__init__(f"learner_group_{position}", 35 if position == "after_iter" else 0, position=position)
         self._group = group
         self._batch_len = batch_len  # rank 0: the length of the batch just split (for merging)
+        self._seed = int(seed)  # the run's seed: members (rank >= 1) derive theirs from it
+        self._buffers: list = []
 
     def __call__(self, engine: BaseLearner) -> None:
         if self.position == "before_run":
             attach_policy(engine.policy, self._group)
+            if self._group.rank > 0:
+                set_pkg_seed(member_seed(self._seed, self._group.rank, engine.train_iter))
             for hook in engine.hooks["after_iter"]:
                 if isinstance(hook, LogReduceHook):  # its allreduce, like every collective, names a lost member
                     hook.reducer = self._group.all_reduce_mean
             return
+        if not self._buffers:
+            self._buffers = policy_buffers(engine.policy)
+        self._group.average_buffers(self._buffers)  # BatchNorm statistics of each share -> the group's
         parts = self._group.gather(encode(engine.priority_info, compress=False))
         if parts is not None:
             infos = [decode(p, where=f"learner {i}'s priority info") for i, p in enumerate(parts)]
@@ -127,28 +137,41 @@ def _policy_object(view: Any) -> Any:
     return getattr(forward, "__self__", view)
 
 
-def _policy_parts(view: Any) -> tuple[list, list]:
-    """The tensors of every model of the policy (parameters and buffers, each once) and its optimizers, in the
-    order of the policy's attribute names (the same in every rank)."""
-    import torch
-
+def _policy_values(view: Any) -> list:
+    """The policy's attribute values (list and tuple attributes flattened), in the order of its attribute names
+    (the same in every rank)."""
     policy = _policy_object(view)
-    tensors: list[torch.Tensor] = []
-    seen: set[int] = set()
-    optimizers = []
+    out: list = []
     for key in sorted(vars(policy)):
         value = getattr(policy, key)
-        values = value if isinstance(value, (list, tuple)) else [value]
-        for v in values:
-            if isinstance(v, torch.optim.Optimizer):
-                optimizers.append(v)
-            module = v if isinstance(v, torch.nn.Module) else getattr(v, "_model", None)
-            if isinstance(module, torch.nn.Module):
-                for t in module.state_dict(keep_vars=True).values():
-                    if isinstance(t, torch.Tensor) and id(t) not in seen:
-                        seen.add(id(t))
-                        tensors.append(t)
-    return tensors, optimizers
+        out.extend(value if isinstance(value, (list, tuple)) else [value])
+    return out
+
+
+def _policy_modules(view: Any) -> list:
+    """The policy's torch modules (models, and the models inside model wrappers)."""
+    import torch
+
+    modules = []
+    for v in _policy_values(view):
+        module = v if isinstance(v, torch.nn.Module) else getattr(v, "_model", None)
+        if isinstance(module, torch.nn.Module):
+            modules.append(module)
+    return modules
+
+
+def _policy_parts(view: Any) -> tuple[list, list]:
+    """The tensors of every model of the policy (parameters and buffers, each once) and its optimizers."""
+    import torch
+
+    tensors: list[torch.Tensor] = []
+    seen: set[int] = set()
+    for module in _policy_modules(view):
+        for t in module.state_dict(keep_vars=True).values():
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+    return tensors, [v for v in _policy_values(view) if isinstance(v, torch.optim.Optimizer)]
 
 
 def params_digest(view: Any) -> str:
@@ -160,19 +183,60 @@ def params_digest(view: Any) -> str:
     return h.hexdigest()
 
 
+class _GradientMean:
+    """The gradients of one optimizer's parameters averaged over the group once per step: before the step, or
+    earlier when the policy asks (``Policy._sync_gradients``, before it clips them by hand)."""
+
+    def __init__(self, group: LearnerGroup, params: list) -> None:
+        self._group, self.params, self._done = group, params, False
+        self.ids = {id(p) for p in params}
+
+    def average(self) -> None:
+        if not self._done:
+            self._group.average_gradients(self.params)
+            self._done = True
+
+    def before_step(self, *_: Any) -> None:
+        self.average()
+        self._done = False  # the next step's gradients are new
+
+
 def attach_policy(view: Any, group: LearnerGroup) -> int:
     """Give every model of the policy rank 0's tensors and make each of its optimizers average the gradients over
-    the group before it steps. Returns the number of optimizers hooked."""
+    the group before it steps (or before the policy clips them). Returns the number of optimizers hooked."""
     policy = _policy_object(view)
     tensors, optimizers = _policy_parts(view)
     if not optimizers:
         raise LearnerGroupError(f"{type(policy).__name__} has no torch optimizer among its attributes: several "
                                 "learners (learner_num > 1) cannot average its gradients")
     group.broadcast_tensors(tensors)
-    for opt in optimizers:
-        params = [p for g in opt.param_groups for p in g["params"]]
-        opt.register_step_pre_hook(lambda o, args, kwargs, ps=params: group.average_gradients(ps))
+    means = [_GradientMean(group, [p for g in opt.param_groups for p in g["params"]]) for opt in optimizers]
+    for opt, mean in zip(optimizers, means):
+        opt.register_step_pre_hook(lambda o, args, kwargs, m=mean: m.before_step())
+
+    def sync(params: Any) -> None:
+        ids = {id(p) for p in params}
+        for m in means:
+            if m.ids & ids:
+                m.average()
+
+    policy.gradient_sync = sync
     return len(optimizers)
+
+
+def policy_buffers(view: Any) -> list:
+    """The buffers of every model of the policy (BatchNorm's running statistics), each once, in a fixed order."""
+    import torch
+
+    tensors, _ = _policy_parts(view)
+    buffers = {id(b) for m in _policy_modules(view) for b in m.buffers()}
+    return [t for t in tensors if id(t) in buffers and isinstance(t, torch.Tensor)]
+
+
+def member_seed(seed: int, rank: int, train_iter: int) -> int:
+    """The package-RNG seed of learner ``rank`` (>= 1) of a group, from the run's seed: each member draws its own
+    noise (target noise, sampling) for its share; rank 0 keeps the run's RNGs (restored on resume)."""
+    return int(np.random.SeedSequence([int(seed), int(rank), int(train_iter)]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
 def check_digests(group: LearnerGroup, learner: BaseLearner) -> None:
@@ -338,7 +402,7 @@ class LearnerGroupMember:
                 path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
                 if path:
                     learner.load_checkpoint(path, allow_pickle=False)
-            learner.register_hook(_GroupHook(self._group, "before_run"))
+            learner.register_hook(_GroupHook(self._group, "before_run", seed=task.seed))
             learner.register_hook(_GroupHook(self._group, "after_iter"))
             learner.info(f"rank {self.rank} of {self.size} learners ({self._group.backend}) starts at train_iter "
                          f"{learner.train_iter}")

@@ -243,18 +243,27 @@ class LearnerGroup:
 
     def average_gradients(self, params: list[torch.Tensor]) -> None:
         """Replace each parameter's gradient by the mean over the group (one allreduce of all of them)."""
+        self._average([p.grad for p in params if p.grad is not None])
+
+    def average_buffers(self, buffers: list[torch.Tensor]) -> None:
+        """Keep the models' buffers identical: floating ones (BatchNorm's running statistics) become the group's
+        mean (one allreduce), the others (``num_batches_tracked``) rank 0's."""
+        self._average([b for b in buffers if b.is_floating_point()])
+        self.broadcast_tensors([b for b in buffers if not b.is_floating_point()])
+
+    def _average(self, tensors: list[torch.Tensor]) -> None:
+        """Each tensor (in place) replaced by its mean over the group, in one allreduce."""
         import torch.distributed as dist
 
-        grads = [p.grad for p in params if p.grad is not None]
-        if not grads:
+        if not tensors:
             return
-        flat = torch.cat([g.reshape(-1).to(self._device) for g in grads])
+        flat = torch.cat([t.detach().reshape(-1).to(self._device) for t in tensors])
         self._collective(lambda: dist.all_reduce(flat))
         flat /= self.size
         offset = 0
-        for g in grads:
-            n = g.numel()
-            g.copy_(flat[offset:offset + n].view_as(g))
+        for t in tensors:
+            n = t.numel()
+            t.data.copy_(flat[offset:offset + n].view_as(t))
             offset += n
 
     def all_reduce_mean(self, values: dict[str, float], world_size: int | None = None) -> dict[str, float]:

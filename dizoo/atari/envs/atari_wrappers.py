@@ -118,10 +118,11 @@ class DeepMindPreprocessing:
         resized, and the summed reward."""
         total = 0.0
         n = self.frame_skip
+        first_kept = max(n - 2, 0)  # the frame whose screen goes to _screens[0] (frame_skip=1: the only one)
         for i in range(n):
             total += self.emu.act(action)
-            if i >= n - 2:
-                self.emu.screen_grayscale(self._screens[i - (n - 2)])
+            if i >= first_kept:
+                self.emu.screen_grayscale(self._screens[i - first_kept])
             if self.emu.game_over():  # the game ended early: pool what was drawn up to its last frame
                 if i < n - 2:
                     self.emu.screen_grayscale(self._screens[1])

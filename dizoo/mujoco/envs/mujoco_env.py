@@ -8,7 +8,9 @@ line. DI-engine's keys are honoured where ding can do what they say, and refused
   (clipped to [-3, 3], raw for the first 30 steps), as DI-engine does; ``norm_obs.offline_stats`` (statistics of an
   offline data set) is refused: ding has no offline-RL data sets.
 - ``norm_reward.use_norm``: rewards divided by the running std of the env's discounted return
-  (``norm_reward.reward_discount``, default 0.99). ``info['eval_episode_return']`` is always the raw return.
+  (``norm_reward.reward_discount``, default 0.99), raw for the first 30 steps while the statistics form (as
+  DI-engine) and clipped to [-10, 10] (as SB3's ``VecNormalize(clip_reward=10)``). ``info['eval_episode_return']``
+  is always the raw return.
 - ``action_clip``: actions clipped to [-1, 1] before the env sees them.
 - ``delay_reward_step`` > 1, ``save_replay_gif``, ``action_bins_per_branch`` are refused (see ``_check_unsupported``).
 """
@@ -33,6 +35,8 @@ _OLD_ID = re.compile(r"^(?P<name>[A-Za-z0-9]+)-v(?P<version>[0-4])$")
 _NOTED: set[str] = set()  # ids whose mapping this process has already announced
 _OBS_CLIP = 3.0
 _OBS_WARMUP = 30  # steps an env returns raw observations before its statistics are used
+_REWARD_WARMUP = 30  # steps an env returns raw rewards before the return's std divides them
+_REWARD_CLIP = 10.0  # normalised rewards are clipped to [-10, 10]
 
 
 def current_env_id(env_id: str) -> str:
@@ -87,6 +91,7 @@ class MujocoEnv(DingEnvWrapper):
         self._ret_rms = RunningMeanStd() if self._norm_reward else None
         self._discounted_return = 0.0
         self._raw_return = 0.0
+        self._reward_count = 0
 
     def _make_env(self, render_mode: str | None = None) -> gym.Env:
         try:
@@ -135,7 +140,9 @@ class MujocoEnv(DingEnvWrapper):
         if self._ret_rms is not None:
             self._discounted_return = self._discounted_return * self._discount + raw
             self._ret_rms.update(self._discounted_return)
-            rew = np.array([raw / self._ret_rms.std], dtype=np.float32)
+            self._reward_count += 1
+            if self._reward_count > _REWARD_WARMUP:
+                rew = np.array([np.clip(raw / self._ret_rms.std, -_REWARD_CLIP, _REWARD_CLIP)], dtype=np.float32)
         if done:
             info["eval_episode_return"] = self._raw_return  # the raw return, whatever the training reward is
         return BaseEnvTimestep(self._observe(obs), rew, done, info)

@@ -1,0 +1,84 @@
+"""Steps a literal walk of the docs found broken: a custom policy that declares only what its own code reads trains in
+the off-policy loop, one that lacks a key the loop needs gets one error naming it, and the closing line says why a
+run ended."""
+from __future__ import annotations
+
+import pytest
+
+from ding.entry import serial_pipeline
+from ding.utils import POLICY_REGISTRY, ConfigError
+
+from . import _plugins
+from .conftest import read_result
+
+
+@pytest.fixture
+def softmax_q():
+    """docs/policies.md's custom policy (it declares no update_per_collect), registered as 'softmax_q', and a
+    variant of it without a batch size."""
+    from tests.policy.test_policy_docs import python_blocks
+
+    namespace: dict = {}
+    block = next(b for b in python_blocks("Writing a custom policy") if "class SoftmaxQPolicy" in b)
+    exec(compile(block, "docs/policies.md", "exec"), namespace)
+
+    class NoBatchSize(namespace["SoftmaxQPolicy"]):
+        config = dict(learn=dict(batch_size=None))
+
+    POLICY_REGISTRY.register("test_softmax_q_no_batch", NoBatchSize)
+    yield namespace["SoftmaxQPolicy"]
+    POLICY_REGISTRY.pop("softmax_q", None)
+    POLICY_REGISTRY.pop("test_softmax_q_no_batch", None)
+
+
+def _custom(cartpole_dqn, name: str, policy_type: str, **learn):
+    main, create = cartpole_dqn(name)
+    main.policy = dict(model=dict(obs_shape=4, action_shape=2), learn=dict(learner=main.policy.learn.learner, **learn))
+    create.policy = dict(type=policy_type)
+    return main, create
+
+
+def test_a_policy_without_update_per_collect_trains_with_the_default_of_one(in_tmp_dir, cartpole_dqn, softmax_q):
+    """The loop read cfg.learn.update_per_collect and crashed with AttributeError; the config validator refused the
+    key when the user added it."""
+    serial_pipeline(_custom(cartpole_dqn, "bare", "softmax_q"), seed=0, max_env_step=64)
+    one = read_result("bare")["train_iter"]
+    assert one >= 2  # one update per collect of 16 samples
+    serial_pipeline(_custom(cartpole_dqn, "bare3", "softmax_q", update_per_collect=3), seed=0, max_env_step=64)
+    assert read_result("bare3")["train_iter"] == 3 * one
+
+
+def test_a_policy_without_batch_size_is_one_error_saying_where_to_add_it(in_tmp_dir, cartpole_dqn, softmax_q):
+    with pytest.raises(ConfigError, match=r"policy\.learn\.batch_size: .*'test_softmax_q_no_batch' gives it no value; "
+                                          r"add it to the policy class's config"):
+        serial_pipeline(_custom(cartpole_dqn, "nobatch", "test_softmax_q_no_batch"), seed=0, max_train_iter=2)
+
+
+def test_the_closing_line_says_which_of_limit_and_hook_ended_the_run(in_tmp_dir, cartpole_dqn, capsys):
+    serial_pipeline(cartpole_dqn("limited"), seed=0, max_train_iter=5)
+    assert "ding: stopped at its limit (--train-iter / --env-step) after" in capsys.readouterr().out
+    main, create = cartpole_dqn("hooked")
+    stop = dict(name="stop", type="test_stop_at_iter", position="after_iter", priority=50, ext_args=dict(iter=5))
+    main.policy.learn.learner = dict(import_names=["tests.entry._plugins"],
+                                     hook=dict(log_show_after_iter=100000, stop=stop))
+    serial_pipeline((main, create), seed=0)
+    assert _plugins.CALLS and "ding: stopped by a learner hook's stop request after" in capsys.readouterr().out
+
+
+def test_a_renamed_directory_is_announced_only_when_the_run_set_up(in_tmp_dir, cartpole_dqn, caplog):
+    """After a set-up error the run announced '<exp>_<timestamp>', a directory it then removed."""
+    import logging
+    import os
+
+    os.makedirs("taken")
+    main, create = cartpole_dqn("taken")
+    main.policy.model.action_shape = 3  # CartPole has 2 actions: refused while the run is set up
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        with pytest.raises(ConfigError):
+            serial_pipeline((main, create), seed=0, max_train_iter=2)
+    assert sorted(os.listdir(".")) == ["taken"]
+    assert "this run uses" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        serial_pipeline(cartpole_dqn("taken"), seed=0, max_train_iter=2)
+    used = [d for d in os.listdir(".") if d.startswith("taken_")]
+    assert len(used) == 1 and f"this run uses '{used[0]}'" in caplog.text
