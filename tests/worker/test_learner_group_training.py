@@ -13,12 +13,13 @@ from ding.worker.adapter import LearnerGroup, split_batch
 from ding.worker.adapter.learner_aggregator import _GroupHook, member_seed, params_digest
 
 pytestmark = pytest.mark.timeout(120)
+TOKEN = "t" * 32  # the run's auth token every member proves
 
 
 def _in_group(rank: int, path: str, fn, out) -> None:
     try:
-        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 30.0, "learner0") if rank == 0
-                 else LearnerGroup.join(path, rank, 2, 30.0, f"learner{rank}"))
+        group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", 2, "gloo", 30.0, "learner0", TOKEN) if rank == 0
+                 else LearnerGroup.join(path, rank, 2, 30.0, f"learner{rank}", TOKEN))
         try:
             out.put((rank, fn(rank, group)))
         finally:
