@@ -8,9 +8,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from ding import __version__
 from ding.config import compile_config, read_config
+from ding.envs import get_vec_env_setting
 from ding.policy import create_policy
-from ding.utils import CheckpointError
+from ding.policy.export import SUFFIXES, ExportedFile, export_policy
+from ding.utils import CheckpointError, ExportError
 from ding.worker import CKPT_BEST_NAME, best_checkpoint, list_iteration_checkpoints, load_checkpoint_file
 
 
@@ -50,6 +53,23 @@ class LoadedPolicy:
         ids = None if env_ids is None else list(env_ids)
         self.policy.eval_mode.reset(ids)
         self.policy.collect_mode.reset(ids)
+
+    def export(self, path: str | os.PathLike, format: str = "onnx") -> ExportedFile:  # noqa: A002
+        """Write the eval action as an ONNX or TorchScript file: a batch ``obs`` in, ``action`` out (the
+        :meth:`compute_actions` of those observations), ``state`` / ``next_state`` for recurrent policies and
+        ``env_action`` where the env scales actions (``env.act_scale``). See docs/export.md."""
+        league = self.cfg.policy.get("other", {}).get("league")
+        if league:
+            players = {k: v for k, v in (league.get("active_players") or {}).items() if v}
+            if sum(int(v) for v in players.values()) > 1:
+                raise ExportError(
+                    f"export: '{self.checkpoint}' comes from a league run with {sum(players.values())} active players "
+                    f"({', '.join(f'{k}={v}' for k, v in players.items())}); an exported file holds one policy. Give "
+                    "the checkpoint of one player (with a config of that player's policy) instead")
+        obs_dtype, bounds = _env_facts(self.cfg)
+        return export_policy(self.policy, path, format, obs_dtype=obs_dtype, env_action_bounds=bounds,
+                             metadata={"checkpoint": os.path.basename(self.checkpoint), "train_iter": self.train_iter,
+                                       "ding_version": __version__})
 
     def _forward(self, data: dict[int, Any], explore: bool, policy_kwargs: dict[str, Any]) -> dict[int, Any]:
         mode = self.policy.collect_mode if explore else self.policy.eval_mode
@@ -113,3 +133,27 @@ def _pick_checkpoint(run_dir: str, which: str) -> str:
         return best
     raise CheckpointError(f"load_policy: no checkpoint in '{ckpt_dir}' (neither {CKPT_BEST_NAME} nor "
                           "iteration_N.pth.tar); give a checkpoint file or the directory of a run that saved one")
+
+
+def default_export_path(policy: LoadedPolicy, fmt: str) -> str:
+    """``./<run directory name>_<checkpoint name>.onnx`` (``.pt`` for TorchScript), in the working directory: an
+    export never writes into a run's directory unless told to."""
+    run = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(policy.checkpoint))))
+    stem = os.path.basename(policy.checkpoint).split(".")[0]
+    return f"{run}_{stem}{SUFFIXES.get(fmt, '.' + fmt)}"
+
+
+def _env_facts(cfg: Any) -> tuple[str, tuple[np.ndarray, np.ndarray] | None]:
+    """The observation dtype of the config's env (``'uint8'`` pixels or ``'float32'``) and, when the env scales
+    actions (``env.act_scale``), the bounds it scales them onto; read from one evaluator env, built and closed."""
+    env_fn, _, env_cfgs = get_vec_env_setting(cfg.env, collect=False)
+    env = env_fn(env_cfgs[0])
+    try:
+        dtype = getattr(env.observation_space, "dtype", None)
+        bounds = getattr(env, "env_action_bounds", None) if cfg.env.get("act_scale") else None
+        if cfg.env.get("act_scale") and bounds is None:
+            raise ExportError(f"export: env.act_scale=True but {env!r} does not tell its action bounds "
+                              "(env_action_bounds); the exported file cannot scale actions as the env does")
+    finally:
+        env.close()
+    return ("uint8" if dtype == np.uint8 else "float32"), bounds

@@ -17,6 +17,7 @@ from .errors import (
     DataFileError,
     DingError,
     EnvError,
+    ExportError,
     LeagueError,
     LockError,
     ProtocolError,
