@@ -67,9 +67,12 @@ class LoadedPolicy:
                     f"({', '.join(f'{k}={v}' for k, v in players.items())}); an exported file holds one policy. Give "
                     "the checkpoint of one player (with a config of that player's policy) instead")
         obs_dtype, bounds = _env_facts(self.cfg)
+        # an env that normalises observations does it with running statistics of its own (not in the checkpoint):
+        # the file, like the policy, takes them normalised
+        env_norm = bool((self.cfg.env.get("norm_obs") or {}).get("use_norm"))
         return export_policy(self.policy, path, format, obs_dtype=obs_dtype, env_action_bounds=bounds,
                              metadata={"checkpoint": os.path.basename(self.checkpoint), "train_iter": self.train_iter,
-                                       "ding_version": __version__})
+                                       "ding_version": __version__, "env_normalises_obs": env_norm})
 
     def _forward(self, data: dict[int, Any], explore: bool, policy_kwargs: dict[str, Any]) -> dict[int, Any]:
         mode = self.policy.collect_mode if explore else self.policy.eval_mode

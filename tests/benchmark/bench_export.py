@@ -36,7 +36,7 @@ CASES = {
     "ppo_discrete": "cartpole_ppo", "a2c": "cartpole_a2c", "ppo_continuous": "pendulum_ppo", "sac": "pendulum_sac",
     "td3": "pendulum_td3", "ddpg": "pendulum_ddpg",
 }
-SMOKE_CASES = ("dqn", "sac")
+SMOKE_CASES = ("dqn",)
 FORMATS = ("onnx", "torchscript")
 
 
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                                                                     "value)")
     p.add_argument("--obs", type=int, default=1000, help="observations per config")
     p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--smoke", action="store_true", help="dqn and sac, 5 iterations, 100 observations, 1 repeat")
+    p.add_argument("--smoke", action="store_true", help="dqn only, 5 iterations, 100 observations, 1 repeat")
     args = p.parse_args(argv)
     if args.smoke:
         cases, args.train_iter, args.obs, args.repeats = list(SMOKE_CASES), 5, 100, 1
