@@ -97,59 +97,39 @@ def _model_copy(policy: Policy, unused: tuple[str, ...] = ()) -> tuple[nn.Module
     return model, shape
 
 
-class _QArgmax(nn.Module):
+class _ModelActor(nn.Module):
+    """Holds the policy's model; each subclass's ``forward`` is one family's eval action."""
+
     model: Any  # the policy's model (its forward / compute_actor)
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self, model: nn.Module, continuous: bool = False) -> None:
         super().__init__()
-        self.model = model
+        self.model, self.continuous = model, continuous
 
+
+class _QArgmax(_ModelActor):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.model(obs_to_float(obs))["logit"].argmax(dim=1)
 
 
-class _RecurrentQArgmax(nn.Module):
-    model: Any  # the policy's model (its forward / compute_actor)
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
+class _RecurrentQArgmax(_ModelActor):
     def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         out = self.model(obs_to_float(obs), state)
         return out["logit"].argmax(dim=1), out["next_state"]
 
 
-class _VACActor(nn.Module):
-    model: Any  # the policy's model (its forward / compute_actor)
-
-    def __init__(self, model: nn.Module, continuous: bool) -> None:
-        super().__init__()
-        self.model, self.continuous = model, continuous
-
+class _VACActor(_ModelActor):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         logit = self.model.compute_actor(obs_to_float(obs))["logit"]
         return logit["mu"] if self.continuous else logit.argmax(dim=1)
 
 
-class _SquashedMean(nn.Module):
-    model: Any  # the policy's model (its forward / compute_actor)
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
+class _SquashedMean(_ModelActor):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.model.compute_actor(obs_to_float(obs))["logit"][0])
 
 
-class _Deterministic(nn.Module):
-    model: Any  # the policy's model (its forward / compute_actor)
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
+class _Deterministic(_ModelActor):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         action = self.model.compute_actor(obs_to_float(obs))["action"]
         return action if action.dim() == 2 else action.reshape(action.shape[0], -1)

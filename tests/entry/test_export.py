@@ -106,27 +106,53 @@ def test_cli_export_errors_are_one_line(in_tmp_dir, capsys, dqn_run):
     assert "ExportError: export: output '.' is a directory" in capsys.readouterr().err
 
 
-def test_a_league_of_two_players_is_refused(in_tmp_dir):
+def _fresh_run(main, create, run="run"):
+    """A run directory holding a freshly initialised policy's checkpoint (what a run of ``main`` would save)."""
     import torch
 
-    import ding
-    from ding.config import compile_config, read_config
-    from ding.engine.battle_start import battle_create_config
+    from ding.config import compile_config
     from ding.policy import create_policy
+
+    cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False)
+    policy = create_policy(cfg.policy, enable_field=["eval"])
+    os.makedirs(os.path.join(run, "ckpt"))
+    torch.save({"model": policy.eval_mode.state_dict()["model"]}, os.path.join(run, "ckpt", "ckpt_best.pth.tar"))
+    return run
+
+
+def test_a_league_of_two_players_is_refused(in_tmp_dir):
+    import ding
+    from ding.config import read_config
+    from ding.engine.battle_start import battle_create_config
     from ding.utils import ExportError
 
     main, create = read_config(os.path.join(ROOT, "config", "serial", "connect_four_ppo_league.py"))
     main.policy.other.league.active_players = dict(main_player=1, main_exploiter=1)
     create = battle_create_config(create, main)  # what serial_pipeline_battle compiles it with
-    cfg = compile_config(main, create_cfg=create, auto=True, save_cfg=False)
-    policy = create_policy(cfg.policy, enable_field=["eval"])
-    os.makedirs("run/ckpt")
-    torch.save({"model": policy.eval_mode.state_dict()["model"]}, "run/ckpt/ckpt_best.pth.tar")
-    loaded = ding.load_policy("run", config=(main, create))
+    loaded = ding.load_policy(_fresh_run(main, create), config=(main, create))
     with pytest.raises(ExportError, match=r"league run with 2 active players \(main_player=1, main_exploiter=1\); "
                                           "an exported file holds one policy"):
         loaded.export("league.pt", "torchscript")
     assert not os.path.exists("league.pt")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is None, reason="ale-py is not installed: pip install -e "
+                                                                       "'.[atari]'")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_atari_files_take_uint8_frames_and_scale_them_as_the_model_does(in_tmp_dir, fmt):
+    import ding
+    from ding.config import read_config
+
+    main, create = read_config(os.path.join(ROOT, "config", "serial", "roadrunner_dqn.py"))
+    main.policy.model.encoder_hidden_size_list = [8, 8, 32]  # a small network: the test is about the input path
+    policy = ding.load_policy(_fresh_run(main, create), config=(main, create))
+    info = policy.export(f"atari.{fmt}", fmt)
+    assert (info.metadata["obs_dtype"], info.metadata["obs_shape"]) == ("uint8", [4, 84, 84])
+    ro = bench.rollout(policy, 60)
+    assert ro.obs.dtype == np.uint8  # (the game's first frames vary little: tests/policy/test_export.py checks
+    # the scaling on frames that change the action)
+    mismatch, _ = bench.compare(ro.actions, bench.file_actions(bench.FileActor(info.path, fmt), ro), "discrete")
+    assert mismatch == 0
 
 
 # ------------------------------------------------------------------ the standalone example

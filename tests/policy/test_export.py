@@ -63,12 +63,18 @@ def test_uint8_pixels_are_scaled_inside_the_file(tmp_path):
     torch.manual_seed(0)
     policy = DQNPolicy(dict(model=dict(obs_shape=[2, 36, 36], action_shape=4, encoder_hidden_size_list=[8, 8, 32])),
                        enable_field=["eval"])
-    obs = np.random.default_rng(1).integers(0, 256, (20, 2, 36, 36), dtype=np.uint8)
+    with torch.no_grad():
+        for p in policy._model.parameters():
+            p.mul_(3.0)  # larger Q-value gaps: argmax actions that vary between frames
+    obs = np.random.default_rng(1).integers(0, 256, (40, 2, 36, 36), dtype=np.uint8)
     export_policy(policy, tmp_path / "px.pt", "torchscript", obs_dtype="uint8")
     assert read_metadata(tmp_path / "px.pt")["obs_dtype"] == "uint8"
     with torch.no_grad():
         got = _load_ts(str(tmp_path / "px.pt"))(torch.from_numpy(obs)).numpy()
-    np.testing.assert_array_equal(got, _eval_actions(policy, obs))
+    expected = _eval_actions(policy, obs)
+    np.testing.assert_array_equal(got, expected)
+    assert len(set(expected.tolist())) > 1
+    assert (_eval_actions(policy, obs.astype(np.float32)) != expected).any()  # unscaled pixels act otherwise
 
 
 def test_env_action_output_scales_onto_the_bounds_as_the_env_wrapper_does(tmp_path):
