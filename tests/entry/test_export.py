@@ -42,7 +42,9 @@ def _check_case(case: str, workdir: str, train_iter: int | None, formats: list[s
             assert got.dtype == np.int64
         else:
             assert max_diff <= 1e-5
-        if "env_action" in info.metadata["outputs"]:  # the env scales actions: the file does it the same way
+        # the shipped continuous configs act in [-1, 1] (env.act_scale): the file scales as the env wrapper does
+        assert ("env_action" in info.metadata["outputs"]) == (kind == "continuous")
+        if kind == "continuous":
             low, high = (np.array(info.metadata[k], np.float32) for k in ("env_action_low", "env_action_high"))
             out = _outputs(actor, ro.obs[:100].astype(np.float32))
             np.testing.assert_allclose(out[-1], scale_action(ro.actions[:100], low, high), atol=1e-5)
