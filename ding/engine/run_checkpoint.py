@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from easydict import EasyDict
@@ -45,6 +45,7 @@ class RunCheckpoint:
     create: EasyDict
     source: str | None  # the config file read (the run's total_config.py or the one given)
     mode: str  # 'serial', 'parallel' or 'league': what trained it, as its config says
+    league_players: dict[str, int] = field(default_factory=dict)  # a league's active players per type
 
 
 def run_dir_of(checkpoint: str, levels: int = 3) -> str | None:
@@ -99,8 +100,10 @@ def resolve_run(path: str | os.PathLike, config: Any = None, which: str = "best"
         main, create = (copy.deepcopy(c) for c in config)
     main, create = EasyDict(main), EasyDict(create)
     mode = run_mode(main, create)
+    league = ((main.get("policy") or {}).get("other") or {}).get("league") or main.get("league") or {}
+    players = {str(k): int(v) for k, v in (league.get("active_players") or {}).items() if v}
     main, create = acting_config(main, create)
-    return RunCheckpoint(ckpt, run_dir, main, create, source, mode)
+    return RunCheckpoint(ckpt, run_dir, main, create, source, mode, players)
 
 
 def run_mode(main: Any, create: Any) -> str:

@@ -403,3 +403,33 @@ def run_serial_offline(args: argparse.Namespace) -> int:
         return serial_pipeline_offline(cfg, seed, max_train_iter=max_train_iter, **kwargs)
 
     return _run_serial_seeds(args, pipeline)
+# ------------------------------------------------------------------ export
+def _export_arguments(p: Any) -> None:
+    p.add_argument("-c", "--config", default=None,
+                   help="the run's config file (default: total_config.py of the checkpoint's run directory)")
+    p.add_argument("--load-path", default=None, help="a checkpoint file or a run directory (its best checkpoint)")
+    p.add_argument("--format", default="onnx", choices=("onnx", "torchscript"), help="file format (default onnx)")
+    p.add_argument("-o", "--output", default=None,
+                   help="output file (default: ./<run>_<checkpoint>.onnx, or .pt for torchscript)")
+    p.add_argument("--which", default="best", choices=("best", "latest"),
+                   help="for a run directory: the best checkpoint or the newest iteration_N (as ding.load_policy)")
+
+
+@mode("export", help="write a checkpoint's policy as an ONNX or TorchScript file (obs in, eval actions out)",
+      add_arguments=_export_arguments,
+      examples=("ding -m export --load-path cartpole_dqn_seed0 --format onnx",
+                "ding -m export -c config/serial/cartpole_dqn.py --load-path cartpole_dqn_seed0/ckpt/ckpt_best.pth.tar "
+                "--format torchscript -o cartpole_dqn.pt"))
+def run_export(args: argparse.Namespace) -> int:
+    from .deploy import default_export_path, load_policy
+
+    if not args.load_path:
+        print("ding: -m export needs a checkpoint: add --load-path path/to/ckpt.pth.tar (or a run directory)",
+              file=sys.stderr)
+        return 2
+    policy = load_policy(args.load_path, config=args.config, which=args.which)
+    out = policy.export(args.output or default_export_path(policy, args.format), args.format)
+    meta = out.metadata
+    print(f"ding: wrote {out.path} ({args.format}, {out.size_bytes / 1024:.1f} KiB; "
+          f"inputs {', '.join(meta['inputs'])}; outputs {', '.join(meta['outputs'])})")
+    return 0

@@ -8,10 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from ding import __version__
 from ding.config import compile_config
 from ding.engine.run_checkpoint import resolve_run
+from ding.envs import get_vec_env_setting
 from ding.policy import create_policy
-from ding.utils import CheckpointError
+from ding.policy.export import SUFFIXES, ExportedFile, export_policy
+from ding.utils import CheckpointError, ExportError
 from ding.worker import load_checkpoint_file
 
 
@@ -26,11 +29,13 @@ class LoadedPolicy:
     ``env_id`` between calls; :meth:`reset` clears it at an episode's end.
     """
 
-    def __init__(self, policy: Any, cfg: Any, checkpoint: str, train_iter: int | None) -> None:
+    def __init__(self, policy: Any, cfg: Any, checkpoint: str, train_iter: int | None,
+                 league_players: dict[str, int] | None = None) -> None:
         self.policy = policy
         self.cfg = cfg
         self.checkpoint = checkpoint
         self.train_iter = train_iter
+        self.league_players = dict(league_players or {})  # a league run's active players per type (for export)
 
     def compute_actions(self, obs_batch: Sequence[Any] | np.ndarray, explore: bool = False,
                         env_ids: Sequence[int] | None = None, **policy_kwargs: Any) -> Any:
@@ -51,6 +56,25 @@ class LoadedPolicy:
         ids = None if env_ids is None else list(env_ids)
         self.policy.eval_mode.reset(ids)
         self.policy.collect_mode.reset(ids)
+
+    def export(self, path: str | os.PathLike, format: str = "onnx") -> ExportedFile:  # noqa: A002
+        """Write the eval action as an ONNX or TorchScript file: a batch ``obs`` in, ``action`` out (the
+        :meth:`compute_actions` of those observations), ``state`` / ``next_state`` for recurrent policies and
+        ``env_action`` where the env scales actions (``env.act_scale``). See docs/export.md."""
+        players = self.league_players
+        if players:
+            if sum(players.values()) > 1:
+                raise ExportError(
+                    f"export: '{self.checkpoint}' comes from a league run with {sum(players.values())} active players "
+                    f"({', '.join(f'{k}={v}' for k, v in players.items())}); an exported file holds one policy. Give "
+                    "the checkpoint of one player (with a config of that player's policy) instead")
+        obs_dtype, bounds = _env_facts(self.cfg)
+        # an env that normalises observations does it with running statistics of its own (not in the checkpoint):
+        # the file, like the policy, takes them normalised
+        env_norm = bool((self.cfg.env.get("norm_obs") or {}).get("use_norm"))
+        return export_policy(self.policy, path, format, obs_dtype=obs_dtype, env_action_bounds=bounds,
+                             metadata={"checkpoint": os.path.basename(self.checkpoint), "train_iter": self.train_iter,
+                                       "ding_version": __version__, "env_normalises_obs": env_norm})
 
     def _forward(self, data: dict[int, Any], explore: bool, policy_kwargs: dict[str, Any]) -> dict[int, Any]:
         mode = self.policy.collect_mode if explore else self.policy.eval_mode
@@ -89,5 +113,28 @@ def load_policy(path: str | os.PathLike, config: str | os.PathLike | tuple[dict,
     policy.eval_mode.reset()
     policy.collect_mode.reset()
     last_iter = state.get("last_iter")
-    return LoadedPolicy(policy, cfg, ckpt, None if last_iter is None else int(last_iter))
+    return LoadedPolicy(policy, cfg, ckpt, None if last_iter is None else int(last_iter), run.league_players)
 
+
+def default_export_path(policy: LoadedPolicy, fmt: str) -> str:
+    """``./<run directory name>_<checkpoint name>.onnx`` (``.pt`` for TorchScript), in the working directory: an
+    export never writes into a run's directory unless told to."""
+    run = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(policy.checkpoint))))
+    stem = os.path.basename(policy.checkpoint).split(".")[0]
+    return f"{run}_{stem}{SUFFIXES.get(fmt, '.' + fmt)}"
+
+
+def _env_facts(cfg: Any) -> tuple[str, tuple[np.ndarray, np.ndarray] | None]:
+    """The observation dtype of the config's env (``'uint8'`` pixels or ``'float32'``) and, when the env scales
+    actions (``env.act_scale``), the bounds it scales them onto; read from one evaluator env, built and closed."""
+    env_fn, _, env_cfgs = get_vec_env_setting(cfg.env, collect=False)
+    env = env_fn(env_cfgs[0])
+    try:
+        dtype = getattr(env.observation_space, "dtype", None)
+        bounds = getattr(env, "env_action_bounds", None) if cfg.env.get("act_scale") else None
+        if cfg.env.get("act_scale") and bounds is None:
+            raise ExportError(f"export: env.act_scale=True but {env!r} does not tell its action bounds "
+                              "(env_action_bounds); the exported file cannot scale actions as the env does")
+    finally:
+        env.close()
+    return ("uint8" if dtype == np.uint8 else "float32"), bounds

@@ -18,6 +18,7 @@ from .errors import (
     DatasetError,
     DingError,
     EnvError,
+    ExportError,
     LeagueError,
     LockError,
     ProtocolError,

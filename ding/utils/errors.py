@@ -57,6 +57,10 @@ class LeagueError(DingError, ValueError):
     """A league was asked about a player it does not have, or given a game result it cannot read."""
 
 
+class ExportError(DingError, ValueError):
+    """A policy cannot be exported as asked (``ding -m export``): an unsupported policy, format or output path."""
+
+
 class ProtocolError(DingError, ValueError):
     """A message between processes does not match its record (see :mod:`ding.utils.json_record`): ``record``,
     ``field`` and ``peer`` say which, ``problem`` what is wrong."""

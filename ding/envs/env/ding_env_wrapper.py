@@ -212,6 +212,14 @@ class DingEnvWrapper(BaseEnv):
     def reward_space(self) -> gym.spaces.Space:
         return self._reward_space
 
+    @property
+    def env_action_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The wrapped env's own Box bounds ``(low, high)``, which ``act_scale`` maps [-1, 1] onto (``action_space``
+        is then [-1, 1]); None for other action spaces."""
+        if isinstance(self._act_low, np.ndarray):
+            return self._act_low.copy(), self._act_high.copy()
+        return None
+
     def __repr__(self) -> str:
         spec = getattr(self._env, "spec", None) if hasattr(self, "_env") else None
         name = self._cfg.env_id or (spec.id if spec is not None else type(getattr(self, "_env", None)).__name__)
