@@ -395,6 +395,10 @@ class Policy(ABC):
         raise AttributeError(f"{type(self).__name__}.get_attribute: no attribute {name!r} "
                              f"(looked for self._{name} and self._get_{name}())")
 
+    def _get_unroll_len(self) -> int:
+        """``get_attribute('unroll_len')``, which DI-engine's hand-written collectors read."""
+        return int(self._cfg.collect.get("unroll_len", 1))
+
     def _set_attribute(self, name: str, value: Any) -> None:
         setattr(self, f"_{name}", value)
 

@@ -5,7 +5,9 @@ from .default_helper import (
     config_of,
     deep_merge_dicts,
     deep_update,
+    dicts_to_lists,
     get_rng_state,
+    lists_to_dicts,
     set_pkg_seed,
     set_rng_state,
     squeeze,
@@ -36,5 +38,6 @@ from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
 from .running_mean_std import RunningMeanStd
+from .scheduler_helper import Scheduler
 from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs
