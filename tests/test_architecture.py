@@ -39,6 +39,7 @@ ENTRY_MODULES = {
     "ding.entry.trainer": "Trainer", "ding.entry.parallel_entry": "parallel_pipeline / ding -m parallel",
     "ding.entry.dist_entry": "ding -m dist", "ding.entry.application_entry": "eval",
     "ding.entry.deploy": "load_policy", "ding.entry.plot": "ding -m plot",
+    "ding.entry.utils": "DI-engine's warm-up helpers (random_collect, mark_not_expert, mark_warm_up)",
 }
 # Modules that dispatch to the doors (and so import them).
 DISPATCHERS = ("ding.entry", "ding.entry.cli", "ding.entry.cli_modes")

@@ -8,8 +8,8 @@ change one game can make; games are applied one at a time, in order. Ratings are
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import math
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np

@@ -57,10 +57,10 @@ class LeagueMetricEnv(trueskill.TrueSkill):
 
     def _rate_game(self, winner: TrueSkillRating, loser: TrueSkillRating,
                    drawn: bool = False) -> tuple[TrueSkillRating, TrueSkillRating]:
-        (w,), (l,) = self.rate([(winner,), (loser,)], ranks=[0, 0] if drawn else [0, 1])
+        (won,), (lost,) = self.rate([(winner,), (loser,)], ranks=[0, 0] if drawn else [0, 1])
         elo_w, elo_l = get_elo(winner.elo, loser.elo, 0 if drawn else 1)
-        return (TrueSkillRating(w.mu, w.sigma, elo_w, winner.games + 1),
-                TrueSkillRating(l.mu, l.sigma, elo_l, loser.games + 1))
+        return (TrueSkillRating(won.mu, won.sigma, elo_w, winner.games + 1),
+                TrueSkillRating(lost.mu, lost.sigma, elo_l, loser.games + 1))
 
     def rate_1vs1(self, team1: TrueSkillRating, team2: TrueSkillRating,  # type: ignore[override]
                   result: Iterable[Outcome | str] | None = None,

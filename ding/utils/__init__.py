@@ -28,10 +28,19 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
-from .file_helper import atomic_write, atomic_write_text, read_regular_file, torch_save_atomic
+from .file_helper import (
+    atomic_write,
+    atomic_write_text,
+    read_file,
+    read_regular_file,
+    remove_file,
+    save_file,
+    torch_save_atomic,
+)
 from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .json_record import JsonRecord
 from .lock import DirLock, guard_run_dir, join_run_dir
+from .lock_helper import LockContext, LockContextType
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup

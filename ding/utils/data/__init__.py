@@ -1,7 +1,7 @@
 """DI-engine's ``ding.utils.data`` import path: batching samples (``default_collate``, ``default_decollate``,
 ``timestep_collate``), and a batch already stacked per field (``ColumnBatch``, read with ``stack_field``)."""
-from .collate_fn import default_collate, default_decollate, timestep_collate
+from .collate_fn import default_collate, default_decollate, diff_shape_collate, timestep_collate
 from .column_batch import SAMPLE_BATCH_TYPES, ColumnBatch, learn_takes_columns, stack_field
 
-__all__ = ["default_collate", "default_decollate", "timestep_collate", "ColumnBatch", "SAMPLE_BATCH_TYPES",
-           "learn_takes_columns", "stack_field"]
+__all__ = ["default_collate", "diff_shape_collate", "default_decollate", "timestep_collate", "ColumnBatch",
+           "SAMPLE_BATCH_TYPES", "learn_takes_columns", "stack_field"]

@@ -105,6 +105,11 @@ class BaseSerialCollector(ISerialCollector):
 
     numpy_policy_views = True
 
+    @property
+    def _collect_print_freq(self) -> int:
+        """DI-engine's attribute for ``cfg.collect_print_freq`` (its tests and subclasses read it)."""
+        return int(self._cfg.get("collect_print_freq", 100))
+
     def __init__(
             self,
             cfg: Mapping,
