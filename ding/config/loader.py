@@ -5,9 +5,9 @@ import copy
 import importlib.util
 import itertools
 import os
-import types
 import sys
 import traceback
+import types
 from typing import Any, Mapping
 
 from easydict import EasyDict

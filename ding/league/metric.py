@@ -86,7 +86,7 @@ class EloRating:
 _ELO_SCORE = {1: 1.0, 0: 0.5, -1: 0.0}
 
 
-def get_elo(rating_a: int, rating_b: int, result: int, k_factor: int = 32, beta: int = 200) -> tuple[int, int]:
+def get_elo(rating_a: float, rating_b: float, result: int, k_factor: float = 32, beta: float = 200) -> tuple[int, int]:
     """Both Elo ratings, rounded, after one game of A against B (``result``: 1 A wins, 0 draw, -1 B wins)."""
     if result not in _ELO_SCORE:
         raise ValueError(f"get_elo: result must be 1 (A wins), 0 (draw) or -1 (B wins), got {result!r}")

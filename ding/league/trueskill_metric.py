@@ -28,7 +28,7 @@ class TrueSkillRating(trueskill.Rating):
         self.games = games
 
     @property
-    def exposure(self) -> float:  # type: ignore[override]  # (trueskill's deprecated property, same value)
+    def exposure(self) -> float:  # (trueskill's deprecated property, same value)
         return self.mu - 3.0 * self.sigma
 
     def copy(self) -> TrueSkillRating:
@@ -50,7 +50,7 @@ class LeagueMetricEnv(trueskill.TrueSkill):
         super().__init__(*args, **kwargs)
         self.elo_init = elo_init
 
-    def create_rating(self, mu: float | None = None, sigma: float | None = None,  # type: ignore[override]
+    def create_rating(self, mu: float | None = None, sigma: float | None = None,
                       elo_init: float | None = None) -> TrueSkillRating:
         return TrueSkillRating(self.mu if mu is None else mu, self.sigma if sigma is None else sigma,
                                self.elo_init if elo_init is None else elo_init)
@@ -62,7 +62,7 @@ class LeagueMetricEnv(trueskill.TrueSkill):
         return (TrueSkillRating(won.mu, won.sigma, elo_w, winner.games + 1),
                 TrueSkillRating(lost.mu, lost.sigma, elo_l, loser.games + 1))
 
-    def rate_1vs1(self, team1: TrueSkillRating, team2: TrueSkillRating,  # type: ignore[override]
+    def rate_1vs1(self, team1: TrueSkillRating, team2: TrueSkillRating,
                   result: Iterable[Outcome | str] | None = None,
                   **kwargs: Any) -> tuple[TrueSkillRating, TrueSkillRating]:
         """Both ratings after games of ``team1`` against ``team2``, each result ('wins' / 'draws' / 'losses', team1's

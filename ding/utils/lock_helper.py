@@ -15,14 +15,14 @@ class LockContextType(enum.Enum):
 class LockContext:
     """``with LockContext(LockContextType.THREAD_LOCK): ...``; ``acquire()`` / ``release()`` also work."""
 
-    def __init__(self, type_: LockContextType = LockContextType.THREAD_LOCK) -> None:
-        if type_ is LockContextType.THREAD_LOCK:
+    def __init__(self, lock_type: LockContextType = LockContextType.THREAD_LOCK) -> None:
+        if lock_type is LockContextType.THREAD_LOCK:
             self.lock: Any = threading.Lock()
-        elif type_ is LockContextType.PROCESS_LOCK:
+        elif lock_type is LockContextType.PROCESS_LOCK:
             self.lock = multiprocessing.Lock()
         else:
-            raise ValueError(f"LockContext: type_ must be a LockContextType, got {type_!r}")
-        self.type = type_
+            raise ValueError(f"LockContext: lock_type must be a LockContextType, got {lock_type!r}")
+        self.type = lock_type
 
     def acquire(self) -> None:
         self.lock.acquire()

@@ -30,12 +30,12 @@ class CachePool:
                                        "dict of this update")
                     slot.append(item)
 
-    def __getitem__(self, env_id: int) -> Any:
-        slot = self._pool[env_id]
+    def __getitem__(self, idx: int) -> Any:
+        slot = self._pool[idx]
         return slot[0] if slot is not None and len(slot) == 1 else slot
 
-    def reset(self, env_id: int) -> None:
-        self._pool[env_id] = None
+    def reset(self, idx: int) -> None:
+        self._pool[idx] = None
 
 
 class TrajBuffer(list):
