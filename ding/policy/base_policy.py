@@ -263,6 +263,8 @@ class Policy(ABC):
         return self._to_worker(self._forward_eval(data, **kwargs))
 
     def _to_worker(self, output: dict[int, Any]) -> dict[int, Any]:
+        if not isinstance(output, Mapping):  # e.g. an eval forward returning a tensor (MetricSerialEvaluator's)
+            return output
         if self._tensor_io is None:
             self._tensor_io = holds_tensors(output)
         return outputs_to_numpy(output) if self._tensor_io else output
