@@ -105,3 +105,33 @@ def test_collect_print_freq_and_env_ref(in_tmp_dir):
     lazy.launch()
     assert lazy._env_ref is not ref  # launched: the manager's first env
     lazy.close()
+
+
+def test_episode_collector_returns_exactly_n_episode(in_tmp_dir):
+    """DI-engine's count: ``collect(n_episode=18)`` over 8 envs gives 18 episodes, not 24 (envs past the quota wait
+    for the next call, their episodes are not cut)."""
+    from tests.worker.test_collector import FakeCollectPolicy, make_env
+
+    from ding.worker import EpisodeSerialCollector
+
+    env = make_env(lengths=(3, 5, 4, 3, 6, 3, 5, 4))
+    with EpisodeSerialCollector(EasyDict(), env, FakeCollectPolicy().mode(), exp_name="exp") as col:
+        first = col.collect(n_episode=18)
+        assert len(first) == 18
+        second = col.collect(n_episode=8)
+        assert len(second) == 8
+        for ep in first + second:  # every episode whole, from its first step
+            assert int(ep[0]["obs"][1]) == 0 and ep[-1]["done"] and not any(t["done"] for t in ep[:-1])
+
+
+def test_connect_timeout_is_accepted_and_raises_the_reset_limit():
+    from ding.envs import SyncSubprocessEnvManager
+
+    base = BaseEnvManager([lambda: CartPoleEnv({})], dict(connect_timeout=60))  # DI-engine's key: accepted
+    assert base.env_num == 1
+    cfg = dict(connect_timeout=300, reset_timeout=120.0, shared_memory=False)
+    manager = SyncSubprocessEnvManager([lambda: CartPoleEnv({})], cfg)
+    try:
+        assert manager._reset_timeout == 300.0
+    finally:
+        manager.close()
