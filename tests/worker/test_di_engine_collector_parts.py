@@ -110,9 +110,8 @@ def test_collect_print_freq_and_env_ref(in_tmp_dir):
 def test_episode_collector_returns_exactly_n_episode(in_tmp_dir):
     """DI-engine's count: ``collect(n_episode=18)`` over 8 envs gives 18 episodes, not 24 (envs past the quota wait
     for the next call, their episodes are not cut)."""
-    from tests.worker.test_collector import FakeCollectPolicy, make_env
-
     from ding.worker import EpisodeSerialCollector
+    from tests.worker.test_collector import FakeCollectPolicy, make_env
 
     env = make_env(lengths=(3, 5, 4, 3, 6, 3, 5, 4))
     with EpisodeSerialCollector(EasyDict(), env, FakeCollectPolicy().mode(), exp_name="exp") as col:
