@@ -48,9 +48,26 @@ EXCLUDED: dict[str, str] = {
                                                                        "internals and its fake env's timing",
     "ding/worker/coordinator/tests/test_coordinator.py": "tests DI-engine's private coordinator internals",
     "ding/worker/adapter/tests/test_learner_aggregator.py": "uses DI-engine's fake slave protocol",
-    "ding/utils/tests/test_log_helper.py::TestLoggerHelper::test_pretty_print": "pretty_print is a private "
-                                                                                "formatting helper",
+    "ding/utils/tests/test_file_helper.py": "DI-engine's ceph / redis / memcached storage, dropped",
 }
+_NOT_SHIPPED = "a model class ding does not ship (algorithm breadth, not issue #39)"
+for _key in ("test_q_learning.py::test_bdq", "test_q_learning.py::test_iqn", "test_q_learning.py::test_fqf",
+             "test_q_learning.py::test_qrdqn", "test_q_learning.py::test_GTrXLDQN", "test_qac.py::test_discreteqac",
+             "test_qac.py::test_qacpixel", "test_vac.py::test_DREAMERVAC", "test_vac.py::test_vac_with_impala_encoder"):
+    EXCLUDED[f"ding/model/template/tests/{_key}"] = _NOT_SHIPPED
+for _key in ("test_encoder.py::test_dreamer_conv_encoder", "test_encoder.py::test_impalaconv_encoder",
+             "test_encoder.py::test_GaussianFourierProjectionTimeEncoder", "test_head.py::test_multi_head",
+             "test_head.py::test_stochastic_dueling", "test_head.py::test_ensemble"):
+    EXCLUDED[f"ding/model/common/tests/{_key}"] = _NOT_SHIPPED
+EXCLUDED["ding/torch_utils/tests/test_data_helper.py::test_to_device_cuda"] = "needs CUDA"
+EXCLUDED["ding/utils/tests/test_log_helper.py::test_pretty_print"] = "pretty_print, a private formatting helper"
+# the training tests of algorithms ding does not ship, and the offline doors issue #41 adds
+for _algo in ("mdqn", "bdq", "hybrid_ddpg", "hybrid_pdqn", "hybrid_mpdqn", "dqn_stdim", "iqn", "fqf", "qrdqn",
+              "discrete_sac", "impala", "her_dqn", "collaq", "coma", "qmix", "wqmix", "madqn", "qtran", "atoc", "ppg",
+              "sqn", "acer", "cql", "ibc", "d4pg", "discrete_cql", "discrete_dt", "td3_bc"):
+    EXCLUDED[f"ding/entry/tests/test_serial_entry.py::test_{_algo}"] = (
+        "an algorithm ding does not ship" if _algo not in ("cql", "discrete_cql", "discrete_dt", "td3_bc") else
+        "offline RL (collect_demo_data / serial_pipeline_offline): pending issue #41's merge")
 
 
 def selected_files(source: str) -> list[str]:
@@ -171,8 +188,10 @@ def main() -> None:
     for test_id, outcome in sorted(theirs.items()):
         f = file_of(test_id, files)
         area = f.split("/")[1] if f.startswith("ding/") else "?"
-        reason = next((r for key, r in EXCLUDED.items() if f"{f}::{test_id.split('::', 1)[-1]}".startswith(key)
-                       or f == key), None)
+        name = test_id.split("::", 1)[-1]
+        reason = next((r for key, r in EXCLUDED.items()
+                       if key == f or (f"{f}::{name}" + "[").startswith(key + "[")
+                       or f"{f}::{name}".startswith(key + "[")), None)
         detail[test_id] = {"file": f, "di_engine": outcome, "ding": ours.get(test_id, "not run"), "excluded": reason}
         if outcome != "passed":
             continue
