@@ -11,6 +11,11 @@ from typing import Any, Callable, ClassVar, Mapping
 from .errors import ConfigError
 
 
+class SchedulerConfigError(ConfigError, AssertionError):
+    """A bad scheduler config. Also an ``AssertionError``: DI-engine asserts these checks, and its users' code and
+    tests catch that."""
+
+
 def _reduce(x: float, f: float, lo: float, hi: float) -> float:
     return max(x - f, lo)
 
@@ -49,20 +54,20 @@ class Scheduler:
     def __init__(self, merged_scheduler_config: Mapping[str, Any]) -> None:
         cfg = {**self.config, **dict(merged_scheduler_config)}
         if cfg["schedule_mode"] not in SCHEDULE_MODES:
-            raise ConfigError(f"scheduler.schedule_mode: {cfg['schedule_mode']!r} is not one of {list(SCHEDULE_MODES)}")
+            raise SchedulerConfigError(f"scheduler.schedule_mode: {cfg['schedule_mode']!r} is not one of {list(SCHEDULE_MODES)}")
         if isinstance(cfg["factor"], bool) or not isinstance(cfg["factor"], (int, float)) or cfg["factor"] <= 0:
-            raise ConfigError(f"scheduler.factor: expected a number > 0, got {cfg['factor']!r}")
+            raise SchedulerConfigError(f"scheduler.factor: expected a number > 0, got {cfg['factor']!r}")
         rng = cfg["change_range"]
         if (not isinstance(rng, (list, tuple)) or len(rng) != 2
                 or not all(isinstance(v, (int, float)) for v in rng) or not rng[0] < rng[1]):
-            raise ConfigError(f"scheduler.change_range: expected [low, high] numbers with low < high, got {rng!r}")
+            raise SchedulerConfigError(f"scheduler.change_range: expected [low, high] numbers with low < high, got {rng!r}")
         if not isinstance(cfg["threshold"], (int, float)):
-            raise ConfigError(f"scheduler.threshold: expected a number, got {cfg['threshold']!r}")
+            raise SchedulerConfigError(f"scheduler.threshold: expected a number, got {cfg['threshold']!r}")
         if cfg["optimize_mode"] not in ("min", "max"):
-            raise ConfigError(f"scheduler.optimize_mode: {cfg['optimize_mode']!r} is not 'min' or 'max'")
+            raise SchedulerConfigError(f"scheduler.optimize_mode: {cfg['optimize_mode']!r} is not 'min' or 'max'")
         for key in ("patience", "cooldown"):
             if isinstance(cfg[key], bool) or not isinstance(cfg[key], int) or cfg[key] < 0:
-                raise ConfigError(f"scheduler.{key}: expected an int >= 0, got {cfg[key]!r}")
+                raise SchedulerConfigError(f"scheduler.{key}: expected an int >= 0, got {cfg[key]!r}")
         self.schedule_mode: str = cfg["schedule_mode"]
         self.factor = float(cfg["factor"])
         self.change_range = list(rng)

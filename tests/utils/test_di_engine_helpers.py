@@ -47,6 +47,8 @@ def test_scheduler_modes_cooldown_and_bad_config():
         Scheduler(dict(schedule_mode="halve"))
     with pytest.raises(ConfigError, match="scheduler.change_range"):
         Scheduler(dict(change_range=[1, 0]))
+    with pytest.raises(AssertionError, match="scheduler.factor"):  # what DI-engine's code and tests catch
+        Scheduler(dict(factor=-1))
     with pytest.raises(TypeError, match="metrics must be a float"):
         mult.step(1, 1.0)
 
