@@ -54,13 +54,15 @@ class Scheduler:
     def __init__(self, merged_scheduler_config: Mapping[str, Any]) -> None:
         cfg = {**self.config, **dict(merged_scheduler_config)}
         if cfg["schedule_mode"] not in SCHEDULE_MODES:
-            raise SchedulerConfigError(f"scheduler.schedule_mode: {cfg['schedule_mode']!r} is not one of {list(SCHEDULE_MODES)}")
+            raise SchedulerConfigError(f"scheduler.schedule_mode: {cfg['schedule_mode']!r} is not one of "
+                                       f"{list(SCHEDULE_MODES)}")
         if isinstance(cfg["factor"], bool) or not isinstance(cfg["factor"], (int, float)) or cfg["factor"] <= 0:
             raise SchedulerConfigError(f"scheduler.factor: expected a number > 0, got {cfg['factor']!r}")
         rng = cfg["change_range"]
         if (not isinstance(rng, (list, tuple)) or len(rng) != 2
                 or not all(isinstance(v, (int, float)) for v in rng) or not rng[0] < rng[1]):
-            raise SchedulerConfigError(f"scheduler.change_range: expected [low, high] numbers with low < high, got {rng!r}")
+            raise SchedulerConfigError(f"scheduler.change_range: expected [low, high] numbers with low < high, "
+                                       f"got {rng!r}")
         if not isinstance(cfg["threshold"], (int, float)):
             raise SchedulerConfigError(f"scheduler.threshold: expected a number, got {cfg['threshold']!r}")
         if cfg["optimize_mode"] not in ("min", "max"):

@@ -176,7 +176,8 @@ def main() -> None:
     parser.add_argument("--di-engine-python", required=True, help="interpreter of a venv with di-engine==0.5.3")
     parser.add_argument("--area", action="append", help="only these areas (worker, utils, ...)")
     parser.add_argument("--json", help="write every test's outcome on both to this file")
-    parser.add_argument("--di-engine-json", help="take DI-engine's outcomes from an earlier --json file (runs ding only)")
+    parser.add_argument("--di-engine-json",
+                        help="take DI-engine's outcomes from an earlier --json file (runs ding only)")
     parser.add_argument("--timeout", type=float, default=3600)
     args = parser.parse_args()
     files = [f for f in selected_files(args.source) if not args.area or f.split("/")[1] in args.area]
