@@ -64,6 +64,7 @@ def test_league_with_di_engine_metric_keys_rates_by_trueskill(tmp_path):
     league = BaseLeagueForTest(cfg)
     main = league.active_players[0]
     assert type(league.metric_env).__name__ == "LeagueMetricEnv" and main.rating.mu == 0
+    assert main._eval_opponent_difficulty == main.eval_opponent_difficulty  # DI-engine's attribute name
     open(main.checkpoint_path, "wb").close()
     assert league.judge_snapshot(main.player_id, force=True)
     hist = league.historical_players[0]
