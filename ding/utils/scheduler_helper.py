@@ -57,19 +57,21 @@ class Scheduler:
             raise SchedulerConfigError(f"scheduler.schedule_mode: {cfg['schedule_mode']!r} is not one of "
                                        f"{list(SCHEDULE_MODES)}")
         if isinstance(cfg["factor"], bool) or not isinstance(cfg["factor"], (int, float)) or cfg["factor"] <= 0:
-            raise SchedulerConfigError(f"scheduler.factor: expected a number > 0, got {cfg['factor']!r}")
+            raise SchedulerConfigError(f"scheduler.factor: expected a float/int number greater than 0, "
+                                       f"got {cfg['factor']!r}")
         rng = cfg["change_range"]
         if (not isinstance(rng, (list, tuple)) or len(rng) != 2
                 or not all(isinstance(v, (int, float)) for v in rng) or not rng[0] < rng[1]):
-            raise SchedulerConfigError(f"scheduler.change_range: expected [low, high] numbers with low < high, "
-                                       f"got {rng!r}")
+            raise SchedulerConfigError(f"scheduler.change_range: expected a list of two float/int numbers, the first "
+                                       f"smaller than the second, got {rng!r}")
         if not isinstance(cfg["threshold"], (int, float)):
             raise SchedulerConfigError(f"scheduler.threshold: expected a number, got {cfg['threshold']!r}")
         if cfg["optimize_mode"] not in ("min", "max"):
             raise SchedulerConfigError(f"scheduler.optimize_mode: {cfg['optimize_mode']!r} is not 'min' or 'max'")
         for key in ("patience", "cooldown"):
             if isinstance(cfg[key], bool) or not isinstance(cfg[key], int) or cfg[key] < 0:
-                raise SchedulerConfigError(f"scheduler.{key}: expected an int >= 0, got {cfg[key]!r}")
+                raise SchedulerConfigError(f"scheduler.{key}: expected an integer greater than or equal to 0, "
+                                       f"got {cfg[key]!r}")
         self.schedule_mode: str = cfg["schedule_mode"]
         self.factor = float(cfg["factor"])
         self.change_range = list(rng)

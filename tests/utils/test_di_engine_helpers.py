@@ -45,7 +45,7 @@ def test_scheduler_modes_cooldown_and_bad_config():
     assert Scheduler(dict(optimize_mode="min", threshold=0.5)).is_better(1.0)
     with pytest.raises(ConfigError, match="scheduler.schedule_mode: 'halve'"):
         Scheduler(dict(schedule_mode="halve"))
-    with pytest.raises(ConfigError, match="scheduler.change_range"):
+    with pytest.raises(ConfigError, match="scheduler.change_range: expected a list"):
         Scheduler(dict(change_range=[1, 0]))
     with pytest.raises(AssertionError, match="scheduler.factor"):  # what DI-engine's code and tests catch
         Scheduler(dict(factor=-1))
