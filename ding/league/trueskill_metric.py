@@ -69,24 +69,23 @@ class LeagueMetricEnv(trueskill.TrueSkill):
         view) applied in order; without ``result``, one game that team1 won (``drawn=True``: drawn)."""
         if result is None:
             return self._rate_game(team1, team2, drawn=bool(kwargs.get("drawn", False)))
-        for r in result:
-            outcome = _outcome(r)
-            if outcome is Outcome.LOSS:
-                team2, team1 = self._rate_game(team2, team1)
-            else:
-                team1, team2 = self._rate_game(team1, team2, drawn=outcome is Outcome.DRAW)
-        return team1, team2
+        return self._rate_games(team1, team2, result, fixed_team2=False)
 
     def rate_1vsC(self, team1: TrueSkillRating, team2: TrueSkillRating,  # noqa: N802 (DI-engine's name)
                   result: Iterable[Outcome | str]) -> TrueSkillRating:
         """``team1``'s rating after games against an opponent whose rating stays fixed (a scripted bot)."""
+        return self._rate_games(team1, team2, result, fixed_team2=True)[0]
+
+    def _rate_games(self, team1: TrueSkillRating, team2: TrueSkillRating, result: Iterable[Outcome | str],
+                    fixed_team2: bool) -> tuple[TrueSkillRating, TrueSkillRating]:
         for r in result:
             outcome = _outcome(r)
             if outcome is Outcome.LOSS:
-                _, team1 = self._rate_game(team2, team1)
+                new2, team1 = self._rate_game(team2, team1)
             else:
-                team1, _ = self._rate_game(team1, team2, drawn=outcome is Outcome.DRAW)
-        return team1
+                team1, new2 = self._rate_game(team1, team2, drawn=outcome is Outcome.DRAW)
+            team2 = team2 if fixed_team2 else new2
+        return team1, team2
 
 
 def _outcome(r: Outcome | str) -> Outcome:

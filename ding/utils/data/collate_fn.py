@@ -13,6 +13,17 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+def _collate_scalars(elem: Any, batch: Sequence[Any]) -> torch.Tensor | None:
+    """A batch of python / numpy scalars as one tensor (bool, int64 or float32); None if ``elem`` is no scalar."""
+    if isinstance(elem, (bool, np.bool_)):
+        return torch.as_tensor(np.asarray(batch, dtype=bool))
+    if isinstance(elem, (int, np.integer)):
+        return torch.as_tensor(np.asarray(batch, dtype=np.int64))
+    if isinstance(elem, (float, np.floating)):
+        return torch.as_tensor(np.asarray(batch, dtype=np.float32))
+    return None
+
+
 def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
     """Batch a list of samples with ONE stack per field.
 
@@ -37,12 +48,9 @@ def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
                              f"{sorted({np.shape(b) for b in batch})}")
         out = torch.from_numpy(stacked)
         return out.squeeze(1) if cat_1dim and elem.ndim == 1 and elem.shape[0] == 1 else out
-    if isinstance(elem, (bool, np.bool_)):
-        return torch.as_tensor(np.asarray(batch, dtype=bool))
-    if isinstance(elem, (int, np.integer)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.int64))
-    if isinstance(elem, (float, np.floating)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.float32))
+    scalars = _collate_scalars(elem, batch)
+    if scalars is not None:
+        return scalars
     if isinstance(elem, Mapping):
         return {k: default_collate([d[k] for d in batch], cat_1dim) for k in elem}
     if _is_namedtuple(elem):
@@ -94,12 +102,9 @@ def diff_shape_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, (torch.Tensor, np.ndarray)) and not np.isscalar(elem):
         items = [torch.as_tensor(b) for b in batch]
         return torch.stack(items, 0) if len({tuple(t.shape) for t in items}) == 1 else items
-    if isinstance(elem, (bool, np.bool_)):
-        return torch.as_tensor(np.asarray(batch, dtype=bool))
-    if isinstance(elem, (int, np.integer)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.int64))
-    if isinstance(elem, (float, np.floating)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.float32))
+    scalars = _collate_scalars(elem, batch)
+    if scalars is not None:
+        return scalars
     if isinstance(elem, Mapping):
         return {k: diff_shape_collate([d[k] for d in batch]) for k in elem}
     if _is_namedtuple(elem):
