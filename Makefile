@@ -31,7 +31,7 @@ test: setup
 
 # everything, including the slow convergence runs of every shipped config (and the Slurm tests where they can run)
 test-all: setup
-	$(PY) -m pip install --quiet -e ".[mujoco,envpool,atari,onnx]"
+	$(PY) -m pip install --quiet -e ".[mujoco,envpool,atari,wandb,mlflow,tune,offline,petting_zoo,onnx,league,gym]"
 	$(PY) -m pytest -q -m "" tests
 
 # the parallel-mode e2e fault tests 5 times in a row: each test's slowest run against its bound (docs/parallel.md)

@@ -45,3 +45,22 @@ def copy_di_engine_file(path_in_wheel: str, dest_dir: str) -> str:
     with open(dest, "wb") as f:
         f.write(data)
     return dest
+
+
+# DI-engine's league demo as a user's project: its main file and the three modules it imports from
+# ``dizoo.league_demo``, with only those imports pointed at the copies (``game_env`` stays ding's dizoo module).
+LEAGUE_DEMO_MODULES = ("league_demo_ppo_main", "demo_league", "league_demo_collector", "league_demo_ppo_config")
+
+
+def league_demo_project(dest_dir: str) -> str:
+    """Copy DI-engine's league demo into ``dest_dir`` as a user's own modules; return ``dest_dir``."""
+    import re
+
+    pattern = re.compile(r"from dizoo\.league_demo\.(" + "|".join(LEAGUE_DEMO_MODULES[1:]) + r") import")
+    for name in LEAGUE_DEMO_MODULES:
+        path = copy_di_engine_file(f"dizoo/league_demo/{name}.py", dest_dir)
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(pattern.sub(r"from \1 import", src))
+    return dest_dir

@@ -41,6 +41,7 @@ ENTRY_MODULES = {
     "ding.entry.deploy": "load_policy", "ding.entry.plot": "ding -m plot",
     "ding.entry.tune_entry": "tune / ding -m tune",
     "ding.entry.serial_entry_offline": "serial_pipeline_offline / collect_demo_data / ding -m serial_offline",
+    "ding.entry.utils": "DI-engine's warm-up helpers (random_collect, mark_not_expert, mark_warm_up)",
 }
 # Modules that dispatch to the doors (and so import them).
 DISPATCHERS = ("ding.entry", "ding.entry.cli", "ding.entry.cli_modes")

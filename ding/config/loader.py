@@ -7,6 +7,7 @@ import itertools
 import os
 import sys
 import traceback
+import types
 from typing import Any, Mapping
 
 from easydict import EasyDict
@@ -115,3 +116,13 @@ def read_config_with_system(path: str) -> tuple[EasyDict, EasyDict, EasyDict]:
         _section(namespace, "create_config", path, False),
         _section(namespace, "system_config", path, True),
     )
+
+
+def read_config_directly(path: str) -> dict[str, Any]:
+    """Every top-level value a ``.py`` config file defines (not its imports, functions or classes, nor ``_`` names):
+    DI-engine's ``read_config_directly``, for files that name their dicts freely."""
+    if not os.fspath(path).endswith(".py"):
+        raise ConfigError(f"read_config_directly: '{path}' is not a .py config file")
+    namespace = _exec_config_file(path)
+    return {k: v for k, v in namespace.items()
+            if not k.startswith("_") and not isinstance(v, (types.ModuleType, types.FunctionType, type))}

@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ding.policy import get_random_policy
 from ding.utils import CheckpointError, ConfigError
 from ding.worker.collector.episode_callback import EpisodeCallback, call_callback
 
 from .resume import Limits
 from .serial_run import SerialRun
 from .training_view import GracefulStop, ProgressView
+from .warm_up import random_collect
 
 
 @dataclass
@@ -166,13 +166,10 @@ class OffPolicyLoop(TrainLoop):
     def warm_up(self) -> None:
         """A new run's optional collect of ``policy.random_collect_size`` samples with random actions."""
         run = self.run
-        size = run.cfg.policy.get("random_collect_size", 0)
-        if size <= 0:
+        if run.cfg.policy.get("random_collect_size", 0) <= 0:
             return
-        run.collector.reset_policy(get_random_policy(run.policy.collect_mode, run.collector_env.action_space))
-        data = run.collector.collect(n_sample=size, train_iter=0, random_collect=True)
-        run.buffer.push(data, cur_collector_envstep=run.collector.envstep)
-        run.collector.reset_policy(run.policy.collect_mode)
+        random_collect(dict(run.cfg.policy, collect=dict(collector=dict(type="sample"))), run.policy, run.collector,
+                       run.collector_env, None, run.buffer)
 
     def train_phase(self, stop: GracefulStop) -> None:
         learner, buffer = self.run.learner, self.run.buffer

@@ -23,6 +23,15 @@ from .base import (
 )
 from .client import HttpClient
 from .master import Master, SlaveConnection, TaskHandle
+from .responses import (
+    ConnectionRefuse,
+    DisconnectionRefuse,
+    ResponsibleException,
+    TaskFail,
+    TaskRefuse,
+    failure_response,
+    success_response,
+)
 from .slave import Slave
 
 __all__ = [
@@ -30,4 +39,7 @@ __all__ = [
     "RequestRejected", "SlaveLost", "TaskCancelled", "TaskFailed", "TaskTimeout", "find_free_port", "new_token",
     "resolve_token", "token_source", "local_address", "resolve_advertise_host",
     "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
+    # DI-engine's names (ding.interaction.responses)
+    "ConnectionRefuse", "DisconnectionRefuse", "ResponsibleException", "TaskFail", "TaskRefuse", "failure_response",
+    "success_response",
 ]

@@ -50,6 +50,7 @@ class TaskFailed(InteractionError):
     def __init__(self, message: str, remote_traceback: str = "") -> None:
         super().__init__(message)
         self.remote_traceback = remote_traceback
+        self.result: dict[str, Any] = {}  # what the slave's TaskFail carried (DI-engine's failed-task result)
 
 
 class TaskTimeout(TaskFailed):
@@ -235,3 +236,12 @@ class JsonServer:
         if self._server is not None:
             self._server.server_close()
         self.refusals.flush()
+
+
+def __getattr__(name: str) -> Any:
+    # DI-engine's ``ding.interaction.base`` names, kept in their own module (they need Flask's request context)
+    from . import responses
+
+    if name in responses.__all__:
+        return getattr(responses, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

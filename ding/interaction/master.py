@@ -286,6 +286,8 @@ class Master:
         message = str(payload.get("message", "no message"))
         err = TaskFailed(f"task {handle.name} ({handle.task_id}) failed on '{handle.slave}': {message}",
                          str(payload.get("traceback", "")))
+        data = payload.get("data")
+        err.result = dict(data) if isinstance(data, Mapping) else {}
         return {"accepted": handle._finish(error=err)}
 
     def _pending_handle(self, payload: dict) -> TaskHandle | None:

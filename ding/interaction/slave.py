@@ -18,6 +18,7 @@ from typing import Any
 
 from .base import ApiError, InteractionError, JsonServer, PeerUnreachable, RequestRejected
 from .client import HttpClient
+from .responses import TaskFail
 
 TaskFn = Callable[[dict], Mapping[str, Any] | None]
 
@@ -247,6 +248,9 @@ class Slave:
                 self._logger.info(f"cancelled task {name} ({task_id}) ended; its result is dropped")
             else:
                 self._report("task/complete", {"task_id": task_id, "data": dict(result or {})})
+        except TaskFail as e:  # DI-engine's way to fail a task with a result
+            if task_id not in self._cancelled:
+                self._report("task/fail", {"task_id": task_id, "message": str(e), "data": e.result})
         except Exception as e:  # noqa: BLE001 -- every failure goes back to the master with its traceback
             if task_id in self._cancelled:
                 self._logger.info(f"cancelled task {name} ({task_id}) stopped: {type(e).__name__}: {e}")

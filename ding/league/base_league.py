@@ -28,7 +28,7 @@ from ding.utils import (
 )
 
 from .job import JobResult, LeagueJob
-from .metric import EloRating
+from .metric import create_metric_env, rating_from_state
 from .player import ActivePlayer, HistoricalPlayer, Player, create_player
 from .shared_payoff import create_payoff
 
@@ -68,10 +68,14 @@ class BaseLeague:
             min_win_rate_games=8,  # below this many (decayed) games the win rate is 0.5
         ),
         metric=dict(
-            # TrueSkill parameters of DI-engine's configs: accepted, unused (ding rates players by Elo)
-            mu=0, sigma=25 / 3, beta=25 / 3 / 2, tau=0.0, draw_probability=0.02,
+            # 'elo' | 'trueskill'; None: TrueSkill if any TrueSkill key below is set (DI-engine's configs set them),
+            # else Elo. TrueSkill needs the trueskill package (pip install 'ding[league]').
+            type=None,
+            # TrueSkill (trueskill.TrueSkill's arguments; None: the package's default). DI-engine's configs use
+            # mu=0, sigma=25/3, beta=25/6, tau=0.0, draw_probability=0.02.
+            mu=None, sigma=None, beta=None, tau=None, draw_probability=None,
             elo_init=1200.0,  # rating of a new player
-            elo_k=32.0,  # Elo K factor: the most one game can move a rating
+            elo_k=32.0,  # Elo K factor: the most one game can move a rating (Elo ratings only)
         ),
     )
     # Sections whose keys are the user's own (categories, player types).
@@ -111,7 +115,7 @@ class BaseLeague:
         self._rng = np.random.default_rng(int(self.cfg.seed if seed is None else seed))
         self._lock = threading.RLock()
         self.payoff = create_payoff(self.cfg.payoff)
-        self.metric_env = EloRating(self.cfg.metric.elo_init, self.cfg.metric.elo_k)
+        self.metric_env = create_metric_env(self.cfg.metric)
         self.active_players: list[ActivePlayer] = []
         self.historical_players: list[HistoricalPlayer] = []
         self._init_players()
@@ -305,7 +309,7 @@ class BaseLeague:
                 "active": {p.player_id: p.state_dict() for p in self.active_players},
                 "historical": [{"player_id": h.player_id, "parent_id": h.parent_id, "category": h.category,
                                 "checkpoint_path": h.checkpoint_path, "total_agent_step": h.total_agent_step,
-                                "rating": [h.rating.elo, h.rating.games]} for h in self.historical_players],
+                                "rating": h.rating.to_state()} for h in self.historical_players],
                 "payoff": self.payoff.state_dict(),
             }
 
@@ -328,9 +332,7 @@ class BaseLeague:
                 parent = by_id.get(h["parent_id"], self.active_players[0])
                 hp = HistoricalPlayer(self.cfg[_registered_name(type(parent))], h["category"], self.payoff,
                                       h["checkpoint_path"], h["player_id"], h["total_agent_step"],
-                                      self.metric_env.create_rating(h["rating"][0]), self._rng,
-                                      parent_id=h["parent_id"])
-                hp.rating.games = int(h["rating"][1])
+                                      rating_from_state(h["rating"]), self._rng, parent_id=h["parent_id"])
                 historical.append(hp)
             self.historical_players = historical
             self.payoff.replace_players([*self.active_players, *historical])

@@ -13,7 +13,7 @@ import numpy as np
 from ding.utils import PLAYER_REGISTRY, ConfigError, import_module
 
 from .algorithm import pfsp
-from .metric import EloRating, PlayerRating
+from .metric import EloRating, PlayerRating, rating_from_state
 from .shared_payoff import BattleSharedPayoff
 
 
@@ -174,7 +174,7 @@ class ActivePlayer(Player):
         step = self._total_agent_step
         return HistoricalPlayer(self._cfg, self._category, self._payoff, f"{root}_{step}{ext or '.pth'}",
                                 f"{self._player_id}_{step}_historical", step,
-                                PlayerRating(self._rating.elo, self._rating.games), self._rng,
+                                self._rating.copy(), self._rng,
                                 parent_id=self._player_id)
 
     def mutate(self, info: Mapping[str, Any]) -> str | None:
@@ -187,6 +187,11 @@ class ActivePlayer(Player):
     def get_job(self, eval_flag: bool = False) -> dict[str, Any]:
         """DI-engine's ``{'opponent': ...}``: a built-in difficulty name for evaluation, else a chosen player."""
         return {"opponent": self.eval_opponent if eval_flag else self.choose_opponent()}
+
+    @property
+    def _eval_opponent_difficulty(self) -> tuple[str, ...]:
+        """DI-engine's name for :attr:`eval_opponent_difficulty` (its tests and subclasses read it)."""
+        return self.eval_opponent_difficulty
 
     @property
     def eval_opponent(self) -> str:
@@ -227,14 +232,14 @@ class ActivePlayer(Player):
     def state_dict(self) -> dict[str, Any]:
         return {"total_agent_step": self._total_agent_step, "last_enough_step": self._last_enough_step,
                 "eval_opponent_index": self._eval_opponent_index, "checkpoint_path": self._checkpoint_path,
-                "rating": [self._rating.elo, self._rating.games]}
+                "rating": self._rating.to_state()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self._total_agent_step = int(state["total_agent_step"])
         self._last_enough_step = int(state["last_enough_step"])
         self._eval_opponent_index = int(state["eval_opponent_index"])
         self._checkpoint_path = str(state["checkpoint_path"])
-        self._rating = PlayerRating(float(state["rating"][0]), int(state["rating"][1]))
+        self._rating = rating_from_state(state["rating"])
 
 
 @PLAYER_REGISTRY.register("naive_sp_player")

@@ -40,6 +40,22 @@ class BattleRecord:
             self.losses += 1.0
 
 
+class BattleRecordDict(dict):
+    """DI-engine's record of two players' games as a dict ``{'wins', 'draws', 'losses', 'games'}`` (all 0 at first);
+    ``record * decay`` is a decayed copy. ding's payoff keeps :class:`BattleRecord`; this is for code written
+    against DI-engine's."""
+
+    data_keys = ("wins", "draws", "losses", "games")
+
+    def __init__(self) -> None:
+        super().__init__({k: 0 for k in self.data_keys})
+
+    def __mul__(self, decay: float) -> BattleRecordDict:
+        out = BattleRecordDict()
+        out.update({k: v * decay if k in self.data_keys else v for k, v in self.items()})
+        return out
+
+
 class BattleSharedPayoff:
     """Win rates between every pair of players, from the outcomes of their games.
 

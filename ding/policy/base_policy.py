@@ -276,6 +276,8 @@ class Policy(ABC):
         return self._to_worker(self._forward_eval(data, **kwargs))
 
     def _to_worker(self, output: dict[int, Any]) -> dict[int, Any]:
+        if not isinstance(output, Mapping):  # e.g. an eval forward returning a tensor (MetricSerialEvaluator's)
+            return output
         if self._tensor_io is None:
             self._tensor_io = holds_tensors(output)
         return outputs_to_numpy(output) if self._tensor_io else output
@@ -407,6 +409,10 @@ class Policy(ABC):
             return getter()
         raise AttributeError(f"{type(self).__name__}.get_attribute: no attribute {name!r} "
                              f"(looked for self._{name} and self._get_{name}())")
+
+    def _get_unroll_len(self) -> int:
+        """``get_attribute('unroll_len')``, which DI-engine's hand-written collectors read."""
+        return int(self._cfg.collect.get("unroll_len", 1))
 
     def _set_attribute(self, name: str, value: Any) -> None:
         setattr(self, f"_{name}", value)

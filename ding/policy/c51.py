@@ -77,3 +77,6 @@ class C51Policy(DQNPolicy):
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["cur_lr", "total_loss", "q_value"]
+
+# DI-engine's config files name the command-mode twin 'c51_command'; here the command mode is part of the policy.
+POLICY_REGISTRY.register("c51_command", C51Policy)

@@ -410,3 +410,6 @@ def overlapping_sequences(first_step: int, seen: int, n: int, ends_episode: bool
         out.append((max(begin - burnin, 0), min(begin + learn_len, end), max(burnin - begin, 0)))
         k += 1
     return out
+
+# DI-engine's config files name the command-mode twin 'r2d2_command'; here the command mode is part of the policy.
+POLICY_REGISTRY.register("r2d2_command", R2D2Policy)

@@ -57,3 +57,6 @@ class RainbowPolicy(C51Policy):
         """Greedy on the noise-free (mean) network."""
         set_noise(self._model, False)
         return super()._forward_eval(data)
+
+# DI-engine's config files name the command-mode twin 'rainbow_command'; here the command mode is part of the policy.
+POLICY_REGISTRY.register("rainbow_command", RainbowPolicy)

@@ -33,7 +33,9 @@ __all__ += [
 # offline RL (CQL, TD3+BC, IQL)
 __all__ += ["advantage_weights", "cql_penalty", "discrete_cql_penalty", "expectile_loss", "td3_bc_lambda"]
 # DI-engine's functional names used by its policy files (value TD losses, per-transition GAE, PPO's parts)
+from .exploration import create_noise_generator  # noqa: E402
 from .gae_samples import get_gae, get_gae_with_default_last_value  # noqa: E402
+from .ppo import shape_fn_ppo  # noqa: E402
 from .ppo_parts import (  # noqa: E402
     ppo_policy_data,
     ppo_policy_error,
@@ -41,6 +43,8 @@ from .ppo_parts import (  # noqa: E402
     ppo_value_data,
     ppo_value_error,
 )
+from .td_lambda import generalized_lambda_returns, td_lambda_data, td_lambda_error  # noqa: E402
+from .value_rescale import inv_symlog, symlog  # noqa: E402
 from .value_td import (  # noqa: E402
     q_1step_td_data,
     q_1step_td_error,
@@ -59,3 +63,5 @@ __all__ += [
     "q_nstep_td_error_with_rescale", "q_v_1step_td_data", "q_v_1step_td_error", "v_1step_td_data",
     "v_1step_td_error", "v_nstep_td_data", "v_nstep_td_error",
 ]
+__all__ += ["create_noise_generator", "shape_fn_ppo", "generalized_lambda_returns", "td_lambda_data", "td_lambda_error",
+            "inv_symlog", "symlog"]

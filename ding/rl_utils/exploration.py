@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ding.utils import ConfigError
 
@@ -45,3 +46,13 @@ class EpsilonSchedule:
 def get_epsilon_greedy_fn(start: float, end: float, decay: int | float, type_: str = "exp") -> EpsilonSchedule:
     """Return the callable ``eps(envstep)`` (DI-engine's name and argument order)."""
     return EpsilonSchedule(start, end, decay, type_)
+
+
+def create_noise_generator(noise_type: str, noise_kwargs: dict) -> Any:
+    """An action-noise generator, ``noise(shape, device) -> tensor``: 'gauss' (``mu``, ``sigma``) or 'ou'
+    (Ornstein-Uhlenbeck: ``mu``, ``sigma``, ``theta``, ``dt``, ``x0``) -- the ones ``ActionNoiseWrapper`` uses."""
+    from ding.model.wrapper.model_wrappers import NOISE_TYPES
+
+    if noise_type not in NOISE_TYPES:
+        raise KeyError(f"create_noise_generator: unknown noise type {noise_type!r}; use one of {sorted(NOISE_TYPES)}")
+    return NOISE_TYPES[noise_type](**noise_kwargs)

@@ -85,3 +85,10 @@ ppo_error_continuous = ppo_error
 
 def _weighted_mean(x: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
     return (x * weight).mean() if weight is not None else x.mean()
+
+
+def shape_fn_ppo(args: tuple, kwargs: dict) -> torch.Size:
+    """DI-engine's shape hint for its fused (HPC) PPO kernel: ``logit_new``'s shape, (B, N), of ``ppo_error``'s
+    data given positionally or as ``data=``."""
+    data = args[0] if len(args) > 0 else kwargs["data"]
+    return data.logit_new.shape

@@ -145,3 +145,5 @@ def q_nstep_sequence_td_error(
     if weight is not None:
         per_sequence = per_sequence * weight
     return per_sequence.mean(), td_error.detach()
+
+from .td_lambda import generalized_lambda_returns, td_lambda_data, td_lambda_error  # noqa: E402,F401 (DI-engine's path)

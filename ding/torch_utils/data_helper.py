@@ -1,6 +1,7 @@
 """Conversions between numpy, torch and python containers, and batching of lists of samples."""
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -81,3 +82,82 @@ def obs_to_float(obs: torch.Tensor) -> torch.Tensor:
     if obs.dtype == torch.uint8:
         return obs.to(torch.float32).div_(255.0)
     return obs if obs.dtype == torch.float32 else obs.float()
+
+
+def _nested(fn: Callable[[Any], Any], item: Any, leaf: Callable[[Any], bool], what: str) -> Any:
+    """``fn`` applied to every leaf (``leaf(x)``) of nested dicts / lists / tuples (lists out); None and numpy
+    scalars pass through; anything else raises naming ``what``."""
+    if item is None:
+        return None
+    if leaf(item):
+        return fn(item)
+    if isinstance(item, (list, tuple)):
+        return [_nested(fn, v, leaf, what) for v in item]
+    if isinstance(item, Mapping):
+        return {k: _nested(fn, v, leaf, what) for k, v in item.items()}
+    if np.isscalar(item):
+        return item
+    raise TypeError(f"{what}: unsupported item type {type(item).__name__}")
+
+
+def to_list(item: Any) -> Any:
+    """Tensors and numpy arrays (nested in dicts / lists / tuples) as python lists; scalars and None kept."""
+    return _nested(lambda x: x.tolist(), item, lambda x: isinstance(x, (torch.Tensor, np.ndarray)), "to_list")
+
+
+def tensor_to_list(item: Any) -> Any:
+    """Like :func:`to_list`, for tensors only (a numpy array is an error)."""
+    return _nested(lambda x: x.tolist(), item, lambda x: isinstance(x, torch.Tensor), "tensor_to_list")
+
+
+def to_item(data: Any, ignore_error: bool = True) -> Any:
+    """One-element tensors / arrays (nested) as python scalars; in a dict, with ``ignore_error``, entries that are not
+    one element are dropped instead of raising."""
+    if data is None or isinstance(data, (bool, str)) or np.isscalar(data):
+        return data
+    if isinstance(data, (np.ndarray, torch.Tensor)):
+        return data.item()
+    if isinstance(data, (list, tuple)):
+        return [to_item(d) for d in data]
+    if isinstance(data, Mapping):
+        out = {}
+        for k, v in data.items():
+            try:
+                out[k] = to_item(v)
+            except (ValueError, RuntimeError):
+                if not ignore_error:
+                    raise
+        return out
+    raise TypeError(f"to_item: unsupported data type {type(data).__name__}")
+
+
+def same_shape(data: list) -> bool:
+    """Whether every element of ``data`` has the same ``.shape``."""
+    if not isinstance(data, list):
+        raise TypeError(f"same_shape: expected a list, got {type(data).__name__}")
+    return len({tuple(t.shape) for t in data}) == 1
+
+
+def get_tensor_data(data: Any) -> Any:
+    """Detached copies of the tensors in ``data`` (nested in dicts / sequences), leaving the graph alone."""
+    if isinstance(data, torch.Tensor):
+        return data.data.clone()
+    if data is None:
+        return None
+    if isinstance(data, Mapping):
+        return {k: get_tensor_data(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [get_tensor_data(d) for d in data]
+    raise TypeError(f"get_tensor_data: unsupported type {type(data).__name__}")
+
+
+def get_null_data(template: Mapping[str, Any], num: int) -> list[dict[str, Any]]:
+    """``num`` padding copies of a transition: ``null`` and ``done`` True, ``reward`` zeroed."""
+    out = []
+    for _ in range(num):
+        data = copy.deepcopy(dict(template))
+        data["null"] = True
+        data["done"] = True
+        data["reward"] = torch.zeros_like(torch.as_tensor(data["reward"]))
+        out.append(data)
+    return out

@@ -183,3 +183,21 @@ class RMSprop(torch.optim.RMSprop):
             return loss
         super().step()
         return loss
+
+
+def calculate_grad_norm(model: torch.nn.Module, norm_type: float | str = 2) -> float:
+    """The ``norm_type``-norm (or 'inf') of all the gradients of ``model``'s parameters taken together (parameters
+    without a gradient are left out; 0 when none has one)."""
+    grads = [p.grad.detach() for p in model.parameters() if p.grad is not None]
+    if not grads:
+        return 0.0
+    if norm_type in ("inf", float("inf")):
+        return float(max(g.abs().max() for g in grads))
+    norm = float(norm_type)
+    return float(sum(g.norm(norm).item() ** norm for g in grads) ** (1.0 / norm))
+
+
+def calculate_grad_norm_without_bias_two_norm(model: torch.nn.Module) -> float:
+    """The 2-norm of the gradients of ``model``'s parameters whose name has no 'bias'."""
+    grads = [p.grad.detach() for name, p in model.named_parameters() if p.grad is not None and "bias" not in name]
+    return float(sum(g.norm(2).item() ** 2 for g in grads) ** 0.5) if grads else 0.0

@@ -5,7 +5,9 @@ from .default_helper import (
     config_of,
     deep_merge_dicts,
     deep_update,
+    dicts_to_lists,
     get_rng_state,
+    lists_to_dicts,
     set_pkg_seed,
     set_rng_state,
     squeeze,
@@ -28,15 +30,26 @@ from .errors import (
     RunDataError,
     TrainingError,
 )
-from .file_helper import atomic_write, atomic_write_text, read_regular_file, shown_dir, torch_save_atomic
+from .file_helper import (
+    atomic_write,
+    atomic_write_text,
+    read_file,
+    read_regular_file,
+    remove_file,
+    save_file,
+    shown_dir,
+    torch_save_atomic,
+)
 from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .json_record import JsonRecord
 from .lock import DirLock, guard_run_dir, join_run_dir
+from .lock_helper import LockContext, LockContextType
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403
 from .registry_factory import ALL_REGISTRIES
 from .running_mean_std import RunningMeanStd
+from .scheduler_helper import Scheduler
 from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs

@@ -4,7 +4,7 @@ from __future__ import annotations
 import copy
 import random
 import time
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from easydict import EasyDict
@@ -98,3 +98,27 @@ def close_all(closables: Iterable[Any]) -> None:
             first_error = first_error or e
     if first_error is not None:
         raise first_error
+
+
+def lists_to_dicts(data: Sequence[Any], recursive: bool = False) -> Any:
+    """A list of dicts as a dict of lists (``[{a: 1}, {a: 2}] -> {a: [1, 2]}``), or a list of namedtuples as one
+    namedtuple of tuples. ``recursive`` also turns nested dicts inside out (``prev_state`` is left as a list)."""
+    if len(data) == 0:
+        raise ValueError("lists_to_dicts: empty data")
+    first = data[0]
+    if isinstance(first, dict):
+        out = {}
+        for k in first:
+            column = [d[k] for d in data]
+            out[k] = lists_to_dicts(column) if recursive and isinstance(first[k], dict) and k != "prev_state" \
+                else column
+        return out
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*zip(*data))
+    raise TypeError(f"lists_to_dicts: elements must be dicts or namedtuples, got {type(first).__name__}")
+
+
+def dicts_to_lists(data: Mapping[Any, Sequence[Any]]) -> list[dict[Any, Any]]:
+    """A dict of lists as a list of dicts (``{a: [1, 2]} -> [{a: 1}, {a: 2}]``), as long as the shortest list."""
+    keys = list(data)
+    return [dict(zip(keys, row)) for row in zip(*data.values())]

@@ -98,3 +98,34 @@ def read_regular_file(path: str, max_bytes: int, what: str = "file") -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _local_only(fs_type: str | None, fn: str) -> None:
+    if fs_type not in (None, "normal"):
+        raise ValueError(f"{fn}: fs_type {fs_type!r} is not supported (ding reads and writes local files only; "
+                         "DI-engine's 'ceph' and 'mc' back-ends were dropped); pass fs_type=None")
+
+
+def save_file(path: str, data: Any, fs_type: str | None = None, use_lock: bool = False) -> None:
+    """DI-engine's ``save_file``: ``torch.save(data)`` to ``path``, atomically (a reader sees the old file or the
+    whole new one, so ``use_lock`` is accepted and not needed)."""
+    _local_only(fs_type, "save_file")
+    torch_save_atomic(data, path)
+
+
+def read_file(path: str, fs_type: str | None = None, use_lock: bool = False) -> Any:
+    """DI-engine's ``read_file``: what :func:`save_file` wrote, loaded on the CPU with ``torch.load`` (tensors and
+    plain containers only; ``weights_only``)."""
+    import torch
+
+    _local_only(fs_type, "read_file")
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def remove_file(path: str, fs_type: str | None = None) -> None:
+    """Delete ``path``; a missing file is no error."""
+    _local_only(fs_type, "remove_file")
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass

@@ -201,7 +201,8 @@ def test_plot_of_a_directory_without_runs(in_tmp_dir, capsys):
 def test_user_errors_are_one_message_without_traceback(in_tmp_dir, capsys):
     with open("typo.py", "w") as f:
         f.write("import copy\n"
-                "from dizoo.classic_control.cartpole.config import cartpole_dqn_config as base\n"
+                "base = __import__('importlib').import_module("
+                "'dizoo.classic_control.cartpole.config.cartpole_dqn_config')\n"
                 "main_config, create_config = copy.deepcopy(base.main_config), base.create_config\n"
                 "main_config.policy.learn.batchsize = 32\n")
     assert main(["-m", "serial", "-c", "typo.py"]) == 1

@@ -12,7 +12,7 @@ from ding.entry.cli import main
 
 BASE = (
     "import copy\n"
-    "from dizoo.classic_control.cartpole.config import cartpole_dqn_config as base\n"
+    "base = __import__('importlib').import_module('dizoo.classic_control.cartpole.config.cartpole_dqn_config')\n"
     "main_config, create_config = copy.deepcopy(base.main_config), copy.deepcopy(base.create_config)\n"
     "main_config.exp_name = 'run'\n"
 )

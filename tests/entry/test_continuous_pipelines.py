@@ -137,7 +137,8 @@ def test_setup_errors_name_the_key_and_the_fix(in_tmp_dir, change, expected):
 def test_a_continuous_policy_on_a_discrete_env_is_refused_in_one_line(in_tmp_dir, capsys):
     with open("cfg.py", "w") as f:
         f.write("import copy\n"
-                "from dizoo.classic_control.cartpole.config import cartpole_dqn_config as base\n"
+                "base = __import__('importlib').import_module("
+                "'dizoo.classic_control.cartpole.config.cartpole_dqn_config')\n"
                 "main_config, create_config = copy.deepcopy(base.main_config), copy.deepcopy(base.create_config)\n"
                 "main_config.policy = dict(model=dict(obs_shape=4, action_shape=2))\n"
                 "create_config.policy.type = 'sac'\n")

@@ -14,6 +14,7 @@ from ding.config.ranges import at_least
 from ding.utils import ENV_REGISTRY, ENV_WRAPPER_REGISTRY, EnvError, deep_merge_dicts
 
 from .base_env import BaseEnv, BaseEnvTimestep
+from .classic_gym import ClassicGymEnv, is_classic_gym_env
 
 _FLOAT32 = np.dtype(np.float32)
 
@@ -58,6 +59,8 @@ class DingEnvWrapper(BaseEnv):
             env, cfg = None, env
         self._cfg = deep_merge_dicts(self.default_config(), cfg)
         self._owns_env = env is None
+        if env is not None and is_classic_gym_env(env):
+            env = ClassicGymEnv(env)  # DI-engine users' `gym.make(...)`: the classic package's API, converted
         self._env = env if env is not None else self._make_env()
         self._setup_spaces()
         self._seed: int | None = None
@@ -73,7 +76,10 @@ class DingEnvWrapper(BaseEnv):
         """Build the gymnasium env: ``gym_env_cls(...)`` when the class names one, else ``gym.make(cfg.env_id)``."""
         if self.gym_env_cls is not None:
             kwargs = {k: self._cfg[k] for k in self.gym_env_cfg_keys}
-            return self._apply_wrappers(self.gym_env_cls(render_mode=render_mode or self._cfg.render_mode, **kwargs))
+            mode = render_mode or self._cfg.render_mode
+            if mode is not None:  # an env class without a render_mode argument still builds
+                kwargs["render_mode"] = mode
+            return self._apply_wrappers(self.gym_env_cls(**kwargs))
         env_id = self._cfg.env_id
         if env_id is None:
             raise EnvError(

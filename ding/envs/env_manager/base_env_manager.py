@@ -87,6 +87,7 @@ class BaseEnvManager(ManagerSurface):
         self._retry_waiting_time = float(c.retry_waiting_time)
         self._closed = True
         self._spaces: tuple[Any, Any, Any] | None = None
+        self._reference_env: BaseEnv | None = None  # DI-engine's ``_env_ref``, built on first use
         # (seed, dynamic_seed) applied once at the env's next reset; the last applied one re-seeds a rebuilt env
         self._env_seed: list[tuple[int, bool | None] | None] = [None] * self._env_num
         self._applied_seed: list[tuple[int, bool | None] | None] = [None] * self._env_num
@@ -112,6 +113,17 @@ class BaseEnvManager(ManagerSurface):
             finally:
                 env.close()
         return self._spaces
+
+    @property
+    def _env_ref(self) -> BaseEnv:
+        """DI-engine's reference env, which users' scripts read attributes from: a launched manager's first env,
+        else one env built from the first factory on first use and kept until :meth:`close`."""
+        envs = getattr(self, "_envs", None)
+        if envs:
+            return envs[0]
+        if self._reference_env is None:
+            self._reference_env = self._env_fn[0]()
+        return self._reference_env
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "running"
@@ -253,6 +265,9 @@ class BaseEnvManager(ManagerSurface):
 
     def close(self) -> None:
         """Close every env. Calling it again does nothing."""
+        reference, self._reference_env = self._reference_env, None
+        if reference is not None:
+            reference.close()
         if self._closed:
             return
         self._closed = True

@@ -16,7 +16,7 @@ from ding.utils import ConfigError, EnvError, config_of, deep_merge_dicts
 from ..env.base_env import BaseEnv, BaseEnvTimestep
 
 # Keys of the other built-in managers: accepted (and ignored) so one ``env.manager`` dict works for every type.
-_OTHER_MANAGER_KEYS = frozenset({"shared_memory", "context", "wait_num", "step_wait_timeout"})
+_OTHER_MANAGER_KEYS = frozenset({"shared_memory", "context", "wait_num", "step_wait_timeout", "connect_timeout"})
 _META_KEYS = frozenset({"type", "import_names", "cfg_type"})
 # pickle errors an unpicklable env raises
 _PICKLE_ERRORS = (pickle.PicklingError, TypeError, AttributeError)

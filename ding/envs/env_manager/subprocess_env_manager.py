@@ -31,6 +31,9 @@ class _SubprocessEnvManager(BaseEnvManager):
 
     def __init__(self, env_fn: list[Callable[[], BaseEnv]], cfg: Mapping | None = None) -> None:
         super().__init__(env_fn, cfg)
+        connect = self._cfg.get("connect_timeout")
+        if connect is not None and self._reset_timeout is not None:
+            self._reset_timeout = max(float(self._reset_timeout), float(connect))
         c = self._cfg
         if c.context not in mp.get_all_start_methods():
             raise ConfigError(
@@ -382,6 +385,8 @@ class SyncSubprocessEnvManager(_SubprocessEnvManager):
         retry_waiting_time=0.1,  # seconds to wait before recovering a failed env
         shared_memory=True,  # fixed-shape Box observations travel through shared memory instead of the pipe
         context="spawn",  # process start method: 'spawn' (safe with threads), 'fork' or 'forkserver'
+        # DI-engine's key: seconds a worker may take to answer a reset; when set, the reset limit is at least this
+        connect_timeout=None,
     )
 
     def _step(self, actions: Mapping[int, Any]) -> dict[int, BaseEnvTimestep]:

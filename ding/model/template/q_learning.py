@@ -1,7 +1,8 @@
 """Q-networks for discrete actions: DQN (double / dueling), C51 and Rainbow (distributional), DRQN (recurrent)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 import torch
 import torch.nn as nn
@@ -201,16 +202,69 @@ class DRQN(nn.Module):
         self.head = head_cls(head_hidden_size or self.hidden_size, self.action_shape, layer_num=head_layer_num,
                              activation=activation, norm_type=norm_type, input_size=self.hidden_size)
 
-    def forward(self, obs: torch.Tensor, prev_state: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def forward(self, obs: Any, prev_state: torch.Tensor | None = None, inference: bool = False,
+                saved_state_timesteps: Sequence[int] | None = None) -> dict[str, Any]:
+        """``obs`` a tensor: ding's form (above). ``obs`` a dict ``{'obs', 'prev_state'}``: DI-engine's form, see
+        :meth:`_forward_di_engine`."""
+        if isinstance(obs, Mapping):
+            return self._forward_di_engine(obs, inference, saved_state_timesteps)
         sequence = obs.dim() == len(self.obs_shape) + 2
         x = obs if sequence else obs.unsqueeze(1)
+        q, _, state = self._unroll(x, prev_state)
+        return {"logit": q if sequence else q[:, 0], "next_state": state}
+
+    def _unroll(self, x: torch.Tensor, prev_state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor,
+                                                                                    torch.Tensor]:
+        """``x`` (B, T, *obs_shape) from state (B, 2, hidden) -> Q (B, T, A), LSTM outputs h (B, T, hidden), the
+        state after the last step (B, 2, hidden)."""
         batch, steps = x.shape[:2]
         feature = self.encoder(x.reshape(batch * steps, *self.obs_shape)).view(batch, steps, -1)
         state = None
         if prev_state is not None:
             state = (prev_state[:, 0].unsqueeze(0).contiguous(), prev_state[:, 1].unsqueeze(0).contiguous())
-        out, (h, c) = self.lstm(feature, state)
-        if self.res_link:
-            out = out + feature
+        h_all, (h, c) = self.lstm(feature, state)
+        out = h_all + feature if self.res_link else h_all
         q = self.head(out.reshape(batch * steps, -1))["logit"].view(batch, steps, -1)
-        return {"logit": q if sequence else q[:, 0], "next_state": torch.stack([h[0], c[0]], dim=1)}
+        return q, h_all, torch.stack([h[0], c[0]], dim=1)
+
+    def _forward_di_engine(self, inputs: Mapping[str, Any], inference: bool,
+                           saved_state_timesteps: Sequence[int] | None) -> dict[str, Any]:
+        """DI-engine's DRQN call (its ``r2d2.py`` makes it). ``inputs['prev_state']``: one entry per sample, None
+        (zeros) or ``{'h', 'c'}`` of shape (1, 1, hidden). ``inference``: ``obs`` is one step (B, N) -> ``logit``
+        (B, A); else a time-major sequence (T, B, N) -> ``logit`` (T, B, A), ``hidden_state`` (T, B, hidden) and,
+        for ``saved_state_timesteps``, ``saved_state``: the states after those many steps. ``next_state``: the
+        states after the last step, in the same per-sample form."""
+        x = inputs["obs"]
+        state = self._stack_states(inputs.get("prev_state"), x.shape[0] if inference else x.shape[1], x)
+        if inference:
+            q, _, state = self._unroll(x.unsqueeze(1), state)
+            return {"logit": q[:, 0], "next_state": self._split_states(state)}
+        seq = x.transpose(0, 1)
+        steps = seq.shape[1]
+        cuts = sorted({int(t) for t in (saved_state_timesteps or ()) if 0 < int(t) < steps}) + [steps]
+        qs, hs, saved, start = [], [], {}, 0
+        for end in cuts:
+            q, h_all, state = self._unroll(seq[:, start:end], state)
+            qs.append(q)
+            hs.append(h_all)
+            saved[end] = self._split_states(state)
+            start = end
+        out: dict[str, Any] = {"logit": torch.cat(qs, 1).transpose(0, 1), "next_state": saved[steps],
+                               "hidden_state": torch.cat(hs, 1).transpose(0, 1)}
+        if saved_state_timesteps is not None:
+            out["saved_state"] = [saved[int(t)] if int(t) in saved else self._split_states(state)
+                                  for t in saved_state_timesteps]
+        return out
+
+    def _stack_states(self, prev_state: Any, batch: int, like: torch.Tensor) -> torch.Tensor:
+        zeros = like.new_zeros(2, self.hidden_size)
+        if prev_state is None:
+            return like.new_zeros(batch, 2, self.hidden_size)
+        if len(prev_state) != batch:
+            raise ValueError(f"DRQN: prev_state has {len(prev_state)} entries for a batch of {batch}")
+        return torch.stack([zeros if s is None else torch.stack([s["h"].reshape(-1), s["c"].reshape(-1)])
+                            for s in prev_state])
+
+    @staticmethod
+    def _split_states(state: torch.Tensor) -> list[dict[str, torch.Tensor]]:
+        return [{"h": s[0].view(1, 1, -1), "c": s[1].view(1, 1, -1)} for s in state]

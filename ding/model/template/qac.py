@@ -51,10 +51,17 @@ class ContinuousQAC(nn.Module):
         critic_head_layer_num: int = 1,
         activation: nn.Module | None = None,
         norm_type: str | None = None,
+        encoder_hidden_size_list: Sequence[int] | None = None,
+        share_encoder: bool = False,
     ) -> None:
         super().__init__()
         if action_space not in ACTION_SPACES:
             raise ValueError(f"ContinuousQAC action_space: unknown {action_space!r}; use one of {ACTION_SPACES}")
+        # DI-engine's options for image observations (a conv encoder); for 1-d observations DI-engine ignores
+        # encoder_hidden_size_list and refuses share_encoder=True, and so does ding
+        if share_encoder:
+            raise ValueError("ContinuousQAC: share_encoder=True is DI-engine's option for image observations, which "
+                             "ding's ContinuousQAC (1-d observations) does not take; leave it False")
         obs = as_shape(obs_shape, "ContinuousQAC obs_shape")
         act = as_shape(action_shape, "ContinuousQAC action_shape")
         if len(obs) != 1 or len(act) != 1:

@@ -58,7 +58,10 @@ class VAC(nn.Module):
         sigma_type: str = "independent",
         fixed_sigma_value: float = 0.3,
         bound_type: str | None = None,
+        encoder: nn.Module | None = None,
     ) -> None:
+        """``encoder``: DI-engine's option, a module of the user's own used as the shared encoder (needs
+        ``share_encoder``); its output size is its ``output_size`` attribute, else ``encoder_hidden_size_list[-1]``."""
         super().__init__()
         if action_space not in ACTION_SPACES:
             raise ValueError(f"VAC action_space: unknown {action_space!r}; use one of {ACTION_SPACES}")
@@ -68,10 +71,20 @@ class VAC(nn.Module):
             raise ValueError(f"VAC action_shape {action_dim}: use an int (n actions or action dimension)")
         self.action_space = action_space
         self.share_encoder = share_encoder
-        self.actor_encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-        self.critic_encoder = (self.actor_encoder if share_encoder else
-                               build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type))
-        feat = self.actor_encoder.output_size
+        if encoder is not None:
+            if not share_encoder:
+                raise ValueError("VAC: a given encoder is shared by actor and critic; set share_encoder=True")
+            feat = getattr(encoder, "output_size", None) or (list(encoder_hidden_size_list)[-1]
+                                                           if encoder_hidden_size_list else None)
+            if not isinstance(feat, int):
+                raise ValueError("VAC: the encoder's output size is unknown; give it an output_size attribute or "
+                                 "set encoder_hidden_size_list (its last entry is the size)")
+            self.actor_encoder = self.critic_encoder = encoder
+        else:
+            self.actor_encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
+            self.critic_encoder = (self.actor_encoder if share_encoder else
+                                   build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type))
+            feat = self.actor_encoder.output_size
         if action_space == "discrete":
             self.actor_head: nn.Module = DiscreteHead(actor_head_hidden_size, action_dim[0], actor_head_layer_num,
                                                       activation, norm_type, input_size=feat)
@@ -83,6 +96,17 @@ class VAC(nn.Module):
                                                      input_size=feat)
         self.critic_head = RegressionHead(critic_head_hidden_size, 1, critic_head_layer_num, activation=activation,
                                           norm_type=norm_type, input_size=feat)
+
+    @property
+    def actor(self) -> nn.ModuleList:
+        """DI-engine's ``model.actor``: the actor's encoder and head (e.g. ``model.actor.parameters()`` for its own
+        optimizer); a view, not a registered submodule, so the state dict keeps its keys."""
+        return nn.ModuleList([self.actor_encoder, self.actor_head])
+
+    @property
+    def critic(self) -> nn.ModuleList:
+        """DI-engine's ``model.critic``: the critic's encoder and head (see :attr:`actor`)."""
+        return nn.ModuleList([self.critic_encoder, self.critic_head])
 
     def forward(self, x: torch.Tensor, mode: str) -> dict[str, Any]:
         if mode not in MODES:

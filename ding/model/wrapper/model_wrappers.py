@@ -194,13 +194,29 @@ class OUNoise:
     calls; a new shape restarts it at ``x0``)."""
 
     def __init__(self, mu: float = 0.0, sigma: float = 0.3, theta: float = 0.15, dt: float = 1e-2,
-                 x0: float = 0.0) -> None:
-        self.mu, self.sigma, self.theta, self.dt, self.x0 = float(mu), float(sigma), float(theta), float(dt), float(x0)
+                 x0: float | torch.Tensor = 0.0) -> None:
+        self.mu, self.sigma, self.theta, self.dt = float(mu), float(sigma), float(theta), float(dt)
         self._x: torch.Tensor | None = None
+        self.x0 = x0
+
+    @property
+    def x0(self) -> float | torch.Tensor:
+        """The starting state (a number, or a tensor of the noise's shape); setting it restarts the process."""
+        return self._x0
+
+    @x0.setter
+    def x0(self, x0: float | torch.Tensor) -> None:
+        self._x0 = x0.clone() if isinstance(x0, torch.Tensor) else float(x0)
+        self.reset()
+
+    def reset(self) -> None:
+        self._x = self._x0.clone() if isinstance(self._x0, torch.Tensor) else None
 
     def __call__(self, shape: torch.Size, device: Any) -> torch.Tensor:
-        if self._x is None or self._x.shape != shape:
-            self._x = torch.full(shape, self.x0, device=device)
+        if self._x is None or tuple(self._x.shape) != tuple(shape):
+            x0 = self._x0
+            self._x = x0.clone().to(device) if isinstance(x0, torch.Tensor) and tuple(x0.shape) == tuple(shape) \
+                else torch.full(tuple(shape), float(x0.mean()) if isinstance(x0, torch.Tensor) else x0, device=device)
         self._x = (self._x + self.theta * (self.mu - self._x) * self.dt
                    + self.sigma * (self.dt ** 0.5) * torch.randn(shape, device=device))
         return self._x

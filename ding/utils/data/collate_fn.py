@@ -13,6 +13,17 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(x, "_fields")
 
 
+def _collate_scalars(elem: Any, batch: Sequence[Any]) -> torch.Tensor | None:
+    """A batch of python / numpy scalars as one tensor (bool, int64 or float32); None if ``elem`` is no scalar."""
+    if isinstance(elem, (bool, np.bool_)):
+        return torch.as_tensor(np.asarray(batch, dtype=bool))
+    if isinstance(elem, (int, np.integer)):
+        return torch.as_tensor(np.asarray(batch, dtype=np.int64))
+    if isinstance(elem, (float, np.floating)):
+        return torch.as_tensor(np.asarray(batch, dtype=np.float32))
+    return None
+
+
 def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
     """Batch a list of samples with ONE stack per field.
 
@@ -37,12 +48,9 @@ def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
                              f"{sorted({np.shape(b) for b in batch})}")
         out = torch.from_numpy(stacked)
         return out.squeeze(1) if cat_1dim and elem.ndim == 1 and elem.shape[0] == 1 else out
-    if isinstance(elem, (bool, np.bool_)):
-        return torch.as_tensor(np.asarray(batch, dtype=bool))
-    if isinstance(elem, (int, np.integer)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.int64))
-    if isinstance(elem, (float, np.floating)):
-        return torch.as_tensor(np.asarray(batch, dtype=np.float32))
+    scalars = _collate_scalars(elem, batch)
+    if scalars is not None:
+        return scalars
     if isinstance(elem, Mapping):
         return {k: default_collate([d[k] for d in batch], cat_1dim) for k in elem}
     if _is_namedtuple(elem):
@@ -68,14 +76,42 @@ def default_decollate(
     if isinstance(batch, np.ndarray):
         return list(batch)
     if isinstance(batch, Mapping):
-        keys = [k for k in batch if k not in ignore]
-        cols = {k: default_decollate(batch[k]) for k in keys}
-        n = len(next(iter(cols.values()))) if cols else 0
-        return [{k: cols[k][i] for k in keys} for i in range(n)]
+        # keys in ``ignore`` (a recurrent model's per-sample states) are already per-sample lists: indexed, not split
+        cols = {k: batch[k] if k in ignore else default_decollate(batch[k]) for k in batch}
+        split = [k for k in cols if k not in ignore]
+        n = len(cols[split[0]]) if split else (len(next(iter(cols.values()))) if cols else 0)
+        return [{k: cols[k][i] for k in cols if k not in ignore or _indexable(cols[k], n)} for i in range(n)]
     if isinstance(batch, (list, tuple)):
         seq_cols = [default_decollate(b) for b in batch]
         return [type(batch)(c[i] for c in seq_cols) for i in range(len(seq_cols[0]))] if seq_cols else []
     raise TypeError(f"default_decollate: cannot split an object of type {type(batch).__name__}")
+
+
+def _indexable(x: Any, n: int) -> bool:
+    return isinstance(x, (list, tuple)) and len(x) == n
+
+
+def diff_shape_collate(batch: Sequence[Any]) -> Any:
+    """Like :func:`default_collate`, but a field whose items differ in shape, or hold a None, stays a list of the
+    items (e.g. variable-size observations) instead of raising."""
+    if len(batch) == 0:
+        raise ValueError("diff_shape_collate: got an empty batch")
+    elem = batch[0]
+    if any(b is None for b in batch):
+        return list(batch)
+    if isinstance(elem, (torch.Tensor, np.ndarray)) and not np.isscalar(elem):
+        items = [torch.as_tensor(b) for b in batch]
+        return torch.stack(items, 0) if len({tuple(t.shape) for t in items}) == 1 else items
+    scalars = _collate_scalars(elem, batch)
+    if scalars is not None:
+        return scalars
+    if isinstance(elem, Mapping):
+        return {k: diff_shape_collate([d[k] for d in batch]) for k in elem}
+    if _is_namedtuple(elem):
+        return type(elem)(*(diff_shape_collate(list(s)) for s in zip(*batch)))
+    if isinstance(elem, Sequence) and not isinstance(elem, str):
+        return [diff_shape_collate(list(s)) for s in zip(*batch)]
+    raise TypeError(f"diff_shape_collate: cannot batch items of type {type(elem).__name__}")
 
 
 def timestep_collate(batch: Sequence[Any]) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from easydict import EasyDict
 
+from ding.policy.tensor_io import di_engine_view
 from ding.torch_utils import to_tensor
 from ding.utils import (
     SERIAL_COLLECTOR_REGISTRY,
@@ -22,6 +23,7 @@ from ding.utils import (
 )
 from ding.utils.worker_logs import WorkerLogs
 
+from .cache_pool import CachePool, TrajBuffer  # noqa: F401 (DI-engine's import path)
 from .episode_callback import EpisodeCallback, build_episode_callbacks, call_callback, check_callback
 from .step_core import EnvStepCore
 
@@ -29,9 +31,32 @@ INF = float("inf")
 
 
 class ISerialCollector(ABC):
-    """Collects data with a collect-mode policy from a vectorised env manager."""
+    """Collects data with a collect-mode policy from a vectorised env manager.
+
+    A collector written for DI-engine (a direct subclass that is not a :class:`BaseSerialCollector`) gets the policy
+    views it is given in ``reset_policy`` in DI-engine's convention (forward returns tensors; see
+    :func:`ding.policy.tensor_io.di_engine_view`); ding's own collectors work with numpy.
+    """
 
     config: dict = {}
+    # whether the collector takes ding's numpy policy views as they are (False: DI-engine's tensor convention)
+    numpy_policy_views: bool = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("reset_policy")
+        if cls.numpy_policy_views or own is None or getattr(own, "di_engine_convention", False):
+            return
+
+        def reset_policy(self: Any, _policy: Any = None) -> None:
+            if _policy is not None:
+                _policy = [di_engine_view(p) for p in _policy] if isinstance(_policy, list) else \
+                    di_engine_view(_policy)
+            own(self, _policy)
+
+        reset_policy.di_engine_convention = True  # type: ignore[attr-defined]
+        reset_policy.__doc__ = own.__doc__
+        cls.reset_policy = reset_policy  # type: ignore[method-assign]
 
     @classmethod
     def default_config(cls) -> EasyDict:
@@ -77,6 +102,13 @@ def _to_float(x: Any) -> float:
 class BaseSerialCollector(ISerialCollector):
     """Shared plumbing: logger and TensorBoard writer, env/policy (re)setting, per-env episode bookkeeping,
     episode callbacks, periodic statistics, state for exact resume, ``close``."""
+
+    numpy_policy_views = True
+
+    @property
+    def _collect_print_freq(self) -> int:
+        """DI-engine's attribute for ``cfg.collect_print_freq`` (its tests and subclasses read it)."""
+        return int(self._cfg.get("collect_print_freq", 100))
 
     def __init__(
             self,

@@ -63,9 +63,16 @@ class EpisodeSerialCollector(BaseSerialCollector):
         return_data: list[Any] = []
         episodes = steps = samples_count = 0
 
+        # DI-engine's count: exactly n_episode episodes are started (an env past the quota waits for the next call)
+        admitted: set[int] = set()
+        to_start = n_episode
         t0 = time.perf_counter()
         while episodes < n_episode:
-            timesteps = step(forward, policy_kwargs)
+            for env_id in self._env.ready_obs:
+                if env_id not in admitted and to_start > 0:
+                    admitted.add(env_id)
+                    to_start -= 1
+            timesteps = step(forward, policy_kwargs, skip=self._env.ready_obs.keys() - admitted)
             if timesteps is None:
                 raise self._idle_error()
             for env_id, timestep in timesteps.items():
@@ -94,6 +101,7 @@ class EpisodeSerialCollector(BaseSerialCollector):
                         self._env_samples[env_id] = len(episode)
                         samples_count += len(episode)
                     episodes += 1
+                    admitted.discard(env_id)
                     self._end_episode(env_id, timestep.info, train_iter)
         duration = time.perf_counter() - t0
 
