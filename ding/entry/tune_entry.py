@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ding.engine.serial_checks import load_input
-from ding.engine.training_view import TrainingInterrupted
+from ding.engine.training_view import GracefulStop, TrainingInterrupted
 from ding.engine.tune_report import best_trial, format_table, write_best_config, write_plots, write_table
 from ding.engine.tune_space import apply_params, check_space, load_space
 from ding.utils import ConfigError, DingError, atomic_write_text
@@ -102,7 +102,7 @@ def tune(cfg: str | os.PathLike | tuple[Mapping, Mapping], space: str | os.PathL
         best, k = None, 0
         try:
             with Trainer((run_cfg, create_cfg), seed=seed, max_env_step=max_env_step, max_train_iter=max_train_iter,
-                         source=source) as trainer:
+                         source=source, _stop=stop) as trainer:
                 trial.set_user_attr("run_dir", trainer.exp_dir)
                 for r in trainer:
                     trial.set_user_attr("env_step", r["env_step"])
@@ -121,9 +121,15 @@ def tune(cfg: str | os.PathLike | tuple[Mapping, Mapping], space: str | os.PathL
             raise optuna.TrialPruned("the run ended before its first evaluation")
         return float(best)
 
+    # Ctrl-C is a stop request for the whole search, polled by the trial's run and between trials: a signal
+    # raised in the middle of Optuna's writes to the study's database could leave its SQLite lock held
+    stop = GracefulStop()
     try:
-        while _counted(study) < n_trials:
-            study.optimize(objective, n_trials=1, catch=(DingError,))
+        with stop:
+            while _counted(study) < n_trials:
+                if stop.requested:
+                    raise KeyboardInterrupt
+                study.optimize(objective, n_trials=1, catch=(DingError,))
     except KeyboardInterrupt:
         print(f"ding: tune interrupted; {_counted(study)} of {n_trials} trials of study '{study_name}' are done. "
               "Run the same command again to continue the study.", file=sys.stderr)

@@ -156,3 +156,28 @@ def test_hyperband_gets_the_same_reports(in_tmp_dir):
     assert type(result.study.pruner).__name__ == "HyperbandPruner"
     for t in result.study.trials:
         assert t.state in (TrialState.COMPLETE, TrialState.PRUNED) and len(t.intermediate_values) >= 1
+
+
+def test_ctrl_c_during_a_trials_database_write_lets_the_write_finish(in_tmp_dir, monkeypatch):
+    """A SIGINT that lands while Optuna writes to the study (here: inside ``Trial.report``) is a stop request: the
+    write completes (a KeyboardInterrupt raised inside SQLAlchemy could leave SQLite's lock held, and the next write
+    of the interrupted run waited on it), the trial's run stops at its next round, and ``tune`` raises
+    KeyboardInterrupt with the trial marked interrupted."""
+    from optuna.trial import Trial
+
+    original, finished = Trial.report, []
+
+    def report_with_a_signal(self, value, step):
+        if not finished:
+            os.kill(os.getpid(), signal.SIGINT)
+        original(self, value, step)
+        finished.append(step)
+
+    monkeypatch.setattr(Trial, "report", report_with_a_signal)
+    with pytest.raises(KeyboardInterrupt):
+        tune(_cfg("sig"), {"policy.learn.batch_size": [32, 64]}, 2, out_dir="sig_tune", max_env_step=2000,
+             sampler="random", sampler_seed=0)
+    assert finished == [0]  # the write the signal landed in finished, and no evaluation came after it
+    (trial,) = _study("sig_tune").trials
+    assert trial.intermediate_values == {0: pytest.approx(trial.intermediate_values[0])}
+    assert trial.state == TrialState.FAIL and trial.user_attrs["interrupted"]
