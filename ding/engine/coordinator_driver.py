@@ -13,10 +13,11 @@ import json
 import os
 import sys
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, closing, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
+from ding.utils.tracking import role_writer
 
 from .training_view import EvalCSV, GracefulStop, ProgressView
 
@@ -115,58 +116,63 @@ def drive_coordinator(
     coordinator_cfg = cfg.system.coordinator
     coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here
     coordinator_cfg.host = resolve_advertise_host(coordinator_cfg.get("host"))  # 'auto' (-P slurm): bind only there
-    coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
-                              max_train_iter=max_train_iter, resume=resume_state is not None)
-    commander = coordinator.commander
-    commander.stop_at_stop_value = not extend
-    if resume_state is not None:
-        commander.load_state_dict(resume_state["commander"])
-        done = resume_state["commander"]
-        print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
-              "latest checkpoint, the coordinator with its saved replay buffer)", flush=True)
+    # the coordinator's figures (evaluation and collection returns, buffer statistics): TensorBoard and the trackers
+    tracking = role_writer(cfg.main, "coordinator", os.path.join(exp, "log", "coordinator"))
+    with closing(tracking):
+        coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
+                                  max_train_iter=max_train_iter, resume=resume_state is not None, tb_logger=tracking)
+        commander = coordinator.commander
+        commander.stop_at_stop_value = not extend
+        if resume_state is not None:
+            commander.load_state_dict(resume_state["commander"])
+            done = resume_state["commander"]
+            print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
+                  "latest checkpoint, the coordinator with its saved replay buffer)", flush=True)
 
-    def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
-        atomic_write_text(os.path.join(exp, STATE_FILE),
-                          json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
-    t0 = time.monotonic()
-    interrupted = False
-    with GracefulStop() as stop:
-        try:
-            coordinator.start()
-            with (supervise(coordinator) if supervise is not None else nullcontext(None)) as supervisor:
-                try:
-                    while not coordinator.wait(0.2):
-                        if stop.requested and not interrupted:
-                            interrupted = True
-                            coordinator.end(f"interrupted by {stop.signal_name}")
+        def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
+            atomic_write_text(os.path.join(exp, STATE_FILE),
+                              json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
+        tracking.start(cfg.main)  # new tracked runs, or those a resumed run's coordinator/tracking.json names
+        t0 = time.monotonic()
+        interrupted = False
+        with GracefulStop() as stop:
+            try:
+                coordinator.start()
+                with (supervise(coordinator) if supervise is not None else nullcontext(None)) as supervisor:
+                    try:
+                        while not coordinator.wait(0.2):
+                            if stop.requested and not interrupted:
+                                interrupted = True
+                                coordinator.end(f"interrupted by {stop.signal_name}")
+                            if supervisor is not None:
+                                supervisor.tick()
+                            status = coordinator.status()
+                            view.update(status["envstep"], status["learner_step"])
+                    except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
+                        coordinator.abort("aborted by a second interrupt")
                         if supervisor is not None:
-                            supervisor.tick()
-                        status = coordinator.status()
-                        view.update(status["envstep"], status["learner_step"])
-                except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
-                    coordinator.abort("aborted by a second interrupt")
-                    if supervisor is not None:
-                        supervisor.abort()
-                    raise
-                finally:
-                    view.close()
-                    coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
-        except BaseException:
-            coordinator.end("error in the coordinator's process")
-            coordinator.close()
-            raise
-    wall = time.monotonic() - t0
-    result = _result(cfg, coordinator, wall, interrupted, mode)
-    save_state(coordinator.end_reason)
-    atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
-    print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
-          f"iterations ({wall:.1f} s); results in {shown_dir(exp)}", flush=True)
-    if coordinator.fatal_error:
-        raise ParallelRunError(coordinator.fatal_error)
-    if interrupted and resume_hint:
-        print(resume_hint, file=sys.stderr, flush=True)
-    stop.reraise(exp)
-    return result
+                            supervisor.abort()
+                        raise
+                    finally:
+                        view.close()
+                        coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
+            except BaseException:
+                coordinator.end("error in the coordinator's process")
+                coordinator.close()
+                raise
+        wall = time.monotonic() - t0
+        result = _result(cfg, coordinator, wall, interrupted, mode)
+        save_state(coordinator.end_reason)
+        atomic_write_text(os.path.join(exp, "result"), json.dumps(result, indent=2) + "\n")
+        tracking.finish(result, "interrupted" if interrupted else "error" if coordinator.fatal_error else "finished")
+        print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
+              f"iterations ({wall:.1f} s); results in {shown_dir(exp)}", flush=True)
+        if coordinator.fatal_error:
+            raise ParallelRunError(coordinator.fatal_error)
+        if interrupted and resume_hint:
+            print(resume_hint, file=sys.stderr, flush=True)
+        stop.reraise(exp)
+        return result
 
 
 def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: str) -> dict[str, Any]:

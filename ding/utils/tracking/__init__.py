@@ -7,6 +7,7 @@ from .base import (
     TrackingWriter,
     build_tracking_writer,
     flatten_params,
+    role_writer,
     run_writer,
 )
 from .mlflow_tracker import MlflowTracker

@@ -11,6 +11,7 @@ the cause, and is left out from then on: a logger never ends a run.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import time
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..file_helper import atomic_write_text
 from ..registry_factory import LOGGER_REGISTRY
 
 # the logger section of a main config (ding/config adds it to every config's defaults; docs/tracking.md)
@@ -56,10 +58,14 @@ class Scalar:
 
 @dataclass(frozen=True)
 class RunInfo:
-    """What a tracker knows of the run: its directory (``exp_name``) and the name it is shown under."""
+    """What a tracker knows of the run: its directory (``exp_name``) and the name it is shown under; for one role of
+    a parallel run also the role (``'coordinator'``, ``'learner0'``) and the group its roles' tracked runs share
+    (the run directory's name)."""
 
     exp_dir: str
     name: str
+    role: str | None = None
+    group: str | None = None
 
 
 class Tracker:
@@ -124,9 +130,10 @@ class TrackingWriter:
     writer. Scalars logged before :meth:`start` are kept and handed over when the trackers start."""
 
     def __init__(self, tb: Any, trackers: Sequence[Tracker], flush_s: float = 5.0,
-                 log: logging.Logger | None = None) -> None:
+                 log: logging.Logger | None = None, state_file: str | None = None) -> None:
         self.tb = tb
         self.trackers = list(trackers)
+        self.state_file = state_file  # where a parallel role keeps its trackers' run ids (see role_writer)
         self.flush_s = float(flush_s)
         self._log = log or logging.getLogger("ding.tracking")
         self._pending: list[Scalar] = []
@@ -172,6 +179,8 @@ class TrackingWriter:
             self._guard(t, "starting its run", t.start, params, state)
         self._started = True
         self._push()
+        if self.state_file is not None and self.trackers:
+            atomic_write_text(self.state_file, json.dumps(self.state_dict(), indent=1) + "\n")
 
     def state_dict(self) -> dict[str, Any]:
         """Each tracker's run id, for the checkpoint; what was logged so far is handed over first, so a resume from
@@ -235,7 +244,8 @@ class TrackingWriter:
                 pass
 
 
-def build_tracking_writer(logger_cfg: Mapping[str, Any], run: RunInfo, tb_factory: Callable[[], Any]) -> TrackingWriter:
+def build_tracking_writer(logger_cfg: Mapping[str, Any], run: RunInfo, tb_factory: Callable[[], Any],
+                          state_file: str | None = None) -> TrackingWriter:
     """The writer of a run from its ``logger`` config: TensorBoard from ``tb_factory()`` if listed, then each other
     type's tracker from ``LOGGER_REGISTRY`` (a name no tracker has is a :class:`ConfigError`)."""
     types = list(logger_cfg.get("types", ["tensorboard"]))
@@ -254,7 +264,7 @@ def build_tracking_writer(logger_cfg: Mapping[str, Any], run: RunInfo, tb_factor
         cls = LOGGER_REGISTRY.get(name)
         trackers.append(cls(dict(logger_cfg.get(name) or {}), run))
     tb = tb_factory() if "tensorboard" in types else None
-    return TrackingWriter(tb, trackers, flush_s=float(logger_cfg.get("flush_s", 5.0)))
+    return TrackingWriter(tb, trackers, flush_s=float(logger_cfg.get("flush_s", 5.0)), state_file=state_file)
 
 
 def run_writer(cfg: Mapping[str, Any], tb_dir: str) -> TrackingWriter:
@@ -265,3 +275,39 @@ def run_writer(cfg: Mapping[str, Any], tb_dir: str) -> TrackingWriter:
     exp_dir = str(cfg["exp_name"])
     run = RunInfo(exp_dir=exp_dir, name=os.path.basename(os.path.normpath(exp_dir)))
     return build_tracking_writer(cfg.get("logger") or LOGGER_CONFIG, run, lambda: build_tb_writer(tb_dir))
+
+
+ROLE_STATE_FILE = "tracking.json"
+
+
+def role_writer(cfg: Mapping[str, Any], role: str, tb_dir: str) -> TrackingWriter:
+    """The writer of one role of a parallel run (the coordinator; the lead learner), the process that owns the
+    figures it logs: TensorBoard at ``tb_dir`` and ``cfg.logger``'s trackers in a tracked run of the role's own,
+    shown as ``<run>/<role>`` and grouped under the run's name (W&B's group, MLflow's ``ding.run`` tag). The
+    trackers' run ids are written to ``<tb_dir>/tracking.json`` when they start; a role restarted or resumed in the
+    same run directory reopens the runs that file names, so its series continues."""
+    from ..log_helper import build_tb_writer
+
+    exp_dir = str(cfg["exp_name"])
+    name = os.path.basename(os.path.normpath(exp_dir))
+    run = RunInfo(exp_dir=exp_dir, name=f"{name}/{role}", role=role, group=name)
+    state_file = os.path.join(tb_dir, ROLE_STATE_FILE)
+    writer = build_tracking_writer(cfg.get("logger") or LOGGER_CONFIG, run, lambda: build_tb_writer(tb_dir),
+                                   state_file=state_file)
+    if writer.trackers and os.path.isfile(state_file):
+        writer.load_state_dict(_read_role_state(state_file))
+    return writer
+
+
+def _read_role_state(path: str) -> dict[str, Any]:
+    """The run ids a role's earlier life wrote; a file that is not a JSON object of objects is named, not trusted."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the trackers' run ids of this role ({e}); delete the file to start "
+                          "new tracked runs") from None
+    if not isinstance(state, dict) or not all(isinstance(v, dict) for v in state.values()):
+        raise ConfigError(f"{path}: expected a JSON object of tracker name -> run id object; delete the file to start "
+                          "new tracked runs")
+    return state

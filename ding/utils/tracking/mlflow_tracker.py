@@ -49,6 +49,7 @@ class MlflowTracker(Tracker):
             return
         experiment_id = self._experiment_id(str(self.cfg.get("experiment") or "ding"))
         tags = {"mlflow.runName": self.run.name, "ding.exp_dir": os.path.abspath(self.run.exp_dir),
+                **({"ding.run": str(self.run.group), "ding.role": self.run.role} if self.run.role else {}),
                 **{str(k): str(v) for k, v in dict(self.cfg.get("tags") or {}).items()}}
         self._run_id = client.create_run(experiment_id, tags=tags, run_name=self.run.name).info.run_id
         items = [Param(k, _param_value(v)) for k, v in params.items()]

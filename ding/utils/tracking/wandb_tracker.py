@@ -67,7 +67,8 @@ class WandbTracker(Tracker):
         os.makedirs(directory, exist_ok=True)
         init: Any = wandb.init
         self._run = init(
-            project=self.cfg.get("project") or "ding", entity=self.cfg.get("entity"), group=self.cfg.get("group"),
+            project=self.cfg.get("project") or "ding", entity=self.cfg.get("entity"),
+            group=self.cfg.get("group") or self.run.group, job_type=self.run.role,
             tags=list(self.cfg.get("tags") or []) or None, name=self.run.name, id=self._run_id,
             resume="allow" if state else None, dir=directory, mode=self.mode(), config=dict(params),
             reinit="create_new", settings=wandb.Settings(console="off", x_disable_stats=True, silent=True))

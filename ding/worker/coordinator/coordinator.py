@@ -106,7 +106,7 @@ class Coordinator:
 
     def __init__(self, cfg: Any, token: str | None = None, on_eval: Callable[[EvalRecord], None] | None = None,
                  on_end: Callable[[str], None] | None = None, max_env_step: int | None = None,
-                 max_train_iter: int | None = None, resume: bool = False) -> None:
+                 max_train_iter: int | None = None, resume: bool = False, tb_logger: Any = None) -> None:
         self._cfg = cfg
         main, system = cfg.main, cfg.system
         self._main = main
@@ -122,7 +122,7 @@ class Coordinator:
             except OSError as e:
                 raise ConfigError(f"system_config.{key}: cannot create the shared directory {system[key]!r} "
                                   f"({e.strerror or e}); give a directory every role can write") from None
-        self._logs = WorkerLogs(self._exp_name, "coordinator")
+        self._logs = WorkerLogs(self._exp_name, "coordinator", tb_logger=tb_logger)  # the caller's: it closes it
         self._logger, self._tb = self._logs.logger, self._logs.tb_logger
         try:
             self._main_json = json.loads(json.dumps(main, allow_nan=True))

@@ -36,6 +36,7 @@ from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
 from ding.utils.cpu_placement import apply_placement
 from ding.utils.data import ColumnBatch, learn_takes_columns
 from ding.utils.torch_threads import torch_threads_in_this_thread
+from ding.utils.tracking import TrackingWriter, role_writer
 from ding.worker.comm_role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.worker.parallel_files import learner_load_path, policy_path, read_data_file, run_dir, task_of
 from ding.worker.parallel_protocol import (
@@ -196,6 +197,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self.send_policy_interval = 0.0
         self._publisher: PolicyPublisher | None = None
         self._learner: BaseLearner | None = None
+        self._tracking: TrackingWriter | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
         self._stop = threading.Event()
@@ -281,6 +283,10 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self._thread.join(timeout=timeout)
         if self._learner is not None and (self._thread is None or not self._thread.is_alive()):
             self._learner.close()
+        if self._tracking is not None:
+            self._tracking.finish({"train_iter": self._learner.train_iter if self._learner else 0}, "finished")
+            self._tracking.close()
+            self._tracking = None
         if self._publisher is not None:
             self._publisher.close()
 
@@ -310,9 +316,12 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         os.makedirs(path_policy, exist_ok=True)
         # (no data loader thread by default: the learn tasks' threads read the files, batches arrive ready)
         learner_cfg = EasyDict(dict(cfg.policy.learn.learner))
+        log_dir = os.path.join(exp_name, "log", self.name)
+        self._tracking = role_writer(cfg, self.name, log_dir)  # the losses: TensorBoard and the trackers
         learner = build_learning(cfg, seed=task.seed, learner_cfg=learner_cfg, exp_name=exp_name,
                                  instance_name=self.name, data_source=self.get_data, ckpt_dir=ckpt_dir,
-                                 log_dir=os.path.join(exp_name, "log", self.name)).learner
+                                 log_dir=log_dir, tb_logger=self._tracking).learner
+        self._tracking.start(cfg)
         self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
         self.send_policy_interval = max(0.0, float(learner_cfg.get("send_policy_interval", 0.0)))
         for hook in self.hooks4call:
