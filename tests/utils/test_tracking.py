@@ -140,3 +140,33 @@ def test_a_broken_logger_uri_is_one_warning_and_the_run_trains_on(in_tmp_dir, ur
     with open(os.path.join("broken", "result")) as f:
         assert json.load(f)["train_iter"] >= 120
     assert "learner_iter/total_loss" in read_tensorboard(os.path.join("broken", "log", "serial"))
+
+
+def test_a_parallel_roles_writer_keeps_its_run_ids_and_a_bad_file_is_one_warning(in_tmp_dir):
+    """``role_writer``: the trackers' run ids go to ``<log dir>/tracking.json`` when they start and are reopened by
+    the role's next life; a file that does not hold them costs one warning and new tracked runs, never the role."""
+    from ding.utils.tracking import role_writer
+
+    uri = f"sqlite:///{os.path.abspath('mlflow.db')}"
+    main, _ = _cfg("roles", uri, types=("tensorboard", "mlflow"))
+    log_dir = os.path.join("roles", "log", "learner0")
+    first = role_writer(main, "learner0", log_dir)
+    first.start(main)
+    first.add_scalar("learner_iter/total_loss", 1.0, 1)
+    first.close()
+    with open(os.path.join(log_dir, "tracking.json")) as f:
+        saved = json.load(f)
+    again = role_writer(main, "learner0", log_dir)
+    again.start(main)
+    assert again.state_dict() == saved
+    again.close()
+    client, runs = _mlflow_runs(uri, "roles")
+    assert [(r.data.tags["ding.role"], r.data.tags["ding.run"], r.info.run_name) for r in runs] == \
+        [("learner0", "roles", "roles/learner0")]
+    with open(os.path.join(log_dir, "tracking.json"), "w") as f:
+        f.write("[not the ids")
+    with pytest.warns(RuntimeWarning, match=r"tracking\.json does not hold the trackers' run ids.*learner0 starts new"):
+        third = role_writer(main, "learner0", log_dir)
+    third.start(main)
+    third.close()
+    assert len(_mlflow_runs(uri, "roles")[1]) == 2

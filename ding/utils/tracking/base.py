@@ -295,19 +295,24 @@ def role_writer(cfg: Mapping[str, Any], role: str, tb_dir: str) -> TrackingWrite
     writer = build_tracking_writer(cfg.get("logger") or LOGGER_CONFIG, run, lambda: build_tb_writer(tb_dir),
                                    state_file=state_file)
     if writer.trackers and os.path.isfile(state_file):
-        writer.load_state_dict(_read_role_state(state_file))
+        state = _read_role_state(state_file)
+        if state is None:
+            msg = (f"{state_file} does not hold the trackers' run ids (a JSON object of tracker name -> object); "
+                   f"the {role} starts new tracked runs")
+            logging.getLogger("ding.tracking").warning(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        else:
+            writer.load_state_dict(state)
     return writer
 
 
-def _read_role_state(path: str) -> dict[str, Any]:
-    """The run ids a role's earlier life wrote; a file that is not a JSON object of objects is named, not trusted."""
+def _read_role_state(path: str) -> dict[str, Any] | None:
+    """The run ids a role's earlier life wrote, or None when the file does not hold them."""
     try:
         with open(path, encoding="utf-8") as f:
             state = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: cannot read the trackers' run ids of this role ({e}); delete the file to start "
-                          "new tracked runs") from None
+    except (OSError, ValueError):
+        return None
     if not isinstance(state, dict) or not all(isinstance(v, dict) for v in state.values()):
-        raise ConfigError(f"{path}: expected a JSON object of tracker name -> run id object; delete the file to start "
-                          "new tracked runs")
+        return None
     return state
