@@ -46,8 +46,9 @@ def eval(  # noqa: A001  (DI-engine's name)
     two-player env against each fixed opponent its own evaluations played (:func:`league_opponents`), and the
     first opponent's mean return is returned.
 
-    With the same seed the evaluation episodes are the ones the training run's evaluator played, so the returned
-    value reproduces the return logged when the checkpoint was saved.
+    With the same seed the evaluation episodes are the ones a serial run's evaluator played, so the returned value
+    reproduces the return logged when the checkpoint was saved (a league run's: its first evaluation's; a parallel
+    run's collectors seed their own evaluator envs, so its episodes differ).
     """
     setup_torch_threads()
     if input_cfg is None:  # the run's own config (load_path: its directory or one of its checkpoints)
