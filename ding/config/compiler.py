@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import difflib
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -28,7 +29,7 @@ from .components import (
     registered_name,
     set_path,
 )
-from .exp_dir import claim_exp_dir
+from .exp_dir import announce_exp_dir, claim_exp_dir
 from .ranges import find_range_problems, ranges_of, undeclared_paths
 from .validation import find_config_problems, format_problems
 from .writer import save_config, save_config_formatted
@@ -123,14 +124,23 @@ class CompiledConfig:
         ``renew_dir=True`` first claims the directory (:func:`claim_exp_dir`): an existing one is left alone and
         ``cfg.exp_name`` becomes the ``<exp_name>_<YYMMDD_HHMMSS>`` directory created instead.
         """
+        asked = self.cfg.exp_name
+        if renew_dir:  # announced below, once the config is in it: a failed save removes the claimed directory
+            self.cfg.exp_name = claim_exp_dir(asked, announce=False)
+        try:
+            if system_cfg is not None:  # built once the directory is final (its paths may live under it)
+                self.system = system_cfg(self.cfg)
+            path = os.path.join(self.cfg.exp_name, save_path)
+            formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
+            save_config(self.cfg, path, create_cfg=self.create_cfg, system_cfg=self.system)
+            save_config_formatted(self.cfg, formatted, create_cfg=self.create_cfg, system_cfg=self.system)
+        except BaseException:
+            if renew_dir:
+                shutil.rmtree(self.cfg.exp_name, ignore_errors=True)  # (created just now, by this claim)
+                self.cfg.exp_name = asked
+            raise
         if renew_dir:
-            self.cfg.exp_name = claim_exp_dir(self.cfg.exp_name)
-        if system_cfg is not None:  # built once the directory is final (its paths may live under it)
-            self.system = system_cfg(self.cfg)
-        path = os.path.join(self.cfg.exp_name, save_path)
-        formatted = os.path.join(os.path.dirname(path), "formatted_" + os.path.basename(path))
-        save_config(self.cfg, path, create_cfg=self.create_cfg, system_cfg=self.system)
-        save_config_formatted(self.cfg, formatted, create_cfg=self.create_cfg, system_cfg=self.system)
+            announce_exp_dir(asked, self.cfg.exp_name)
 
 
 def _compile(cfg: Mapping, given: dict[str, Any], seed: int, auto: bool, create_cfg: Mapping | None,

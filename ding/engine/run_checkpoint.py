@@ -46,6 +46,8 @@ class RunCheckpoint:
     source: str | None  # the config file read (the run's total_config.py or the one given)
     mode: str  # 'serial', 'parallel' or 'league': what trained it, as its config says
     league_players: dict[str, int] = field(default_factory=dict)  # a league's active players per type
+    # a parallel league's fixed opponent of evaluations ('module:Class', its kwargs); None: the env class's own
+    eval_opponent: tuple[str, dict] | None = None
 
 
 def run_dir_of(checkpoint: str, levels: int = 3) -> str | None:
@@ -102,8 +104,18 @@ def resolve_run(path: str | os.PathLike, config: Any = None, which: str = "best"
     mode = run_mode(main, create)
     league = ((main.get("policy") or {}).get("other") or {}).get("league") or main.get("league") or {}
     players = {str(k): int(v) for k, v in (league.get("active_players") or {}).items() if v}
+    opponent = league_eval_opponent(main)
     main, create = acting_config(main, create)
-    return RunCheckpoint(ckpt, run_dir, main, create, source, mode, players)
+    return RunCheckpoint(ckpt, run_dir, main, create, source, mode, players, opponent)
+
+
+def league_eval_opponent(main: Any) -> tuple[str, dict] | None:
+    """The fixed opponent a parallel league run evaluated against (the marine collector's ``eval_opponent``,
+    ``'module:Class'``, and its ``eval_opponent_kwargs``); None when the config names none (a serial league run:
+    its env class's ``eval_opponents``)."""
+    collector = ((main.get("policy") or {}).get("collect") or {}).get("collector") or {}
+    spec = collector.get("eval_opponent")
+    return (str(spec), dict(collector.get("eval_opponent_kwargs") or {})) if spec else None
 
 
 def run_mode(main: Any, create: Any) -> str:

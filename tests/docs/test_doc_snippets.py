@@ -124,6 +124,28 @@ def test_every_block_is_run_or_marked_with_a_reason():
     assert langs == set(LANGS)
 
 
+COMMAND_LINE = re.compile(r"^(\$ )?(ding|python|python3|make|pip|\.venv/bin/python) ")
+
+
+def test_commands_are_in_bash_blocks():
+    """A block of shell commands is a ``bash`` block (run, or marked illustrative with its reason): in an untagged
+    block (``` alone, or another tag) a reader's command would go untested. Output and diagrams stay untagged."""
+    found = []
+    for page in PAGES:
+        with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        lang, start = None, 0
+        for i, line in enumerate(lines):
+            m = FENCE.match(line)
+            if m and lang is None:
+                lang, start = m.group("lang"), i + 1
+            elif lang is not None and re.match(r"^\s*```\s*$", line):
+                lang = None
+            elif lang is not None and lang not in LANGS and COMMAND_LINE.match(line):
+                found.append(f"{page}:{start} ({lang or 'untagged'}): {line.strip()[:70]}")
+    assert not found, "commands outside bash blocks (make the block ```bash, run or marked):\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_snippets_run(page, tmp_path):
     blocks = _substituted(page, read_blocks(page))

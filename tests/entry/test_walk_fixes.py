@@ -3,6 +3,8 @@ the off-policy loop, one that lacks a key the loop needs gets one error naming i
 run ended."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from ding.entry import serial_pipeline
@@ -82,3 +84,30 @@ def test_a_renamed_directory_is_announced_only_when_the_run_set_up(in_tmp_dir, c
         serial_pipeline(cartpole_dqn("taken"), seed=0, max_train_iter=2)
     used = [d for d in os.listdir(".") if d.startswith("taken_")]
     assert len(used) == 1 and f"this run uses '{used[0]}'" in caplog.text
+
+
+def test_parallel_mode_announces_a_renamed_directory_only_once_its_config_is_in_it(in_tmp_dir, caplog):
+    """Parallel mode claimed and announced '<exp>_<timestamp>' before its system config was checked; a config error
+    there left the announced directory behind, empty."""
+    import logging
+    import os
+
+    from ding.config import compile_config_parallel, read_config_with_system, rename_experiment
+
+    main, create, system = read_config_with_system(os.path.join(os.path.dirname(__file__), "..", "..", "config",
+                                                                "parallel", "cartpole_dqn.py"))
+    rename_experiment(main, system, "taken")  # as --exp-name does
+    os.makedirs("taken")
+    bad = copy.deepcopy(main)
+    bad.policy.learn.learner.learner_num = 0  # refused while the system config is laid out, after the claim
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        with pytest.raises(ConfigError, match="learner_num"):
+            compile_config_parallel(bad, create, system, seed=0)
+    assert sorted(os.listdir(".")) == ["taken"]
+    assert "this run uses" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        cfg = compile_config_parallel(main, create, system, seed=0)
+    used = [d for d in os.listdir(".") if d.startswith("taken_")]
+    assert len(used) == 1 and f"this run uses '{used[0]}'" in caplog.text and cfg.main.exp_name == used[0]
+    assert os.path.isfile(os.path.join(used[0], "total_config.py"))
+    assert cfg.system.path_data.startswith(f"./{used[0]}/"), cfg.system.path_data  # the roles write there too
