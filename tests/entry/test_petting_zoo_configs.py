@@ -72,6 +72,33 @@ def test_di_engine_ptz_file_trains_with_budget_knobs(in_tmp_dir, algo):
     assert total.policy.cuda is True  # kept as written; the run went to the CPU
 
 
+def _continuous(tmp: str, exp_name: str, act_scale: bool):
+    """DI-engine's MASAC file made continuous: ``sac`` (whose config has no ``env_num`` / ``eps`` keys)."""
+    main_cfg, create_cfg = _small("masac", tmp, exp_name)
+    main_cfg.env.update(continuous_actions=True, act_scale=act_scale)
+    create_cfg.policy.type = "sac"
+    for section, key in (("collect", "env_num"), ("eval", "env_num"), ("other", "eps")):
+        main_cfg.policy[section].pop(key)
+    return main_cfg, create_cfg
+
+
+def test_sac_with_multi_agent_trains_on_continuous_simple_spread(in_tmp_dir):
+    """DI-engine's MASAC file with Box actions: policy type ``sac`` + ``multi_agent=True`` (DI-engine's naming) is
+    MASAC with a squashed-Gaussian actor (model ``continuous_maqac``); ``env.act_scale`` maps [-1, 1] onto mpe2's
+    [0, 1]. Without act_scale the set-up check names it."""
+    from ding.utils import ConfigError
+
+    main_cfg, create_cfg = _continuous(str(in_tmp_dir), "cont", act_scale=True)
+    policy = serial_pipeline((main_cfg, create_cfg), seed=0, max_train_iter=6)
+    assert type(policy).__name__ == "ContinuousMASACPolicy"
+    assert type(policy._model).__name__ == "ContinuousMAQAC"
+    assert read_result("cont")["train_iter"] >= 6
+    assert all(r["eval_return_mean"] < 0 for r in read_eval_csv(os.path.join("cont", "log", "eval.csv")))
+    main_cfg, create_cfg = _continuous(str(in_tmp_dir), "unscaled", act_scale=False)
+    with pytest.raises(ConfigError, match=r"set env\.act_scale=True"):
+        serial_pipeline((main_cfg, create_cfg), seed=0, max_train_iter=1)
+
+
 def test_di_engine_qmix_file_runs_unchanged_through_the_ding_command(in_tmp_dir, caplog):
     """The file as it is (16 subprocess envs, 600 sequences a collect): one collect and its 100 updates."""
     path = _copy("qmix", str(in_tmp_dir))
