@@ -83,7 +83,8 @@ def _pipeline(algo: str):
 @pytest.mark.parametrize("algo", ALGOS)
 def test_di_engine_ptz_file_trains_with_budget_knobs_through_the_ding_command(in_tmp_dir, algo, caplog):
     """DI-engine's file with small budget knobs appended, through ``ding -m serial[_onpolicy]``: it trains, evaluates,
-    exits 0 and warns at most once that ``cuda=True`` runs on the CPU (the full, unchanged runs: the slow test below)."""
+    exits 0 and warns at most once that ``cuda=True`` runs on the CPU (the full, unchanged runs: the slow test
+    below)."""
     path = _small_file(algo, str(in_tmp_dir), f"ptz_{algo}_small")
     with caplog.at_level(logging.WARNING):
         assert main(["-m", _mode(algo), "-c", path, "-s", "0", "--train-iter", "6"]) == 0
@@ -95,6 +96,16 @@ def test_di_engine_ptz_file_trains_with_budget_knobs_through_the_ding_command(in
     assert total.policy.cuda is True  # kept as written; the run went to the CPU
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert sum("cuda" in w.lower() for w in warnings) <= 1, warnings  # once per process
+
+
+def _continuous(tmp: str, exp_name: str, act_scale: bool):
+    """DI-engine's MASAC file made continuous: ``sac`` (whose config has no ``env_num`` / ``eps`` keys)."""
+    main_cfg, create_cfg = _small("masac", tmp, exp_name)
+    main_cfg.env.update(continuous_actions=True, act_scale=act_scale)
+    create_cfg.policy.type = "sac"
+    for section, key in (("collect", "env_num"), ("eval", "env_num"), ("other", "eps")):
+        main_cfg.policy[section].pop(key)
+    return main_cfg, create_cfg
 
 
 def test_sac_with_multi_agent_trains_on_continuous_simple_spread(in_tmp_dir):
@@ -174,7 +185,7 @@ def test_ctrl_c_and_resume_match_an_uninterrupted_run(in_tmp_dir, algo):
     """Real ``ding`` processes: one run to N iterations, one stopped by SIGINT after two evaluations, and that one
     resumed with ``--resume``: the same parameters, target network, evaluations and env steps (QMIX: the collectors'
     GRU states too). QMIX in the default suite (its recurrent state is the most to lose); the others slow."""
-    n, mode = 40, _mode(algo)
+    n, mode = 16, _mode(algo)
     for exp in ("full", "part"):
         _small_file(algo, ".", exp)
     full = _ding(["-m", mode, "-c", "full.py", "-s", "0", "--train-iter", str(n)])
