@@ -22,15 +22,12 @@ import torch.nn.functional as F
 from ding.config.ranges import at_least, between, greater_than
 from ding.torch_utils.fast_import import make_adam
 from ding.utils import POLICY_REGISTRY, ConfigError
-from ding.utils.data import SAMPLE_BATCH_TYPES, default_collate
 
-from .actor_critic import _sample_categorical, _to_device
+from .actor_critic import _sample_categorical
 from .base_policy import Policy, load_model_state, load_optimizer_state
 from .common_utils import build_adam, step_transition
-from .multi_agent_data import batch_agent_obs, stack_obs_dicts
+from .multi_agent_data import batch_agent_obs, collate_agent_transitions
 from .qac_utils import PolyakUpdate, frozen_copy, optimizer_step
-
-_KEYS = ("action", "reward", "done")
 
 
 @POLICY_REGISTRY.register("discrete_sac")
@@ -95,7 +92,7 @@ class MASACPolicy(Policy):
     }
 
     def default_model(self) -> tuple[str, list[str]]:
-        return "maqac", ["ding.model.template.maqac"]
+        return "discrete_maqac", ["ding.model.template.maqac"]
 
     def _check(self) -> None:
         if not self._cfg.multi_agent:
@@ -150,24 +147,8 @@ class MASACPolicy(Policy):
                 "q_value": taken[0].detach().mean().item()}
 
     def _collate(self, data: list[dict[str, Any]]) -> dict[str, Any]:
-        where = f"{type(self).__name__} learn_mode.forward"
-        if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
-            raise ValueError(f"{where}: expected a non-empty list of samples, got {type(data).__name__}")
-        missing = [k for k in ("obs", "next_obs", *_KEYS) if k not in data[0]]
-        if missing:
-            raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0])}")
-        batch: dict[str, Any] = {}
-        for k in ("obs", "next_obs"):
-            stacked = stack_obs_dicts([d[k] for d in data])
-            batch[k] = {key: torch.from_numpy(np.asarray(v, np.float32)) for key, v in stacked.items()}
-        action = default_collate([np.asarray(d["action"], np.int64) for d in data]).long()
-        agents = action.shape[1]
-        batch["action"] = action
-        for k in ("reward", "done"):
-            batch[k] = default_collate([d[k] for d in data]).float().reshape(len(data), -1)[:, :1].expand(-1, agents)
-        if self._ignore_done:
-            batch["done"] = torch.zeros_like(batch["done"])
-        return _to_device(batch, self._device) if self._device.type != "cpu" else batch
+        return collate_agent_transitions(data, np.int64, self._ignore_done, self._device,
+                                         f"{type(self).__name__} learn_mode.forward")
 
     def _monitor_vars_learn(self) -> list[str]:
         return ["cur_lr_q", "critic_loss", "policy_loss", "alpha", "entropy", "q_value"]

@@ -49,6 +49,38 @@ def batch_agent_obs(data: Mapping[int, Any], device: torch.device, model: Any,
     return env_ids, out
 
 
+def collate_agent_transitions(data: Any, action_dtype: Any, ignore_done: bool, device: torch.device,
+                              where: str) -> dict[str, Any]:
+    """A list of multi-agent transitions -> ``{'obs', 'next_obs'}`` (dicts of (B, A, ...) float tensors),
+    ``action`` (B, A) int64 or (B, A, dim) float32 (``action_dtype``), and the team ``reward`` / ``done`` broadcast
+    over the agents, (B, A) floats (``done`` zeroed with ``ignore_done``), on ``device``."""
+    from ding.utils.data import SAMPLE_BATCH_TYPES, default_collate
+
+    if not isinstance(data, SAMPLE_BATCH_TYPES) or len(data) == 0:
+        raise ValueError(f"{where}: expected a non-empty list of samples, got {type(data).__name__}")
+    missing = [k for k in ("obs", "next_obs", "action", "reward", "done") if k not in data[0]]
+    if missing:
+        raise ValueError(f"{where}: samples lack key(s) {missing}; they have {sorted(data[0])}")
+    batch: dict[str, Any] = {}
+    for k in ("obs", "next_obs"):
+        stacked = stack_obs_dicts([d[k] for d in data])
+        if not isinstance(stacked, dict):
+            stacked = {"agent_state": stacked}
+        batch[k] = {key: torch.from_numpy(np.asarray(v, np.float32)) for key, v in stacked.items()}
+    action = torch.from_numpy(np.stack([np.asarray(d["action"], action_dtype) for d in data]))
+    agents = action.shape[1]
+    batch["action"] = action
+    for k in ("reward", "done"):
+        batch[k] = default_collate([d[k] for d in data]).float().reshape(len(data), -1)[:, :1].expand(-1, agents)
+    if ignore_done:
+        batch["done"] = torch.zeros_like(batch["done"])
+    if device.type != "cpu":
+        from .actor_critic import _to_device
+
+        batch = _to_device(batch, device)
+    return batch
+
+
 def agent_obs_dim(model: Any) -> int | None:
     """The per-agent observation size a multi-agent model reads (``agent_obs_shape`` or ``obs_shape``)."""
     dim = getattr(model, "agent_obs_shape", None)
@@ -109,13 +141,35 @@ def check_multi_agent_fit(policy: Any, obs_space: Any, act_space: Any, name: str
                             f"{gshape}; set policy.model.global_obs_shape={gshape[-1]}{hint}")
     if isinstance(act_space, gym.spaces.Dict):
         spaces: list[Any] = list(act_space.spaces.values())
+        if getattr(policy, "agent_action_space", gym.spaces.Discrete) is gym.spaces.Box:
+            problems += _box_problems(cls, getattr(model, "action_shape", None), spaces, name)
+            return problems
         n_act = getattr(model, "action_shape", None)
         if not all(isinstance(s, gym.spaces.Discrete) for s in spaces):
             problems.append(f"policy.type: {cls} acts in Discrete action spaces, but {name}'s agents have "
-                            f"{spaces[0]}; set env.continuous_actions=False")
+                            f"{spaces[0]}; set env.continuous_actions=False (Box actions: policy type 'sac' with "
+                            "policy.multi_agent=True)")
         elif n_act is not None and int(spaces[0].n) != int(n_act):
             problems.append(f"policy.model.action_shape: {n_act} but {name}'s agents have {spaces[0].n} actions; set "
                             f"policy.model.action_shape={spaces[0].n}")
+    return problems
+
+
+def _box_problems(cls: str, n_act: Any, spaces: list[Any], name: str) -> list[str]:
+    """A tanh actor's agents need Box(-1, 1) actions of the model's size (``env.act_scale=True`` maps them)."""
+    import gymnasium as gym
+
+    space = spaces[0]
+    if not all(isinstance(s, gym.spaces.Box) for s in spaces):
+        return [f"policy.type: {cls} acts in Box action spaces, but {name}'s agents have {space}; set "
+                "env.continuous_actions=True (Discrete actions: policy type 'discrete_sac')"]
+    problems = []
+    if n_act is not None and tuple(space.shape) != (int(n_act),):
+        problems.append(f"policy.model.action_shape: {n_act} but {name}'s agents act in {space}; set "
+                        f"policy.model.action_shape={int(np.prod(space.shape))}")
+    if not (np.all(space.low == -1.0) and np.all(space.high == 1.0)):
+        problems.append(f"env.act_scale: {cls} acts in [-1, 1] (a tanh actor) but {name}'s agents act in {space}; "
+                        "set env.act_scale=True (maps [-1, 1] onto the env's bounds)")
     return problems
 
 

@@ -58,7 +58,8 @@ class SACPolicy(Policy):
         nstep=1,
         # Accepted for DI-engine configs; ignored (transitions always hold what SAC needs).
         transition_with_policy_data=True,
-        # Accepted for DI-engine configs; must be False (ding has no multi-agent SAC).
+        # True builds the multi-agent SAC for Box actions (ContinuousMASACPolicy, model 'continuous_maqac'), as
+        # DI-engine's 'sac' does; Discrete multi-agent actions: policy type 'discrete_sac'.
         multi_agent=False,
         # ContinuousQAC kwargs: obs_shape, action_shape, twin_critic, actor/critic_head_hidden_size, _layer_num, ...
         model=dict(twin_critic=True, action_space="reparameterization"),
@@ -129,13 +130,17 @@ class SACPolicy(Policy):
 
     _model: ContinuousQAC  # or a model with its interface (actor, critic, compute_actor, compute_critic)
 
+    def __new__(cls, cfg: Mapping[str, Any] | None = None, *args: Any, **kwargs: Any) -> SACPolicy:
+        if cls is SACPolicy and cfg is not None and cfg.get("multi_agent"):  # DI-engine's switch to multi-agent SAC
+            from .masac_continuous import ContinuousMASACPolicy
+
+            return super().__new__(ContinuousMASACPolicy)
+        return super().__new__(cls)
+
     def default_model(self) -> tuple[str, list[str]]:
         return "continuous_qac", ["ding.model.template.qac"]
 
     def _check_common(self) -> None:
-        if self._cfg.multi_agent:
-            raise ConfigError("policy.multi_agent: ding's SAC is single-agent; set policy.multi_agent=False, or use "
-                              "policy type 'discrete_sac' (MASAC, DI-engine's multi-agent SAC file) for multi-agent")
         if not self._cfg.learn.reparameterization:
             raise ConfigError("policy.learn.reparameterization=False: ding's SAC always uses the reparameterisation "
                               "trick; set it to True (or leave it out)")

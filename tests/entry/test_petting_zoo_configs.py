@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -31,28 +35,44 @@ def _mode(algo: str) -> str:
     return "serial_onpolicy" if algo == "mappo" else "serial"
 
 
+# Budget knobs appended to DI-engine's file (its own lines stay as they are): 2 collector envs and 1 evaluator env
+# in the run's process, small collects, an evaluation every 4 iterations.
+_KNOBS = """
+
+# ---- budget knobs (appended by the test) ----
+_env, _policy = main_config.env, main_config.policy
+_env.collector_env_num, _env.evaluator_env_num, _env.n_evaluator_episode = 2, 1, 1
+create_config.env_manager.type = "base"
+_policy.collect.n_sample = {n_sample}
+_policy.learn.batch_size = min(_policy.learn.batch_size, {n_sample})
+if "update_per_collect" in _policy.learn:
+    _policy.learn.update_per_collect = 2
+if "epoch_per_collect" in _policy.learn:
+    _policy.learn.epoch_per_collect = 1
+if "random_collect_size" in _policy:
+    _policy.random_collect_size = 50
+if _env.n_agent == 5:  # VDN's 5 agents x 100 cycles: the evaluation episode alone would be 100 steps
+    _env.max_cycles = 25
+_policy.eval.evaluator = dict(_policy.eval.get("evaluator", {{}}), eval_freq=4)
+_policy.learn.learner = dict(hook=dict(log_show_after_iter=100000))
+main_config.exp_name = {exp_name!r}
+"""
+
+
+def _small_file(algo: str, tmp: str, exp_name: str) -> str:
+    """DI-engine's file with :data:`_KNOBS` appended, as ``<tmp>/<exp_name>.py``."""
+    with open(_copy(algo, tmp)) as f:
+        text = f.read()
+    path = os.path.join(tmp, f"{exp_name}.py")
+    with open(path, "w") as f:
+        f.write(text + _KNOBS.format(n_sample=64 if algo == "mappo" else 8, exp_name=exp_name))
+    return path
+
+
 def _small(algo: str, tmp: str, exp_name: str | None = None):
-    """The file with budget knobs only: 2 collector envs and 1 evaluator env in this process, small collects."""
-    main_cfg, create_cfg = read_config(_copy(algo, tmp))
+    """The file with budget knobs, read as the ``ding`` command reads it."""
+    main_cfg, create_cfg = read_config(_small_file(algo, tmp, exp_name or f"ptz_{algo}_small"))
     assert main_cfg.policy.cuda is True and main_cfg.env.env_id == "simple_spread_v2"
-    env = main_cfg.env
-    env.collector_env_num, env.evaluator_env_num, env.n_evaluator_episode = 2, 1, 1
-    create_cfg.env_manager.type = "base"
-    policy = main_cfg.policy
-    policy.collect.n_sample = 64 if algo == "mappo" else 8
-    policy.learn.batch_size = min(policy.learn.batch_size, 64 if algo == "mappo" else 8)
-    if "update_per_collect" in policy.learn:
-        policy.learn.update_per_collect = 2
-    if "epoch_per_collect" in policy.learn:
-        policy.learn.epoch_per_collect = 1
-    if "random_collect_size" in policy:
-        policy.random_collect_size = 50
-    if algo == "vdn":
-        env.max_cycles = 25  # its 5 agents x 100 cycles: the evaluation episode alone would be 100 steps
-    policy.eval.evaluator = dict(policy.eval.get("evaluator", {}), eval_freq=4)
-    policy.learn.learner = dict(hook=dict(log_show_after_iter=100000))
-    if exp_name is not None:
-        main_cfg.exp_name = exp_name
     return main_cfg, create_cfg
 
 
@@ -61,15 +81,48 @@ def _pipeline(algo: str):
 
 
 @pytest.mark.parametrize("algo", ALGOS)
-def test_di_engine_ptz_file_trains_with_budget_knobs(in_tmp_dir, algo):
-    main_cfg, create_cfg = _small(algo, str(in_tmp_dir))
-    _pipeline(algo)((main_cfg, create_cfg), seed=0, max_train_iter=6)
-    result = read_result(main_cfg.exp_name)
+def test_di_engine_ptz_file_trains_with_budget_knobs_through_the_ding_command(in_tmp_dir, algo, caplog):
+    """DI-engine's file with small budget knobs appended, through ``ding -m serial[_onpolicy]``: it trains, evaluates,
+    exits 0 and warns at most once that ``cuda=True`` runs on the CPU (the full, unchanged runs: the slow test
+    below)."""
+    path = _small_file(algo, str(in_tmp_dir), f"ptz_{algo}_small")
+    with caplog.at_level(logging.WARNING):
+        assert main(["-m", _mode(algo), "-c", path, "-s", "0", "--train-iter", "6"]) == 0
+    result = read_result(f"ptz_{algo}_small")
     assert result["train_iter"] >= 6 and result["env_step"] > 0
-    evals = read_eval_csv(os.path.join(main_cfg.exp_name, "log", "eval.csv"))
+    evals = read_eval_csv(os.path.join(f"ptz_{algo}_small", "log", "eval.csv"))
     assert len(evals) >= 2 and all(r["eval_return_mean"] < 0 for r in evals)  # simple spread's returns are costs
-    total = read_config(os.path.join(main_cfg.exp_name, "total_config.py"))[0]
+    total = read_config(os.path.join(f"ptz_{algo}_small", "total_config.py"))[0]
     assert total.policy.cuda is True  # kept as written; the run went to the CPU
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert sum("cuda" in w.lower() for w in warnings) <= 1, warnings  # once per process
+
+
+def _continuous(tmp: str, exp_name: str, act_scale: bool):
+    """DI-engine's MASAC file made continuous: ``sac`` (whose config has no ``env_num`` / ``eps`` keys)."""
+    main_cfg, create_cfg = _small("masac", tmp, exp_name)
+    main_cfg.env.update(continuous_actions=True, act_scale=act_scale)
+    create_cfg.policy.type = "sac"
+    for section, key in (("collect", "env_num"), ("eval", "env_num"), ("other", "eps")):
+        main_cfg.policy[section].pop(key)
+    return main_cfg, create_cfg
+
+
+def test_sac_with_multi_agent_trains_on_continuous_simple_spread(in_tmp_dir):
+    """DI-engine's MASAC file with Box actions: policy type ``sac`` + ``multi_agent=True`` (DI-engine's naming) is
+    MASAC with a squashed-Gaussian actor (model ``continuous_maqac``); ``env.act_scale`` maps [-1, 1] onto mpe2's
+    [0, 1]. Without act_scale the set-up check names it."""
+    from ding.utils import ConfigError
+
+    main_cfg, create_cfg = _continuous(str(in_tmp_dir), "cont", act_scale=True)
+    policy = serial_pipeline((main_cfg, create_cfg), seed=0, max_train_iter=6)
+    assert type(policy).__name__ == "ContinuousMASACPolicy"
+    assert type(policy._model).__name__ == "ContinuousMAQAC"
+    assert read_result("cont")["train_iter"] >= 6
+    assert all(r["eval_return_mean"] < 0 for r in read_eval_csv(os.path.join("cont", "log", "eval.csv")))
+    main_cfg, create_cfg = _continuous(str(in_tmp_dir), "unscaled", act_scale=False)
+    with pytest.raises(ConfigError, match=r"set env\.act_scale=True"):
+        serial_pipeline((main_cfg, create_cfg), seed=0, max_train_iter=1)
 
 
 def test_di_engine_qmix_file_runs_unchanged_through_the_ding_command(in_tmp_dir, caplog):
@@ -116,6 +169,57 @@ def test_stop_and_resume_matches_an_unstopped_run(in_tmp_dir, algo):
     if "collect_state" in fs:
         assert sorted(fs["collect_state"]) == sorted(rs["collect_state"])
         assert all(torch.equal(fs["collect_state"][k], rs["collect_state"][k]) for k in fs["collect_state"])
+
+
+def _ding(args: list[str]):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "ding.entry.cli", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+@pytest.mark.parametrize("algo", [pytest.param("qmix"), pytest.param("mappo", marks=pytest.mark.slow),
+                                  pytest.param("vdn", marks=pytest.mark.slow),
+                                  pytest.param("masac", marks=pytest.mark.slow)])
+def test_ctrl_c_and_resume_match_an_uninterrupted_run(in_tmp_dir, algo):
+    """Real ``ding`` processes: one run to N iterations, one stopped by SIGINT after two evaluations, and that one
+    resumed with ``--resume``: the same parameters, target network, evaluations and env steps (QMIX: the collectors'
+    GRU states too). QMIX in the default suite (its recurrent state is the most to lose); the others slow."""
+    n, mode = 16, _mode(algo)
+    for exp in ("full", "part"):
+        _small_file(algo, ".", exp)
+    full = _ding(["-m", mode, "-c", "full.py", "-s", "0", "--train-iter", str(n)])
+    part = _ding(["-m", mode, "-c", "part.py", "-s", "0", "--train-iter", str(n)])
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and part.poll() is None:  # interrupt once training is under way
+            if os.path.exists("part/log/eval.csv") and len(read_eval_csv("part/log/eval.csv")) >= 2:
+                break
+            time.sleep(0.02)
+        part.send_signal(signal.SIGINT)
+        out_part, _ = part.communicate(timeout=120)
+        out_full, _ = full.communicate(timeout=600)
+    finally:
+        for proc in (full, part):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert full.returncode == 0, out_full
+    stopped_at = read_result("part")["train_iter"]
+    assert part.returncode == 130, out_part  # 0 would mean it finished before the signal: raise n
+    assert read_result("part")["interrupted"] is True and 0 < stopped_at < n
+    resumed = _ding(["-m", mode, "-c", "part.py", "-s", "0", "--train-iter", str(n), "--resume"])
+    out_res, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out_res
+    assert f"resumed from part/ckpt/iteration_{stopped_at}.pth.tar" in out_res
+    assert _evals("full") == _evals("part") and len(_evals("full")) > 2
+    assert read_result("full")["env_step"] == read_result("part")["env_step"]
+    a = torch.load(f"full/ckpt/iteration_{read_result('full')['train_iter']}.pth.tar", weights_only=False)
+    b = torch.load(f"part/ckpt/iteration_{read_result('part')['train_iter']}.pth.tar", weights_only=False)
+    keys = [k for k in ("model", "target_model", "collect_state") if k in a]
+    assert "model" in keys and ("collect_state" in keys) == (algo in ("qmix", "vdn"))
+    for key in keys:
+        assert a[key].keys() == b[key].keys() and all(torch.equal(a[key][k], b[key][k]) for k in a[key]), key
 
 
 MAPPO_TARGET, MAPPO_BUDGET = -150.0, 96000  # the untrained policy: about -175 to -190 (8 episodes)

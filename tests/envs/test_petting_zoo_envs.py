@@ -110,6 +110,25 @@ def test_bad_env_configs_give_one_clear_error():
     env.close()
 
 
+def test_act_scale_maps_minus_one_to_one_onto_the_continuous_actions():
+    """DI-engine's ``act_scale``: the agents act in [-1, 1] (what ``sac`` + ``multi_agent`` emits), mapped onto
+    mpe2's [0, 1]; the same episode as the unscaled env given the mapped actions."""
+    scaled, raw = spread(continuous_actions=True, act_scale=True), spread(continuous_actions=True)
+    space = next(iter(scaled.action_space.values()))
+    assert float(space.low.min()) == -1.0 and float(space.high.max()) == 1.0
+    assert float(next(iter(raw.action_space.values())).low.min()) == 0.0
+    for env in (scaled, raw):
+        env.seed(3, dynamic_seed=False)
+        env.reset()
+    action = np.random.default_rng(0).uniform(-1, 1, (3, 5)).astype(np.float32)
+    a, b = scaled.step(action), raw.step((action + 1) / 2)
+    assert np.allclose(a.obs["agent_state"], b.obs["agent_state"]) and np.allclose(a.reward, b.reward)
+    with pytest.raises(ValueError, match=r"env\.act_scale=True maps \[-1, 1\] onto continuous actions"):
+        spread(act_scale=True)
+    for env in (scaled, raw):
+        env.close()
+
+
 def test_general_parallel_adapter_and_an_aec_env_through_pettingzoos_conversion():
     for cfg in (dict(env_id="mpe2.simple_spread_v3", env_kwargs=dict(N=2, max_cycles=3)),
                 dict(env_id="mpe2.simple_spread_v3", env_kwargs=dict(N=2, max_cycles=3), aec=True)):

@@ -1,5 +1,6 @@
 """Multi-agent pieces: QMIX/VDN mixing (hand-computed, monotonic), masking of padded steps and unavailable actions,
-MAPPO's per-agent advantages, MASAC's update, and QMIX on the QMIX paper's cooperative matrix game."""
+MAPPO's per-agent advantages, MASAC's update (discrete, and ``sac`` + ``multi_agent`` on Box actions), and QMIX on
+the QMIX paper's cooperative matrix game."""
 from __future__ import annotations
 
 import copy
@@ -12,7 +13,8 @@ import torch
 from ding.envs import BaseEnvTimestep
 from ding.model.template.mavac import MASKED_LOGIT, MAVAC, mask_logit
 from ding.model.template.qmix import Mixer, QMix, VDNMixer
-from ding.policy import MAPPOPolicy, MASACPolicy, PPOPolicy, QMIXPolicy, create_policy
+from ding.policy import MAPPOPolicy, MASACPolicy, PPOPolicy, QMIXPolicy, SACPolicy, create_policy
+from ding.policy.masac_continuous import ContinuousMASACPolicy
 from ding.policy.multi_agent_data import masked_epsilon_greedy
 from ding.rl_utils import gae, gae_data
 
@@ -292,6 +294,80 @@ def test_masac_update_and_actions():
     assert np.isfinite(log["critic_loss"]) and np.isfinite(log["policy_loss"])
     assert policy._log_alpha.item() < before  # the entropy is above the target -2: alpha falls
     assert policy.eval_mode.forward({0: obs[0]})[0]["action"][1] == 4
+
+
+def _continuous_masac(**learn):
+    return create_policy(dict(
+        type="sac", multi_agent=True, random_collect_size=0,
+        model=dict(agent_obs_shape=OBS, global_obs_shape=STATE, action_shape=2, twin_critic=True,
+                   actor_head_hidden_size=16, critic_head_hidden_size=16),
+        learn=dict(batch_size=8, **learn)))
+
+
+def test_sac_with_multi_agent_is_masac_on_box_actions():
+    """DI-engine's naming: ``sac`` + ``multi_agent=True`` is MASAC for Box actions (model ``continuous_maqac``);
+    ``discrete_sac`` + ``multi_agent=True`` the discrete one; plain ``sac`` stays single-agent."""
+    from ding.model.template.maqac import MAQAC, ContinuousMAQAC
+    from ding.utils import MODEL_REGISTRY
+
+    policy = _continuous_masac()
+    assert type(policy) is ContinuousMASACPolicy and isinstance(policy._model, ContinuousMAQAC)
+    assert type(create_policy(dict(type="sac", model=dict(obs_shape=3, action_shape=1)))) is SACPolicy
+    assert type(create_policy(dict(type="discrete_sac", multi_agent=True, model=dict(
+        agent_obs_shape=OBS, global_obs_shape=STATE, action_shape=N_ACT)))._model) is MAQAC
+    assert MODEL_REGISTRY.get("discrete_maqac") is MAQAC and MODEL_REGISTRY.get("continuous_maqac") is ContinuousMAQAC
+
+
+def test_continuous_masac_update_targets_and_actions():
+    torch.manual_seed(0)
+    policy = _continuous_masac(target_entropy=-1.0, discount_factor=0.5)
+    rng = np.random.default_rng(0)
+    obs = [_obs(rng, agent_specific=True) for _ in range(9)]
+    samples = []
+    for t in range(8):
+        out = policy.collect_mode.forward({0: obs[t]})[0]
+        assert out["action"].shape == (A, 2) and np.all(np.abs(out["action"]) < 1)
+        samples.append(policy.collect_mode.process_transition(obs[t], out, _ts(obs[t + 1], -1.0, t == 7, t == 7)))
+    # the critics' target by hand, for the first sample (truncated: bootstraps; reward -1, gamma 0.5)
+    model, target_model = copy.deepcopy(policy._model), copy.deepcopy(policy._target_model)
+    torch.manual_seed(1)
+    log = policy.learn_mode.forward(samples)
+    torch.manual_seed(1)
+    nxt = {k: torch.from_numpy(np.stack([s["next_obs"][k] for s in samples])) for k in ("agent_state", "global_state")}
+    mu, sigma = model.compute_actor(nxt)["logit"]
+    from ding.rl_utils import min_q, squashed_gaussian_sample
+    a2, logp2 = squashed_gaussian_sample(mu, sigma)
+    q2 = min_q(target_model.compute_critic({"obs": nxt, "action": a2})["q_value"])
+    target = -1.0 + 0.5 * (q2 - 0.2 * logp2)
+    act = torch.from_numpy(np.stack([s["action"] for s in samples]))
+    cur = {k: torch.from_numpy(np.stack([s["obs"][k] for s in samples])) for k in ("agent_state", "global_state")}
+    q = model.compute_critic({"obs": cur, "action": act})["q_value"]
+    expected = sum(float(((qi - target) ** 2).mean()) for qi in q)
+    assert log["critic_loss"] == pytest.approx(expected, rel=1e-5)
+    assert target.shape == (8, A)
+    assert np.isfinite(log["policy_loss"]) and log["alpha"] == pytest.approx(0.2)
+    evaluated = policy.eval_mode.forward({0: obs[0]})[0]["action"]
+    mu0 = policy._model.compute_actor({"agent_state": torch.from_numpy(obs[0]["agent_state"][None])})["logit"][0]
+    assert np.allclose(evaluated, torch.tanh(mu0)[0].detach().numpy(), atol=1e-6)
+
+
+def test_continuous_masac_fit_check_names_act_scale():
+    import gymnasium as gym
+
+    from ding.policy.multi_agent_data import check_multi_agent_fit
+
+    policy = _continuous_masac()
+    obs_space = gym.spaces.Dict({"agent_state": gym.spaces.Box(-1, 1, (A, OBS)),
+                                 "global_state": gym.spaces.Box(-1, 1, (A, STATE))})
+    box01 = gym.spaces.Dict({str(i): gym.spaces.Box(0.0, 1.0, (2,), np.float32) for i in range(A)})
+    problems = check_multi_agent_fit(policy, obs_space, box01, "env 'x'")
+    assert len(problems) == 1 and "env.act_scale" in problems[0] and "set env.act_scale=True" in problems[0]
+    box3 = gym.spaces.Dict({str(i): gym.spaces.Box(-1.0, 1.0, (3,), np.float32) for i in range(A)})
+    assert "policy.model.action_shape=3" in check_multi_agent_fit(policy, obs_space, box3, "env 'x'")[0]
+    discrete = gym.spaces.Dict({str(i): gym.spaces.Discrete(5) for i in range(A)})
+    assert "env.continuous_actions=True" in check_multi_agent_fit(policy, obs_space, discrete, "env 'x'")[0]
+    fits = gym.spaces.Dict({str(i): gym.spaces.Box(-1.0, 1.0, (2,), np.float32) for i in range(A)})
+    assert check_multi_agent_fit(policy, obs_space, fits, "env 'x'") == []
 
 
 def test_independent_ppo_baseline_critic_reads_only_each_agents_observation():

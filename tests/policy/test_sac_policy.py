@@ -160,7 +160,8 @@ def test_model_only_state_seeds_training():
     (dict(model=dict(MODEL, action_space="regression")),
      r"policy\.model\.action_space: SACPolicy needs action_space='reparameterization', got 'regression'"),
     (dict(collect=dict(unroll_len=2)), r"policy\.collect\.unroll_len: SAC trains on single transitions"),
-    (dict(multi_agent=True), r"policy\.multi_agent: ding's SAC is single-agent"),
+    (dict(nstep=3, multi_agent=True, model=dict(agent_obs_shape=3, global_obs_shape=4, action_shape=1)),
+     r"policy\.nstep: multi-agent SAC trains on one-step targets"),
 ])
 def test_config_errors_name_the_key_and_the_fix(cfg, match):
     cfg = dict(type="sac", model=dict(MODEL), **cfg) if "model" not in cfg else dict(type="sac", **cfg)

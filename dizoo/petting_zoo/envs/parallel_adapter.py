@@ -54,6 +54,9 @@ class PettingZooParallelEnv(BaseEnv):
         env_kwargs=dict(),
         # Build the AEC env and convert it with PettingZoo's aec_to_parallel.
         aec=False,
+        # Box actions only (DI-engine's key): the agents act in [-1, 1] (the tanh actors of SAC), mapped onto each
+        # agent's own bounds; the action space reports Box(-1, 1).
+        act_scale=False,
     )
 
     def __init__(self, cfg: Mapping[str, Any] | None = None) -> None:
@@ -96,6 +99,13 @@ class PettingZooParallelEnv(BaseEnv):
                              "along an agent axis needs one shape (pad them in a PettingZoo wrapper, e.g. SuperSuit's "
                              "pad_observations_v0)")
         acts = [self._env.action_space(a) for a in self._agents]
+        self._env_action_space = gym.spaces.Dict({a: s for a, s in zip(self._agents, acts)})
+        self._act_scale = bool(self._cfg.get("act_scale"))
+        if self._act_scale:
+            if not all(isinstance(s, gym.spaces.Box) for s in acts):
+                raise ValueError(f"{type(self).__name__}: env.act_scale=True maps [-1, 1] onto Box actions, but the "
+                                 f"agents act in {acts[0]}; set env.act_scale=False (or env.continuous_actions=True)")
+            acts = [gym.spaces.Box(-1.0, 1.0, s.shape, np.float32) for s in acts]
         self._action_space = gym.spaces.Dict({a: s for a, s in zip(self._agents, acts)})
         self._n_actions = int(acts[0].n) if isinstance(acts[0], gym.spaces.Discrete) else int(np.prod(acts[0].shape))
         self._obs_dim = int(np.prod(inner[0].shape))
@@ -243,8 +253,17 @@ class PettingZooParallelEnv(BaseEnv):
         out = {}
         for i, a in enumerate(self._agents):
             if a in live:
-                out[a] = int(arr[i].reshape(-1)[0]) if discrete else arr[i].astype(np.float32)
+                out[a] = int(arr[i].reshape(-1)[0]) if discrete else self._env_action(a, arr[i])
         return out
+
+    def _env_action(self, agent: str, action: np.ndarray) -> np.ndarray:
+        """A Box action as the env takes it: with ``act_scale``, [-1, 1] mapped linearly onto the agent's bounds."""
+        action = action.astype(np.float32)
+        if not self._act_scale:
+            return action
+        space = self._env_action_space[agent]
+        low, high = space.low.astype(np.float32), space.high.astype(np.float32)
+        return np.clip(low + (np.clip(action, -1.0, 1.0) + 1.0) * 0.5 * (high - low), low, high)
 
 
 class _StatePickler(pickle.Pickler):

@@ -47,7 +47,8 @@ class PettingZooEnv(PettingZooParallelEnv):
         # global_state per agent: (n_agent, obs_dim + state_dim), each agent's observation first (MAPPO, MASAC).
         agent_specific_global_state=False,
         continuous_actions=False,
-        # Accepted for DI-engine configs: continuous actions lie in [0, 1] already (True is refused).
+        # continuous_actions only: the agents act in [-1, 1] (tanh actors: `sac` with multi_agent=True), mapped
+        # onto mpe2's [0, 1]; without it they act in [0, 1] directly.
         act_scale=False,
     )
 
@@ -64,9 +65,9 @@ class PettingZooEnv(PettingZooParallelEnv):
         if self._n < 1 or self._n_landmark != self._n:
             raise ValueError(f"petting_zoo env: simple spread has as many landmarks as agents; env.n_agent is "
                              f"{self._n} and env.n_landmark {self._n_landmark}: set both to the same number >= 1")
-        if c.get("act_scale"):
-            raise ValueError("petting_zoo env: env.act_scale=True is not needed (mpe2's continuous actions lie in "
-                             "[0, 1], the policies' range); set it to False")
+        if c.get("act_scale") and not c.get("continuous_actions"):
+            raise ValueError("petting_zoo env: env.act_scale=True maps [-1, 1] onto continuous actions, but "
+                             "env.continuous_actions is False; set env.continuous_actions=True or env.act_scale=False")
         self._agent_obs_only = bool(c["agent_obs_only"])
         self._agent_specific = bool(c["agent_specific_global_state"])
 
