@@ -1,5 +1,9 @@
-"""Parallel mode next to the serial pipeline on the same hyperparameters, in one run (issue #16, item 5).
+"""Parallel mode next to the serial pipeline on the same hyperparameters, in one run (issues #16 and #37).
 
+    python tests/benchmark/bench_parallel.py --suite --seeds 8   # 4 configs x 3 slow-env kinds, parallel vs serial
+    python tests/benchmark/bench_parallel.py --suite --kinds native --configs shipped,big-batch
+    python tests/benchmark/bench_parallel.py --ab governor       # one speed mechanism on and off (see --help)
+    python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism a config key toggles
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
     python tests/benchmark/bench_parallel.py --repeats 3      # the time-to-195 runs three rounds: medians of 9 runs
@@ -8,7 +12,10 @@
     python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
 
 Every run is a whole process (``ding -m serial`` / ``ding -m parallel``), so imports, process start-up and the
-evaluations count. The setups:
+evaluations count. ``--suite`` and ``--ab`` are issue #37's held-out check and mechanism A/Bs: the configs, env
+kinds and mechanisms are in :mod:`parallel_matrix`; each prints its runs, one JSON line per record and Markdown
+tables (the verdict of an A/B: keep a mechanism where on/off of the time to the stop value is <= 0.90 on the median of
+the cases). The older setups:
 
 * **(a) CartPole**, plain: time and env steps to eval >= 195 with 1 and 2 collectors, and **throughput**: a fixed
   budget of train iterations with the stop value out of reach; env steps collected per second and learner iterations
