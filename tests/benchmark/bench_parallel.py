@@ -406,7 +406,7 @@ def _target(rec: dict) -> str:
     return f"{text}target {goal}: {'met' if met else 'NOT met'}"
 
 
-AB_CASES = ("shipped:gil", "eval-often:native", "big-batch:wait")  # --ab: each config on another env kind
+AB_CASES = ("shipped:gil", "eval-often:native", "big-batch:gil")  # --ab: each config on another env kind
 
 
 def _names(ap: argparse.ArgumentParser, flag: str, text: str, known: Iterable[str]) -> list[str]:
