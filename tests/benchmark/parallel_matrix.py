@@ -246,10 +246,12 @@ def median(values: list[float]) -> float:
 
 
 def suite(configs: list[str], kinds: list[str], seeds: list[int], budget: Budget,
-          runner: Callable[..., dict] = one_run, echo: Callable[[str], None] = print) -> list[dict]:
+          runner: Callable[..., dict] | None = None, echo: Callable[[str], None] = print) -> list[dict]:
     """Item 5: each config on each env kind, parallel against serial; the two runs of one seed back to back (the
     order alternating by seed, so a drift in the machine's load hits both alike), the seeds in turn. One record per
-    (config, kind): the runs, the medians and the per-seed ratios parallel / serial."""
+    (config, kind): the runs, the medians and the per-seed ratios parallel / serial. ``runner``: :func:`one_run`
+    unless given."""
+    runner = runner or one_run
     rows: dict[tuple[str, str], list[tuple[dict, dict]]] = {(c, k): [] for k in kinds for c in configs}
     for seed in seeds:
         for kind in kinds:
@@ -265,9 +267,11 @@ def suite(configs: list[str], kinds: list[str], seeds: list[int], budget: Budget
 
 
 def ab(mechanism: str, cases: list[tuple[str, str]], seeds: list[int], budget: Budget,
-       runner: Callable[..., dict] = one_run, echo: Callable[[str], None] = print) -> list[dict]:
+       runner: Callable[..., dict] | None = None, echo: Callable[[str], None] = print) -> list[dict]:
     """Item 4: the parallel config of each (config, kind) case with ``mechanism`` on and off, back to back per seed
-    (the order alternating by seed), the cases and seeds in turn. One record per case with the ratios on / off."""
+    (the order alternating by seed), the cases and seeds in turn. One record per case with the ratios on / off.
+    ``runner``: :func:`one_run` unless given."""
+    runner = runner or one_run
     mech = MECHANISMS[mechanism]
     rows: dict[tuple[str, str], list[tuple[dict, dict]]] = {case: [] for case in cases}
     for seed in seeds:

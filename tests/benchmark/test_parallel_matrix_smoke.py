@@ -126,3 +126,19 @@ def test_a_parallel_run_on_the_slow_env_ends_at_its_env_step_budget(monkeypatch)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (pm.ROOT, os.environ.get("PYTHONPATH")) if p))
     r = pm.one_run("parallel", "wait", pm.CONFIGS["shipped"], 0, pm.Budget(stop_value=1e9, env_step=200))
     assert not r["reached"] and r["env_step"] >= 200 and r["time_to_stop_s"] == r["wall_s"]
+
+
+def test_the_command_runs_the_suite_and_each_named_mechanism_and_prints_their_tables(monkeypatch, capsys):
+    bench = load_bench_module("bench_parallel")
+    ons = [m.on for m in bench.pm.MECHANISMS.values()]
+    runner, calls = _fake_runner(lambda mode, name, seed, keys: 9.0 if mode == "parallel" and keys in ons else 10.0)
+    monkeypatch.setattr(bench.pm, "one_run", runner)
+    monkeypatch.setattr(bench, "throughput", lambda setups, seeds, iters: [])
+    out = bench.main(["--suite", "--kinds", "wait", "--configs", "shipped", "--seeds", "2",
+                      "--ab", "prefetch,role_start", "--cases", "shipped:gil"])
+    assert [r["bench"] for r in out] == ["parallel_suite", "parallel_ab", "parallel_ab"]
+    assert len(calls) == 2 * 2 + 2 * 2 * 2  # suite: 2 seeds x 2 modes; A/B: 2 mechanisms x 2 seeds x on/off
+    text = capsys.readouterr().out
+    assert "| wait | shipped |" in text and "| prefetch | 0.90× | **0.90×** |" in text and "| keep |" in text
+    with pytest.raises(SystemExit):
+        bench.main(["--ab", "no_such_mechanism"])
