@@ -344,7 +344,8 @@ def ab_table(verdicts: list[dict], records: list[dict]) -> str:
              "seeds | load |", "|---|" + "---|" * (len(cases) + 5)]
     for v in verdicts:
         recs = [r for r in records if r["mechanism"] == v["mechanism"]]
-        seeds = len(recs[0]["seeds"]) if recs else 0
+        counts = sorted({len(r["seeds"]) for r in recs})
+        seeds = "–".join(str(n) for n in (counts[0], counts[-1]) if n) if counts[0] != counts[-1] else str(counts[0])
         lo, hi = min(r["load"][0] for r in recs), max(r["load"][1] for r in recs)
         cells = " | ".join(f"{v['per_case'][c]:.2f}×" if c in v["per_case"] else "–" for c in cases)
         lines.append(f"| {v['mechanism']} | {cells} | **{v['median_ratio']:.2f}×** | {v['median_wall_ratio']:.2f}× | "
