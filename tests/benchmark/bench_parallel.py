@@ -1,5 +1,9 @@
-"""Parallel mode next to the serial pipeline on the same hyperparameters, in one run (issue #16, item 5).
+"""Parallel mode next to the serial pipeline on the same hyperparameters, in one run (issues #16 and #37).
 
+    python tests/benchmark/bench_parallel.py --suite --seeds 8   # 4 configs x 3 slow-env kinds, parallel vs serial
+    python tests/benchmark/bench_parallel.py --suite --kinds native --configs shipped,big-batch
+    python tests/benchmark/bench_parallel.py --ab governor       # one speed mechanism on and off (see --help)
+    python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism a config key toggles
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
     python tests/benchmark/bench_parallel.py --repeats 3      # the time-to-195 runs three rounds: medians of 9 runs
@@ -8,7 +12,10 @@
     python tests/benchmark/bench_parallel.py --smoke          # tiny budgets, used by the test suite
 
 Every run is a whole process (``ding -m serial`` / ``ding -m parallel``), so imports, process start-up and the
-evaluations count. The setups:
+evaluations count. ``--suite`` and ``--ab`` are issue #37's held-out check and mechanism A/Bs: the configs, env
+kinds and mechanisms are in :mod:`parallel_matrix`; each prints its runs, one JSON line per record and Markdown
+tables (the verdict of an A/B: keep a mechanism where on/off of the time to the stop value is <= 0.90 on the median of
+the cases). The older setups:
 
 * **(a) CartPole**, plain: time and env steps to eval >= 195 with 1 and 2 collectors, and **throughput**: a fixed
   budget of train iterations with the stop value out of reach; env steps collected per second and learner iterations
@@ -40,17 +47,18 @@ the parallel-only keys. Each run must exit 0 with no process left behind.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Iterable
 from typing import NamedTuple
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import parallel_matrix as pm  # noqa: E402
 
 CONFIG = '''
 import copy
@@ -110,88 +118,23 @@ class Setup(NamedTuple):
 
 def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | None = None) -> dict:
     mode = setup.mode
-    with tempfile.TemporaryDirectory() as tmp:
-        exp = f"bench_{mode}"
-        path = os.path.join(tmp, "cfg.py")
-        with open(path, "w") as f:
-            f.write(CONFIG.format(mode=mode, exp=exp, stop_value=stop_value, collectors=max(setup.collectors, 1),
-                                  manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
-                                  unpaced=setup.unpaced, collector_nice=COLLECTOR_NICE,
-                                  cpu_affinity=CPU_AFFINITY))
-        cmd = [sys.executable, "-m", "ding", "-m", mode, "-c", path, "-s", str(seed)]
-        if train_iter is not None:
-            cmd += ["--train-iter", str(train_iter)]
-        eval_csv = os.path.join(tmp, exp, "log", "eval.csv")
-        t0 = time.perf_counter()
-        reached_at: float | None = None
-        with open(os.path.join(tmp, "out.txt"), "w+") as out:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=out,
-                                    stderr=subprocess.STDOUT, text=True)
-            try:
-                while proc.poll() is None:  # watch eval.csv: the time the stop value was reached, without shutdown
-                    if reached_at is None and _reached(eval_csv, stop_value) is not None:
-                        reached_at = time.perf_counter() - t0
-                    if time.perf_counter() - t0 > 900:
-                        raise RuntimeError(f"{mode} run (seed {seed}) took over 900 s")
-                    time.sleep(0.05)
-            finally:
-                if proc.poll() is None:
-                    proc.kill()
-                    proc.wait()
-            wall = time.perf_counter() - t0
-            out.seek(0)
-            text = out.read()
-        if proc.returncode != 0:
-            raise RuntimeError(f"{mode} run failed (seed {seed}, exit {proc.returncode}):\n{text[-4000:]}")
-        with open(os.path.join(tmp, exp, "result")) as f:
-            result = json.load(f)
-        row = _reached(eval_csv, stop_value)
-        left = _processes_in(tmp)
-        deadline = time.monotonic() + 10.0  # a subprocess env manager's workers may still be on their way out
-        while left and time.monotonic() < deadline:
-            time.sleep(0.2)
-            left = _processes_in(tmp)
-        if left:
-            raise RuntimeError(f"{mode} run left processes behind: {left}")
+    text = CONFIG.format(mode=mode, exp="bench", stop_value=stop_value, collectors=max(setup.collectors, 1),
+                         manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
+                         unpaced=setup.unpaced, collector_nice=COLLECTOR_NICE, cpu_affinity=CPU_AFFINITY)
+    flags = ["--train-iter", str(train_iter)] if train_iter is not None else []
+    r = pm.run_process(text, mode, seed, stop_value, flags)
+    result, row, wall = r["result"], r["reached_row"], r["wall_s"]
     # training time without process start-up on both sides: a serial run's wall_time_s starts once its components
     # are built; a parallel run's train_time_s once its first collector started (the roles' imports are over)
     train_wall = max(result.get("train_time_s") or result["wall_time_s"], 1e-9)
     return {"setup": setup.key, "mode": mode, "collectors": setup.collectors, "manager": setup.manager,
-            "step_cost": setup.step_cost, "seed": seed, "wall_s": wall,
-            "time_to_stop_s": (reached_at if reached_at is not None else wall) if row is not None else None,
+            "step_cost": setup.step_cost, "seed": seed, "wall_s": wall, "time_to_stop_s": r["time_to_stop_s"],
             "env_step_to_stop": int(row["env_step"]) if row is not None else None,
             "train_wall_s": train_wall, "env_step": result["env_step"], "train_iter": result["train_iter"],
             "stop_flag": result["stop_flag"], "best_eval_return": result.get("best_eval_return"),
             "env_steps_per_s": result["env_step"] / train_wall, "iters_per_s": result["train_iter"] / train_wall,
             # the learner's own iterations/s while it had a batch (parallel runs; None for serial ones)
             "learner_busy_iters_per_s": (result.get("learner") or {}).get("busy_iters_per_s")}
-
-
-def _reached(eval_csv: str, stop_value: float) -> dict | None:
-    """The first row of ``eval.csv`` at or above the stop value (None: none yet)."""
-    try:
-        with open(eval_csv, newline="") as f:
-            for row in csv.DictReader(f):
-                try:
-                    if float(row["eval_return_mean"]) >= stop_value:
-                        return row
-                except (KeyError, TypeError, ValueError):
-                    continue  # a row being written
-    except OSError:
-        pass
-    return None
-
-
-def _processes_in(directory: str) -> list[int]:
-    found = []
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if pid.isdigit():
-            try:
-                if os.readlink(f"/proc/{pid}/cwd").startswith(directory):
-                    found.append(int(pid))
-            except OSError:
-                pass
-    return found
 
 
 def _median(rows: list[dict], key: str) -> float:
@@ -463,6 +406,57 @@ def _target(rec: dict) -> str:
     return f"{text}target {goal}: {'met' if met else 'NOT met'}"
 
 
+AB_CASES = ("shipped:gil", "eval-often:native", "big-batch:gil")  # --ab: each config on another env kind
+
+
+def _names(ap: argparse.ArgumentParser, flag: str, text: str, known: Iterable[str]) -> list[str]:
+    """The comma-separated names of ``flag``; one usage error naming the unknown ones and the choices."""
+    names, choices = [n.strip() for n in text.split(",") if n.strip()], list(known)
+    unknown = [n for n in names if n not in choices]
+    if unknown or not names:
+        ap.error(f"{flag}: unknown or no names {unknown}; choose from {', '.join(choices)}")
+    return names
+
+
+def matrix(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[dict]:
+    """``--suite`` and ``--ab``: the runs of :mod:`parallel_matrix`, their JSON lines and their Markdown tables."""
+    budget = pm.Budget(args.stop_value, args.env_step)
+    seeds = list(range(args.seeds))
+    out: list[dict] = []
+    print(f"load at start: {pm.load():.2f}", flush=True)
+    if args.suite:
+        configs = _names(ap, "--configs", args.configs, pm.CONFIGS)
+        kinds = _names(ap, "--kinds", args.kinds, pm.KINDS)
+        print(f"parallel / serial, stop value {budget.stop_value:g}, at most {budget.env_step} env steps:", flush=True)
+        out += pm.suite(configs, kinds, seeds, budget)
+        print(f"CartPole throughput ({args.iters} train iterations, stop value out of reach):", flush=True)
+        out += throughput([Setup("a", "serial"), Setup("a", "parallel", 2)], seeds, args.iters)
+    verdicts = []
+    if args.ab:
+        mechanisms = list(pm.MECHANISMS) if args.ab == "all" else _names(ap, "--ab", args.ab, pm.MECHANISMS)
+        cases = []
+        for case in _names(ap, "--cases", args.cases, [f"{c}:{k}" for c in pm.CONFIGS for k in pm.KINDS]):
+            name, _, kind = case.partition(":")
+            cases.append((name, kind))
+        for mech in mechanisms:
+            print(f"{mech}: {pm.MECHANISMS[mech].note}", flush=True)
+            recs = pm.ab(mech, cases, seeds, budget)
+            out += recs
+            verdicts.append(pm.verdict(recs))
+    for rec in out:
+        print(json.dumps(rec))
+    print(f"load at end: {pm.load():.2f}")
+    suite_recs = [r for r in out if r["bench"] == "parallel_suite"]
+    if suite_recs:
+        print(pm.suite_table(suite_recs))
+        for rec in (r for r in out if r["bench"] == "parallel_throughput"):
+            ratio = f"{rec['ratio_to_serial']:.2f}x serial" if rec["ratio_to_serial"] else ""
+            print(f"  CartPole throughput, {rec['label']}: {rec['env_steps_per_s']:,.0f} env steps/s {ratio}")
+    if verdicts:
+        print(pm.ab_table(verdicts, [r for r in out if r["bench"] == "parallel_ab"]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true", help="tiny budgets (CI): one seed, no convergence runs")
@@ -475,7 +469,21 @@ def main(argv: list[str] | None = None) -> list[dict]:
                     help="system_config.collector_nice of the parallel runs (default: the config's, 0)")
     ap.add_argument("--cpu-affinity", choices=("auto", "exclusive", "off"), default=None,
                     help="system_config.cpu_affinity of the parallel runs (default: the config's, 'auto')")
+    ap.add_argument("--suite", action="store_true",
+                    help="issue #37 item 5: parallel against serial over --configs x --kinds, and CartPole throughput")
+    ap.add_argument("--ab", metavar="MECHANISM", default=None,
+                    help=f"issue #37 item 4: one mechanism on and off over --cases; one of {', '.join(pm.MECHANISMS)}"
+                         " (comma-separated for several, 'all' for every one)")
+    ap.add_argument("--configs", default=",".join(pm.CONFIGS), help="--suite: configs of the set")
+    ap.add_argument("--kinds", default=",".join(pm.KINDS), help="--suite: env kinds (gil, native, wait)")
+    ap.add_argument("--cases", default=",".join(AB_CASES),
+                    help="--ab: config:kind pairs (default: %(default)s)")
+    ap.add_argument("--stop-value", type=float, default=150.0, help="--suite/--ab: the runs' stop value")
+    ap.add_argument("--env-step", type=int, default=8000,
+                    help="--suite/--ab: env steps after which a run ends without reaching the stop value")
     args = ap.parse_args(argv)
+    if args.suite or args.ab:
+        return matrix(ap, args)
     global COLLECTOR_NICE, CPU_AFFINITY
     COLLECTOR_NICE = args.collector_nice
     CPU_AFFINITY = args.cpu_affinity
