@@ -16,12 +16,11 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
 from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
 
-from .training_view import EvalCSV, GracefulStop, ProgressView
-
 if TYPE_CHECKING:
-    from ding.worker import Coordinator
+    from ding.parallel.coordinator import Coordinator
 
 STATE_FILE = "parallel_state.json"
 _NO_LIMIT = int(1e10)
@@ -97,7 +96,7 @@ def drive_coordinator(
     ``extend`` (a finished run resumed on purpose): the stop value no longer ends it, only the limits.
     Raises :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C.
     """
-    from ding.worker import Coordinator
+    from ding.parallel.coordinator import Coordinator
 
     exp = cfg.main.exp_name
     eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
@@ -110,7 +109,7 @@ def drive_coordinator(
         view.eval(record.eval_return_mean)
         save_state(None)
 
-    from ding.interaction import resolve_advertise_host
+    from ding.parallel.transport import resolve_advertise_host
 
     coordinator_cfg = cfg.system.coordinator
     coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here
