@@ -277,7 +277,8 @@ def _reexport_problems(module: str, lazy: bool) -> list[str]:
     for node in tree.body:
         docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         names_list = (isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["__all__"])
-        own_import = isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("ding.parallel", "__future__"))
+        own_import = (isinstance(node, ast.ImportFrom)
+                      and (node.module or "").startswith(("ding.parallel", "__future__")))
         if not (docstring or names_list or own_import):
             problems.append(f"{module} (line {node.lineno}): only imports from ding.parallel and __all__ belong here")
     return problems
