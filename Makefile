@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # The CPU build of torch is installed first, pinned, so nothing later pulls the multi-GB CUDA build.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: setup run test test-all test-e2e-repeat test-slurm test-netns lint clean
+.PHONY: setup run test test-all test-e2e-repeat test-slurm test-netns count-parallel lint clean
 
 setup: $(VENV)/.ding-installed
 
@@ -47,6 +47,11 @@ test-slurm: setup
 # (tests/netns/setup_netns.sh creates and removes them; needs root and iproute2); fails, not skips, where it cannot run
 test-netns: setup
 	DING_REQUIRE_NETNS=1 $(PY) -m pytest -q -m netns tests/netns
+
+# the lines of parallel mode (ding/parallel, its doors, the re-export modules), and before it had a wing (at 892509a,
+# the last commit before the move)
+count-parallel:
+	$(PYTHON) tests/benchmark/count_parallel_lines.py --before $${BEFORE:-892509a}
 
 lint: setup
 	$(PY) -m pip install --quiet -e ".[dev]"

@@ -8,15 +8,17 @@ import. Exceptions are listed in ``EXCEPTIONS`` with the reason.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
+import sys
 from dataclasses import dataclass
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Lower floors first (docs/architecture.md). A module may import its own layer and the ones before it.
 LAYERS = ("utils", "torch_utils", "config", "envs", "model", "rl_utils", "policy", "interaction", "league", "worker",
-          "data", "engine", "entry")
+          "data", "engine", "parallel", "entry")
 # Top-level packages of this repository that ding must never import.
 FORBIDDEN = ("dizoo", "config", "entry")
 # The two modules of the ``ding`` package itself: ``__init__`` holds the version (the bottom) and two lazy doors to
@@ -27,6 +29,23 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("ding", "ding.entry.trainer"): "ding.Trainer, imported on first attribute access only (no import-time cycle)",
     ("ding", "ding.entry.deploy"): "ding.load_policy, imported on first attribute access only",
 }
+
+# Parallel mode's wing (ding/parallel): besides its own modules, only its doors import it, and the re-export modules
+# that keep DI-engine's import paths (the table 'Import paths' in docs/parallel.md, read below).
+PARALLEL_DOORS = {"ding.entry.parallel_entry": "parallel_pipeline / ding -m parallel",
+                  "ding.entry.dist_entry": "ding -m dist"}
+
+
+@functools.lru_cache(maxsize=1)
+def reexport_modules() -> dict[str, bool]:
+    """The re-export modules of docs/parallel.md's 'Import paths' table: module -> whether it is a package that also
+    holds serial names (and imports the parallel ones lazily)."""
+    with open(os.path.join(ROOT, "docs", "parallel.md"), encoding="utf-8") as f:
+        text = f.read()
+    table = text.split("### Import paths", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `(ding[\w.]*)` \| (.*) \|$", table, flags=re.M)
+    return {module: "lazily" in what for module, what in rows}
+
 
 # ding/entry holds the doors only (functions, the CLI, the Trainer); the run engine they share (builder use, loops, run
 # state, checks, views, the coordinator driver) lives in ding/engine. A new module in ding/entry is added here on
@@ -132,6 +151,8 @@ def violations(imports: list[Import]) -> list[str]:
             continue
         if top != "ding":
             continue
+        if imp.target.startswith("ding.parallel") and imp.module in reexport_modules():
+            continue  # a re-export module of DI-engine's import path (checked by the test below)
         own, other = layer_of(imp.module), layer_of(imp.target)
         for layer, name in ((own, imp.module), (other, imp.target)):
             if layer not in LAYERS:
@@ -221,3 +242,57 @@ HOMES = ("ding.envs", "ding.utils", "config.serial")
         "ding.config.loader (line 13, by name) imports config.serial",
     ]
     assert "in no layer" in violations(imports_of("import ding.newpkg", "ding.utils.x"))[0]
+
+
+def test_only_the_wing_its_doors_and_the_reexports_import_the_wing():
+    reexports = reexport_modules()
+    assert len(reexports) > 20  # the table was found
+    outside = sorted({f"{i.module} (line {i.line}) imports {i.target}" for i in _ding_imports()
+                      if (i.target == "ding.parallel" or i.target.startswith("ding.parallel."))
+                      and not i.module.startswith("ding.parallel") and i.module not in PARALLEL_DOORS
+                      and i.module not in reexports})
+    assert outside == [], "only ding/parallel, its doors and the re-export modules import the wing"
+
+
+def test_the_wing_check_catches_an_import_from_below():
+    found = violations(imports_of("from ding.parallel.protocol import CollectTask\n", "ding.worker.builder"))
+    assert [p.split(":")[0] for p in found] == ["ding.worker.builder (line 1, import) imports ding.parallel.protocol"]
+    assert violations(imports_of("from ding.parallel.commanders.solo import SoloCommander\n",
+                                 "ding.worker.coordinator.solo_parallel_commander")) == []
+
+
+def _reexport_problems(module: str, lazy: bool) -> list[str]:
+    path = os.path.join(ROOT, *module.split("."))
+    path = os.path.join(path, "__init__.py") if os.path.isdir(path) else path + ".py"
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    problems = [f"{module}: defines {n.name} (line {n.lineno}); a re-export module only imports"
+                for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    parallel = [i for i in imports_of(ast.unparse(tree), module, is_package=path.endswith("__init__.py"))
+                if i.target.startswith("ding.parallel")]
+    if not parallel:
+        problems.append(f"{module}: re-exports nothing of ding.parallel")
+    if lazy:  # a package of serial names too: the parallel ones come through lazy_names only
+        return problems
+    for node in tree.body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        names_list = (isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["__all__"])
+        own_import = (isinstance(node, ast.ImportFrom)
+                      and (node.module or "").startswith(("ding.parallel", "__future__")))
+        if not (docstring or names_list or own_import):
+            problems.append(f"{module} (line {node.lineno}): only imports from ding.parallel and __all__ belong here")
+    return problems
+
+
+def test_each_reexport_module_only_reexports():
+    problems = [p for module, lazy in reexport_modules().items() for p in _reexport_problems(module, lazy)]
+    assert problems == []
+
+
+def test_the_reexport_check_catches_a_definition(tmp_path, monkeypatch):
+    pkg = tmp_path / "ding" / "worker"
+    pkg.mkdir(parents=True)
+    (pkg / "shim.py").write_text("from ding.parallel.protocol import CollectTask\n\ndef helper():\n    return 1\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
+    found = _reexport_problems("ding.worker.shim", lazy=False)
+    assert any("defines helper" in p for p in found) and any("line 3" in p for p in found)

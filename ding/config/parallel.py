@@ -251,7 +251,7 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
     allowed = {role: set(comm_types[f"comm_{role}"].pop("keys")) | {"type", "import_names", "path_data", "path_policy",
                                                                    *_PLACEMENT_KEYS}
                for role in ("learner", "collector")}
-    allowed["learner"].add("group_timeout")  # several learners (ding/worker/adapter/learner_aggregator.py)
+    allowed["learner"].add("group_timeout")  # several learners (ding/parallel/roles/learner_group/aggregator.py)
     out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
     problems = []
     for name, entry in roles.items():

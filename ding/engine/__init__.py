@@ -7,7 +7,5 @@ Serial runs: :func:`~ding.engine.serial_start.start_serial_run` takes a compiled
 (:class:`~ding.engine.serial_run.SerialRun`, built by :mod:`ding.worker.builder`, the one owner of the run's
 checkpoint state) and a loop (:mod:`~ding.engine.serial_loops`); :mod:`~ding.engine.training_view` shows it.
 
-Parallel runs: :func:`~ding.engine.coordinator_driver.drive_coordinator` runs the coordinator's side for both
-``ding -m parallel`` and ``ding -m dist --module coordinator``; :mod:`~ding.engine.role_process` is what each role
-process does about itself.
+Parallel runs live in their own wing, :mod:`ding.parallel`, one floor up.
 """

@@ -1,45 +1,41 @@
-"""Master/slave messaging over HTTP (Flask server in a thread, requests client) for parallel mode.
-
-See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
-"""
-from .addresses import local_address, resolve_advertise_host
-from .base import (
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport`."""
+from ding.parallel.transport import (
     API_PREFIX,
     TOKEN_ENV,
     TOKEN_HEADER,
     ApiError,
-    InteractionError,
-    JsonServer,
-    PeerUnreachable,
-    RequestRejected,
-    SlaveLost,
-    TaskCancelled,
-    TaskFailed,
-    TaskTimeout,
-    find_free_port,
-    new_token,
-    resolve_token,
-    token_source,
-)
-from .client import HttpClient
-from .master import Master, SlaveConnection, TaskHandle
-from .responses import (
     ConnectionRefuse,
     DisconnectionRefuse,
+    HttpClient,
+    InteractionError,
+    JsonServer,
+    Master,
+    PeerUnreachable,
+    RequestRejected,
     ResponsibleException,
+    Slave,
+    SlaveConnection,
+    SlaveLost,
+    TaskCancelled,
     TaskFail,
+    TaskFailed,
+    TaskHandle,
     TaskRefuse,
+    TaskTimeout,
     failure_response,
+    find_free_port,
+    local_address,
+    new_token,
+    resolve_advertise_host,
+    resolve_token,
     success_response,
+    token_source,
 )
-from .slave import Slave
 
 __all__ = [
     "API_PREFIX", "TOKEN_ENV", "TOKEN_HEADER", "ApiError", "InteractionError", "JsonServer", "PeerUnreachable",
     "RequestRejected", "SlaveLost", "TaskCancelled", "TaskFailed", "TaskTimeout", "find_free_port", "new_token",
-    "resolve_token", "token_source", "local_address", "resolve_advertise_host",
-    "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
-    # DI-engine's names (ding.interaction.responses)
-    "ConnectionRefuse", "DisconnectionRefuse", "ResponsibleException", "TaskFail", "TaskRefuse", "failure_response",
-    "success_response",
+    "resolve_token", "token_source", "local_address", "resolve_advertise_host", "HttpClient", "Master",
+    "SlaveConnection", "TaskHandle", "Slave", "ConnectionRefuse", "DisconnectionRefuse", "ResponsibleException",
+    "TaskFail", "TaskRefuse", "failure_response", "success_response",
 ]

@@ -1,8 +1,26 @@
-"""Workers: collectors and evaluators, the learner and its hooks, replay buffers, commanders."""
+"""Workers: collectors and evaluators, the learner and its hooks, replay buffers, the serial commander. Parallel mode's
+workers live in ding/parallel; their DI-engine names here are imported on first use (docs/parallel.md, Import
+paths)."""
+from ding.utils.lazy_names import lazy_names
+
 from . import collector, coordinator, learner, replay_buffer
 from .collector import *  # noqa: F401,F403
 from .coordinator import *  # noqa: F401,F403
 from .learner import *  # noqa: F401,F403
 from .replay_buffer import *  # noqa: F401,F403
 
-__all__ = [*collector.__all__, *coordinator.__all__, *learner.__all__, *replay_buffer.__all__]
+_PARALLEL = {
+    "ding.parallel.roles.collector": (
+        "BaseParallelCollector", "ZerglingParallelCollector", "MarineParallelCollector", "create_parallel_collector",
+        "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "NaiveCollector",
+        "create_comm_collector"),
+    "ding.parallel.roles.learner": ("BaseCommLearner", "FlaskFileSystemLearner", "create_comm_learner"),
+    "ding.parallel.commanders": (
+        "BaseCommander", "LimitedSpaceContainer", "create_parallel_commander", "get_parallel_commander_cls",
+        "SoloCommander", "OneVsOneCommander"),
+    "ding.parallel.coordinator": ("CommCoordinator", "Coordinator"),
+}
+__getattr__ = lazy_names(__name__, {name: source for source, names in _PARALLEL.items() for name in names})
+
+__all__ = [*collector.__all__, *coordinator.__all__, *learner.__all__, *replay_buffer.__all__,
+           *(name for names in _PARALLEL.values() for name in names)]

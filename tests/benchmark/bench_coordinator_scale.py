@@ -97,7 +97,7 @@ class _Timings:
         self.errors: list[tuple[float, str]] = []
 
     def wrap_client(self) -> None:
-        from ding.interaction import client
+        from ding.parallel.transport import client
 
         original = client.HttpClient.post
         timings = self
@@ -121,10 +121,8 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
               train_ms: float, heartbeat_interval: float) -> None:
     import logging
 
-    from ding.interaction.http_server import ServerLimits
-    from ding.worker.comm_role import RoleSlave, join_coordinator
-    from ding.worker.parallel_files import data_path
-    from ding.worker.parallel_protocol import (
+    from ding.parallel.files import data_path
+    from ding.parallel.protocol import (
         CollectorCloseTask,
         CollectorFinishInfo,
         CollectorStarted,
@@ -145,6 +143,8 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
         LearnTask,
         SampleMeta,
     )
+    from ding.parallel.roles.role import RoleSlave, join_coordinator
+    from ding.parallel.transport.http_server import ServerLimits
 
     logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s fleet{os.getpid()} %(message)s")
     timings = _Timings()

@@ -88,7 +88,7 @@ def test_fixed_role_ports_are_connected_by_the_coordinator(in_tmp_dir):
 
 
 def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
-    from ding.entry.dist_entry import role_config
+    from ding.parallel.launch.dist import role_config
 
     main, create, system = _configs()
     system.learner0 = dict(prefetch_batches=2, sample_cache_size=0)
@@ -105,7 +105,7 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
 
 
 def test_collector_nice_reaches_collectors_only(in_tmp_dir):
-    from ding.entry.dist_entry import role_config
+    from ding.parallel.launch.dist import role_config
 
     main, create, system = _configs()
     system.collector_nice = 7
@@ -121,7 +121,7 @@ def test_lower_priority_raises_the_nice_value_of_the_process_and_its_later_threa
     import subprocess
     import sys
 
-    code = ("import os, threading; from ding.engine.role_process import lower_priority; before = os.nice(0); "
+    code = ("import os, threading; from ding.parallel.launch.role_process import lower_priority; before = os.nice(0); "
             "assert lower_priority(3); seen = []; t = threading.Thread(target=lambda: seen.append(os.nice(0))); "
             "t.start(); t.join(); print(before, os.nice(0), seen[0], lower_priority(0))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -148,7 +148,7 @@ def test_platform_other_than_local_and_slurm_is_refused(in_tmp_dir):
 
 
 def test_role_not_in_the_config_gets_defaults(in_tmp_dir):
-    from ding.entry.dist_entry import role_config
+    from ding.parallel.launch.dist import role_config
 
     cfg = compile_config_parallel(*_configs(), save_cfg=False)
     role = role_config(cfg.system, "collector", "collector9", coordinator_host="127.0.0.1", coordinator_port=9000)

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from ding.interaction import find_free_port
+from ding.parallel.transport import find_free_port
 
 from ._parallel import ding_cmd, read_log, start, wait_for, write_config
 

@@ -284,7 +284,7 @@ def test_role_process_rejects_bad_requests_and_keeps_serving(workdir):
 
     import requests
 
-    from ding.interaction import TOKEN_HEADER, Master
+    from ding.parallel.transport import TOKEN_HEADER, Master
 
     token = "r" * 32
     cfg = write_config(workdir, "roles")

@@ -1,4 +1,5 @@
-"""Roles forked from the launcher (ding/engine/forked_roles.py): released, discarded, refused with threads running.
+"""Roles forked from the launcher (ding/parallel/launch/forked_roles.py):
+released, discarded, refused with threads running.
 
 Each check runs in a fresh interpreter (the way ``ding -m parallel``'s launcher forks: before it starts a thread);
 the whole-run behaviour (names, kills, restarts, Ctrl-C) is covered by tests/e2e with the default role_start='fork'.
@@ -11,7 +12,7 @@ import textwrap
 
 SCRIPT = textwrap.dedent('''
     import os, sys, threading, time
-    from ding.engine.forked_roles import can_fork, fork_role
+    from ding.parallel.launch.forked_roles import can_fork, fork_role
     log = sys.argv[1]
     case = sys.argv[2]
     if case == "threads":
@@ -65,11 +66,11 @@ def test_no_fork_while_another_thread_runs(tmp_path):
 
 PRELOAD = textwrap.dedent('''
     import sys
-    from ding.engine.forked_roles import can_fork, preload_role_modules
+    from ding.parallel.launch.forked_roles import can_fork, preload_role_modules
     preload_role_modules()
     print("CAN_FORK", can_fork())  # the imports started no thread: the launcher can still fork
     before = set(sys.modules)
-    from ding.interaction.base import JsonServer
+    from ding.parallel.transport.base import JsonServer
     from ding.utils.log_helper import build_tb_writer
     from ding.worker.builder import build_acting, build_learning
     server = JsonServer("x", "127.0.0.1", 0, "t" * 24)  # what every role builds before it joins (not started)

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from ding.engine.coordinator_driver import check_resumable
 from ding.entry.cli_modes import resume_hint
 from ding.entry.parallel_entry import parallel_pipeline
+from ding.parallel.launch.driver import check_resumable
 from ding.utils import ResumeError
 
 

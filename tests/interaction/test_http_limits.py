@@ -11,8 +11,8 @@ import time
 import pytest
 import requests
 
-from ding.interaction import TOKEN_HEADER, JsonServer, Master, Slave
-from ding.interaction.http_server import ServerLimits
+from ding.parallel.transport import TOKEN_HEADER, JsonServer, Master, Slave
+from ding.parallel.transport.http_server import ServerLimits
 
 TOKEN = "h" * 32
 pytestmark = pytest.mark.timeout(120)

@@ -8,7 +8,7 @@ import time
 import pytest
 import requests
 
-from ding.interaction import (
+from ding.parallel.transport import (
     TOKEN_HEADER,
     InteractionError,
     JsonServer,
@@ -279,7 +279,7 @@ def test_an_answer_cut_off_by_a_dying_peer_is_unreachable_not_a_crash():
     # client retries, then reports the peer unreachable -- what the coordinator handles as a lost slave.
     import socket
 
-    from ding.interaction import HttpClient, PeerUnreachable
+    from ding.parallel.transport import HttpClient, PeerUnreachable
 
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ding.interaction import Master, Slave
+from ding.parallel.transport import Master, Slave
 
 TOKEN = "t" * 32
 pytestmark = pytest.mark.timeout(60)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import flask
 import pytest
 
-from ding.interaction import Master, Slave, TaskFail, TaskFailed, failure_response, success_response
-from ding.interaction.base import ResponsibleException, TaskRefuse, get_values_from_response
+from ding.parallel.transport import Master, Slave, TaskFail, TaskFailed, failure_response, success_response
+from ding.parallel.transport.base import ResponsibleException, TaskRefuse, get_values_from_response
 
 TOKEN = "responses-test-token-0123456789"
 

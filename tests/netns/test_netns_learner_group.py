@@ -19,8 +19,8 @@ SECRET = "MAIN-CONFIG-OF-THE-RUN"
 
 LEADER = textwrap.dedent(f"""
     import sys
-    from ding.worker.adapter import LearnerGroup, LearnerGroupError
-    from ding.worker.adapter.learner_group import KIND_DATA
+    from ding.parallel.roles.learner_group import LearnerGroup, LearnerGroupError
+    from ding.parallel.roles.learner_group.group import KIND_DATA
     path, bind, advertise, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     try:
         group = LearnerGroup.host(path, bind, advertise, 2, "gloo", timeout, "learner0", {TOKEN!r})
@@ -62,7 +62,7 @@ PROBE = textwrap.dedent("""
 # An outsider that runs ding's own member code with a guessed token.
 GUESS = textwrap.dedent("""
     import sys
-    from ding.worker.adapter import LearnerGroup, LearnerGroupError
+    from ding.parallel.roles.learner_group import LearnerGroup, LearnerGroupError
     try:
         group = LearnerGroup.join(sys.argv[1], 1, 2, 40.0, "outsider", "g" * 32)
         print("GOT", group.receive(), flush=True)

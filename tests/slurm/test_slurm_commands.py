@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ding.config import compile_config_parallel, read_config_with_system
-from ding.engine.slurm_env import (
+from ding.parallel.launch.slurm_env import (
     SlurmJob,
     StepSpec,
     check_fits,
@@ -14,7 +14,7 @@ from ding.engine.slurm_env import (
     srun_command,
     step_specs,
 )
-from ding.interaction import local_address, resolve_advertise_host
+from ding.parallel.transport import local_address, resolve_advertise_host
 from ding.utils import ConfigError
 
 CONFIG = "config/parallel/cartpole_dqn.py"
@@ -144,7 +144,7 @@ def test_only_an_address_file_signed_with_the_runs_token_is_taken(tmp_path):
     import json
     import os
 
-    from ding.engine.slurm_launcher import ADDRESS_FILE, read_address, write_address
+    from ding.parallel.launch.slurm import ADDRESS_FILE, read_address, write_address
 
     token, path = "k" * 32, tmp_path / ADDRESS_FILE
     path.write_text(json.dumps({"host": "10.6.6.6", "port": 4444, "node": "evil", "pid": 1}))
@@ -171,8 +171,8 @@ def test_a_lost_learner_group_member_stops_the_rest_of_the_group_at_once(tmp_pat
     import subprocess
     import sys
 
-    from ding.engine.slurm_env import StepSpec
-    from ding.engine.slurm_launcher import SlurmSteps, _Step, _watch
+    from ding.parallel.launch.slurm import SlurmSteps, _Step, _watch
+    from ding.parallel.launch.slurm_env import StepSpec
 
     steps = SlurmSteps(str(tmp_path), None, {}, runner=lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
     specs = [StepSpec("learner0", "learner"), StepSpec("learner1", "learner"), StepSpec("learner2", "learner"),

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ding.utils.cpu_placement import (
+from ding.parallel.launch.cpu_placement import (
     PLACEMENT_ENV,
     CpuPlacement,
     PlacementGovernor,

@@ -9,8 +9,8 @@ import time
 import pytest
 from easydict import EasyDict
 
-from ding.interaction import Master, Slave
-from ding.worker.coordinator.comm_coordinator import CommCoordinator
+from ding.parallel.coordinator.comm_coordinator import CommCoordinator
+from ding.parallel.transport import Master, Slave
 
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "j" * 32

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from ding.interaction import TaskFailed
+from ding.parallel.files import read_policy, to_columns, write_data, write_policy, write_samples
+from ding.parallel.protocol import EvalTask
+from ding.parallel.transport import TaskFailed
 from ding.torch_utils.codec import _HEAD, _LEN, MAGIC
 from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
-from ding.worker.parallel_files import read_policy, to_columns, write_data, write_policy, write_samples
-from ding.worker.parallel_protocol import EvalTask
 
 from .test_comm_workers import TOKEN, _join, _started_learner, _transition, main_json, master  # noqa: F401
 
@@ -184,8 +184,8 @@ def test_collector_task_fails_on_a_crafted_policy_file_then_recovers(main_json, 
 
 
 def test_peer_paths_and_ids_are_confined_to_the_run_directories(tmp_path):
+    from ding.parallel.files import learner_load_path, policy_path, run_dir
     from ding.utils import DataFileError
-    from ding.worker.parallel_files import learner_load_path, policy_path, run_dir
 
     assert policy_path("p", "policy") == os.path.join("p", "policy")
     for bad in ("../x", "a/b", "..", "", None, 3):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ding.config import compile_config_parallel
-from ding.interaction import Master, TaskFailed
+from ding.parallel.files import read_policy, to_columns, write_data
+from ding.parallel.transport import Master, TaskFailed
 from ding.worker import FlaskFileSystemCollector, FlaskFileSystemLearner
-from ding.worker.parallel_files import read_policy, to_columns, write_data
 
 TOKEN = "w" * 32
 pytestmark = pytest.mark.timeout(120)
@@ -136,9 +136,9 @@ def test_learner_start_failure_is_reported(main_json, master):
 
 
 def test_collector_collects_into_files_and_evaluates(main_json, master):
+    from ding.parallel.files import write_policy
     from ding.policy import create_policy
     from ding.torch_utils import load_file
-    from ding.worker.parallel_files import write_policy
 
     collector = FlaskFileSystemCollector({}, name="collector0", token=TOKEN)
     try:
@@ -179,8 +179,8 @@ def test_collector_collects_into_files_and_evaluates(main_json, master):
 
 
 def test_metadata_batches_travel_as_columns():
+    from ding.parallel.files import from_columns, to_columns
     from ding.utils import DataFileError
-    from ding.worker.parallel_files import from_columns, to_columns
 
     batch = [{"data_id": "a", "IS": 1.0, "replay_unique_id": 3}, {"data_id": "b", "IS": 0.5, "replay_unique_id": 4}]
     cols = to_columns(batch)

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from ding.config import compile_config_parallel
-from ding.interaction import Slave
+from ding.parallel.files import from_columns, write_policy
+from ding.parallel.transport import Slave
 from ding.torch_utils import save_file
 from ding.worker import Coordinator
-from ding.worker.parallel_files import from_columns, write_policy
 
 TOKEN = "c" * 32
 pytestmark = pytest.mark.timeout(120)

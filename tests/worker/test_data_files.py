@@ -7,9 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from ding.torch_utils import load_file
-from ding.utils import DataFileError
-from ding.worker.parallel_files import (
+from ding.parallel.files import (
     data_ids_valid,
     read_data,
     read_data_file,
@@ -17,6 +15,8 @@ from ding.worker.parallel_files import (
     write_data,
     write_samples,
 )
+from ding.torch_utils import load_file
+from ding.utils import DataFileError
 
 
 def _sample(i: int, size: int = 4) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import os
 
-from ding.worker.coordinator.data_ledger import DataLedger
+from ding.parallel.coordinator.data_ledger import DataLedger
 
 
 def _touch(path_data, *names):

@@ -10,9 +10,9 @@ import time
 import pytest
 import torch
 
-from ding.worker.learner.comm.flask_fs_learner import FlaskFileSystemLearner, SendPolicyHook, _TaskSlot
-from ding.worker.learner.comm.policy_publisher import PolicyPublisher
-from ding.worker.parallel_files import read_policy
+from ding.parallel.files import read_policy
+from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner, SendPolicyHook, _TaskSlot
+from ding.parallel.roles.learner.policy_publisher import PolicyPublisher
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -122,7 +122,7 @@ def test_policy_is_published_every_freq_iterations_at_most_every_interval(tmp_pa
 def test_role_process_asks_for_batch_scheduling_inherited_by_its_threads():
     import subprocess
 
-    code = ("import os, threading; from ding.engine.role_process import prefer_batch_scheduling as p; "
+    code = ("import os, threading; from ding.parallel.launch.role_process import prefer_batch_scheduling as p; "
             "ok = p(); seen = []; t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0))); "
             "t.start(); t.join(); print(ok, os.sched_getscheduler(0) == os.SCHED_BATCH, seen[0] == os.SCHED_BATCH)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,

@@ -11,8 +11,8 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from ding.worker.adapter import LearnerAggregator, LearnerGroup, LearnerGroupError, split_batch
-from ding.worker.adapter.learner_aggregator import params_digest
+from ding.parallel.roles.learner_group import LearnerAggregator, LearnerGroup, LearnerGroupError, split_batch
+from ding.parallel.roles.learner_group.aggregator import params_digest
 
 View = namedtuple("View", ["forward"])
 TOKEN = "t" * 32
@@ -41,7 +41,7 @@ class _TinyPolicy:
 def _member(rank: int, size: int, path: str, out) -> None:
     import torch
 
-    from ding.worker.adapter.learner_aggregator import attach_policy
+    from ding.parallel.roles.learner_group.aggregator import attach_policy
 
     try:
         group = (LearnerGroup.host(path, "127.0.0.1", "127.0.0.1", size, "gloo", 30.0, "learner0", TOKEN)
@@ -100,7 +100,7 @@ def _wired_log_reduce(group: LearnerGroup):
     the ranks after each iteration), wired to the group the way the aggregator's before-run hook wires it."""
     from types import SimpleNamespace
 
-    from ding.worker.adapter.learner_aggregator import _GroupHook
+    from ding.parallel.roles.learner_group.aggregator import _GroupHook
     from ding.worker.learner import LogReduceHook
 
     hook = LogReduceHook("log_reduce_after_iter", 10, position="after_iter")

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from ding.worker.adapter import LearnerGroup, split_batch
-from ding.worker.adapter.learner_aggregator import _GroupHook, member_seed, params_digest
+from ding.parallel.roles.learner_group import LearnerGroup, split_batch
+from ding.parallel.roles.learner_group.aggregator import _GroupHook, member_seed, params_digest
 
 pytestmark = pytest.mark.timeout(120)
 TOKEN = "t" * 32  # the run's auth token every member proves

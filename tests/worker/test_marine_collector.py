@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from ding.config import compile_config_parallel
+from ding.parallel.files import read_policy, write_policy
+from ding.parallel.protocol import BattleJob, CollectTask, EvalTask, decode_result
+from ding.parallel.roles.collector.marine import MarineParallelCollector
 from ding.utils import ConfigError
-from ding.worker.collector.marine_parallel_collector import MarineParallelCollector
-from ding.worker.parallel_files import read_policy, write_policy
-from ding.worker.parallel_protocol import BattleJob, CollectTask, EvalTask, decode_result
 
 
 def _cfg(**collector):

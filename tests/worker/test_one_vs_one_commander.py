@@ -9,9 +9,8 @@ import os
 import pytest
 
 from ding.config import compile_config_parallel
-from ding.utils import ConfigError, ProtocolError
-from ding.worker.coordinator.one_vs_one_parallel_commander import OneVsOneCommander
-from ding.worker.parallel_protocol import (
+from ding.parallel.commanders.one_vs_one import OneVsOneCommander
+from ding.parallel.protocol import (
     FIXED_OPPONENT,
     BattleJob,
     BattleResult,
@@ -24,6 +23,7 @@ from ding.worker.parallel_protocol import (
     LearnInfo,
     decode_result,
 )
+from ding.utils import ConfigError, ProtocolError
 
 MAIN = "main_player_default_0"
 
@@ -219,7 +219,7 @@ def test_the_first_snapshot_waits_for_the_policy_file(in_tmp_dir, tmp_path):
 
 
 def test_an_evaluation_split_over_collectors_keeps_every_shards_games():
-    from ding.worker.coordinator.eval_shards import ShardedEvaluation
+    from ding.parallel.commanders.eval_shards import ShardedEvaluation
 
     evaluation = ShardedEvaluation.of("policy_snapshot_1", True, 4, 2)
     a, b = evaluation.hand_out("t1"), evaluation.hand_out("t2")

@@ -10,39 +10,39 @@ import os
 
 import pytest
 
+from ding.parallel import protocol as pp
 from ding.utils import DingError
-from ding.worker import parallel_protocol as pp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The modules of parallel mode that send, receive or decide on tasks and answers.
 PARALLEL_MODULES = (
-    "ding/worker/coordinator/coordinator.py", "ding/worker/coordinator/comm_coordinator.py",
-    "ding/worker/coordinator/data_ledger.py", "ding/worker/coordinator/base_parallel_commander.py",
-    "ding/worker/coordinator/solo_parallel_commander.py", "ding/worker/comm_role.py",
-    "ding/worker/collector/comm/base_comm_collector.py", "ding/worker/collector/comm/flask_fs_collector.py",
-    "ding/worker/collector/comm/naive_collector.py", "ding/worker/collector/base_parallel_collector.py",
-    "ding/worker/collector/zergling_parallel_collector.py", "ding/worker/learner/comm/base_comm_learner.py",
-    "ding/worker/learner/comm/flask_fs_learner.py", "ding/worker/collector/marine_parallel_collector.py",
-    "ding/worker/coordinator/one_vs_one_parallel_commander.py", "ding/worker/adapter/learner_aggregator.py",
-    "ding/worker/adapter/learner_group.py",
+    "ding/parallel/coordinator/coordinator.py", "ding/parallel/coordinator/comm_coordinator.py",
+    "ding/parallel/coordinator/data_ledger.py", "ding/parallel/commanders/base.py",
+    "ding/parallel/commanders/solo.py", "ding/parallel/roles/role.py",
+    "ding/parallel/roles/collector/base_comm.py", "ding/parallel/roles/collector/flask_fs.py",
+    "ding/parallel/roles/collector/naive.py", "ding/parallel/roles/collector/base_parallel.py",
+    "ding/parallel/roles/collector/zergling.py", "ding/parallel/roles/learner/base.py",
+    "ding/parallel/roles/learner/flask_fs.py", "ding/parallel/roles/collector/marine.py",
+    "ding/parallel/commanders/one_vs_one.py", "ding/parallel/roles/learner_group/aggregator.py",
+    "ding/parallel/roles/learner_group/group.py",
 )
 # (module, literal) -> why that string is not a payload key there.
 ALLOWED = {
-    ("ding/worker/coordinator/coordinator.py", "seed"): "the compiled config's seed (cfg.seed), read to build tasks",
-    ("ding/worker/coordinator/solo_parallel_commander.py", "n_sample"): "the config key policy.collect.n_sample",
-    ("ding/worker/coordinator/coordinator.py", "path_data"): "the system_config key, checked before anything starts",
-    ("ding/worker/coordinator/coordinator.py", "path_policy"): "the system_config key, checked before anything starts",
-    ("ding/worker/learner/comm/flask_fs_learner.py", "path_data"): "the role config's own path_data (confinement)",
-    ("ding/worker/learner/comm/flask_fs_learner.py", "path_policy"): "the role config's own path_policy (confinement)",
-    ("ding/worker/collector/comm/flask_fs_collector.py", "path_data"): "the role config's own path_data (confinement)",
-    ("ding/worker/adapter/learner_aggregator.py", "path_data"): "the role config's own path_data (rendezvous file)",
-    ("ding/worker/collector/comm/flask_fs_collector.py", "path_policy"): "the role config's own path_policy",
-    ("ding/worker/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter of that name (result file)",
-    ("ding/worker/collector/zergling_parallel_collector.py", "priority"): "a collected sample's own key (policy data)",
-    ("ding/worker/learner/comm/flask_fs_learner.py", "batch_size"): "the policy attribute get_attribute('batch_size')",
-    ("ding/worker/coordinator/solo_parallel_commander.py", "envstep"): "DI-engine's command-mode info key (its "
-                                                                         "EpsCommandModePolicy reads info['envstep'])",
+    ("ding/parallel/coordinator/coordinator.py", "seed"): "the compiled config's seed (cfg.seed), read to build tasks",
+    ("ding/parallel/commanders/solo.py", "n_sample"): "the config key policy.collect.n_sample",
+    ("ding/parallel/coordinator/coordinator.py", "path_data"): "the system_config key, checked first",
+    ("ding/parallel/coordinator/coordinator.py", "path_policy"): "the system_config key, checked first",
+    ("ding/parallel/roles/learner/flask_fs.py", "path_data"): "the role config's own path_data (confinement)",
+    ("ding/parallel/roles/learner/flask_fs.py", "path_policy"): "the role config's own path_policy (confinement)",
+    ("ding/parallel/roles/collector/flask_fs.py", "path_data"): "the role config's own path_data (confinement)",
+    ("ding/parallel/roles/learner_group/aggregator.py", "path_data"): "the role config's path_data (rendezvous)",
+    ("ding/parallel/roles/collector/flask_fs.py", "path_policy"): "the role config's own path_policy",
+    ("ding/parallel/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter (result file)",
+    ("ding/parallel/roles/collector/zergling.py", "priority"): "a collected sample's own key (policy data)",
+    ("ding/parallel/roles/learner/flask_fs.py", "batch_size"): "the policy attribute get_attribute('batch_size')",
+    ("ding/parallel/commanders/solo.py", "envstep"): "DI-engine's command-mode info key (its "
+                                                        "EpsCommandModePolicy reads info['envstep'])",
 }
 
 
@@ -156,7 +156,7 @@ def test_no_task_name_or_payload_key_is_spelled_outside_the_protocol_module():
         for line, value in _string_literals(path):
             if (value in names or value in keys) and (path, value) not in ALLOWED:
                 found.append(f"{path}:{line}: {value!r}")
-    assert not found, ("task names and payload keys belong to ding/worker/parallel_protocol.py (use its records "
+    assert not found, ("task names and payload keys belong to ding/parallel/protocol.py (use its records "
                        "and TaskName):\n" + "\n".join(found))
     for path, literal in ALLOWED:  # the allowance is still needed (or it goes)
         assert any(v == literal for _, v in _string_literals(path)), (path, literal)
@@ -175,5 +175,5 @@ def test_docs_protocol_table_is_the_modules():
     begin, end = "<!-- protocol-table: begin -->\n", "<!-- protocol-table: end -->"
     assert begin in text and end in text
     table = text.split(begin, 1)[1].split(end, 1)[0]
-    assert table == pp.protocol_table(), "regenerate the table: python -c 'from ding.worker.parallel_protocol " \
+    assert table == pp.protocol_table(), "regenerate the table: python -c 'from ding.parallel.protocol " \
                                          "import protocol_table; print(protocol_table())'"

@@ -1,13 +1,13 @@
-"""SampleStore: the parallel learner's decoded samples as columns (ding/worker/learner/comm/sample_store.py)."""
+"""SampleStore: the parallel learner's decoded samples as columns (ding/parallel/roles/learner/sample_store.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+from ding.parallel.roles.learner.sample_store import SampleStore
 from ding.utils import DataFileError
 from ding.utils.data import ColumnBatch, default_collate
-from ding.worker.learner.comm.sample_store import SampleStore
 
 
 def _sample(i, **over):

@@ -6,8 +6,8 @@ import copy
 import pytest
 
 from ding.config import compile_config_parallel
+from ding.parallel.protocol import CollectResult, EvalResult, LearnerStarted, LearnInfo
 from ding.worker import SoloCommander
-from ding.worker.parallel_protocol import CollectResult, EvalResult, LearnerStarted, LearnInfo
 
 
 @pytest.fixture
@@ -269,7 +269,7 @@ def test_without_a_snapshot_an_evaluation_is_one_task(commander):
 
 
 def test_split_episodes_sizes_differ_by_at_most_one():
-    from ding.worker.coordinator.eval_shards import split_episodes
+    from ding.parallel.commanders.eval_shards import split_episodes
 
     assert split_episodes(5, 2) == [3, 2] and split_episodes(5, 4) == [2, 1, 1, 1]
     assert split_episodes(3, 8) == [1, 1, 1] and split_episodes(5, 1) == [5]
@@ -304,8 +304,8 @@ def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_sh
 
 def test_eval_split_env_share_must_be_a_share(commander):
     from ding.config import compile_config_parallel
+    from ding.parallel.commanders.solo import SoloCommander
     from ding.utils import ConfigError
-    from ding.worker.coordinator.solo_parallel_commander import SoloCommander
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
         main_config,
@@ -330,8 +330,8 @@ def test_eval_split_env_share_must_be_a_share(commander):
 def test_settings_under_which_the_learner_never_gets_a_batch_are_config_errors(in_tmp_dir, key, value, match):
     """Found in a real run: collect_ahead_samples=32 with batch_size 64 waited after its first evaluation for ever,
     no error, no exit (the stall watchdog counts only time with a batch's worth of data in the buffer)."""
+    from ding.parallel.commanders.solo import SoloCommander
     from ding.utils import ConfigError
-    from ding.worker.coordinator.solo_parallel_commander import SoloCommander
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
         main_config,

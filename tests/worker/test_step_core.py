@@ -76,8 +76,8 @@ def test_the_envs_and_the_policys_time_are_measured_apart():
 
 
 def test_env_share_of_evaluations_so_far():
-    from ding.worker.coordinator.eval_shards import EnvShare
-    from ding.worker.parallel_protocol import EvalResult
+    from ding.parallel.commanders.eval_shards import EnvShare
+    from ding.parallel.protocol import EvalResult
 
     def result(env_time, policy_time):
         return EvalResult(policy_iter=0, eval_return_mean=0.0, env_time=env_time, policy_time=policy_time)

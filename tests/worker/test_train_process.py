@@ -1,4 +1,4 @@
-"""The learner's training process (ding/worker/learner/comm/train_process.py): a task record's handler runs there and
+"""The learner's training process (ding/parallel/roles/learner/train_process.py): a task record's handler runs there and
 its answer or its error (with the child's traceback) comes back; a killed process fails every waiting and later call
 at once, naming how it ended; close() reaps it; and it never outlives the process that forked it."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ding.worker.learner.comm.train_process import TrainProcess, TrainProcessGone, TrainProcessTraceback, can_split
+from ding.parallel.roles.learner.train_process import TrainProcess, TrainProcessGone, TrainProcessTraceback, can_split
 
 pytestmark = pytest.mark.skipif(can_split() is not None, reason="the training process is forked")
 
@@ -98,7 +98,7 @@ def _catch(fn):
 def test_the_child_dies_with_its_parent(tmp_path):
     script = textwrap.dedent("""
         import os, sys, time
-        from ding.worker.learner.comm.train_process import TrainProcess
+        from ding.parallel.roles.learner.train_process import TrainProcess
         proc = TrainProcess("learner0", lambda: ({int: lambda n: n}, lambda: None))
         assert proc.call(1, timeout=30) == 1
         print(proc.pid, flush=True)
@@ -124,8 +124,8 @@ def test_a_learner_whose_training_process_dies_ends_with_an_error():
     """The comm learner's half: its training process killed (out of memory, say), the role stops serving and ends
     with exit status 1, so `ding -m parallel` restarts it from its checkpoint instead of it answering every task with
     the same error."""
+    from ding.parallel.protocol import GetDataTask
     from ding.worker import FlaskFileSystemLearner
-    from ding.worker.parallel_protocol import GetDataTask
 
     comm = FlaskFileSystemLearner({}, name="learner0", token="t" * 32)
     try:

@@ -1,9 +1,15 @@
-"""Several learners behind one: the :class:`LearnerAggregator` (rank 0, the coordinator's learner) and the other
-members of its ``torch.distributed`` learner group."""
-from __future__ import annotations
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.roles.learner_group`."""
+from ding.parallel.roles.learner_group import (
+    LearnerAggregator,
+    LearnerGroup,
+    LearnerGroupError,
+    LearnerGroupMember,
+    rendezvous_path,
+    run_group_member,
+    split_batch,
+)
 
-from .learner_aggregator import LearnerAggregator, LearnerGroupMember, run_group_member, split_batch
-from .learner_group import LearnerGroup, LearnerGroupError, rendezvous_path
-
-__all__ = ["LearnerAggregator", "LearnerGroupMember", "LearnerGroup", "LearnerGroupError",
-           "rendezvous_path", "run_group_member", "split_batch"]
+__all__ = [
+    "LearnerAggregator", "LearnerGroupMember", "LearnerGroup", "LearnerGroupError", "rendezvous_path",
+    "run_group_member", "split_batch",
+]

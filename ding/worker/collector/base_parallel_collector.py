@@ -1,103 +1,11 @@
-"""BaseParallelCollector: the part of a collector process that steps envs and writes data, one task at a time."""
-from __future__ import annotations
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.roles.collector.base_parallel`."""
+from ding.parallel.roles.collector.base_parallel import (
+    BaseParallelCollector,
+    create_parallel_collector,
+    get_parallel_collector_cls,
+    samples_one_by_one,
+)
 
-import functools
-import logging
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from typing import Any
-
-from easydict import EasyDict
-
-from ding.utils import PARALLEL_COLLECTOR_REGISTRY, config_of, import_module
-
-from ..parallel_protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask
-
-
-class BaseParallelCollector(ABC):
-    """Runs collector tasks handed over by its comm collector: collect samples into data files, or evaluate.
-
-    The comm collector gives it (constructor arguments) the two functions it talks through:
-    ``send_stepdata(data_id, sample, compress)`` writes one data file, ``send_samples(file_id, samples, compress)``
-    writes a task's samples together and returns their data ids, ``get_policy_update_info(path)`` reads the
-    published policy (None: not published yet). Tasks and answers are the records of
-    :mod:`ding.worker.parallel_protocol`.
-    """
-
-    config: dict = {}
-
-    @classmethod
-    def default_config(cls) -> EasyDict:
-        return config_of(cls)
-
-    def __init__(self, cfg: Any, exp_name: str = "default_experiment", instance_name: str = "collector", *,
-                 send_stepdata: Callable[..., Any], get_policy_update_info: Callable[[str], dict | None],
-                 send_samples: Callable[..., list[str]] | None = None) -> None:
-        self._cfg = cfg
-        self._exp_name = exp_name
-        self._instance_name = instance_name
-        self._logger = logging.getLogger(f"ding.parallel_collector.{instance_name}")
-        self._policy_iter = -1
-        self.send_stepdata = send_stepdata  # (data_id, sample, compress)
-        # (file_id, samples, compress) -> their data ids; without one, each sample through send_stepdata
-        self.send_samples = send_samples or functools.partial(samples_one_by_one, send_stepdata)
-        self.get_policy_update_info = get_policy_update_info
-
-    def info(self, s: str) -> None:
-        self._logger.info(f"[{self._instance_name}] {s}")
-
-    def error(self, s: str) -> None:
-        self._logger.error(f"[{self._instance_name}] {s}")
-
-    def debug(self, s: str) -> None:
-        self._logger.debug(f"[{self._instance_name}] {s}")
-
-    @property
-    def policy_iter(self) -> int:
-        """Train iteration of the policy in use (-1: none loaded yet)."""
-        return self._policy_iter
-
-    @abstractmethod
-    def start(self) -> None:
-        """Build envs and the policy."""
-
-    @abstractmethod
-    def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
-        """Run one collector task (collect or evaluate) and return its answer."""
-
-    @abstractmethod
-    def get_finish_info(self) -> CollectorFinishInfo:
-        """Totals of everything this collector did."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Close envs and loggers (idempotent)."""
-
-    @abstractmethod
-    def _update_policy(self, force: bool = False) -> None:
-        """Load the newest published policy (at most every ``update_policy_second`` unless ``force``)."""
-
-
-def get_parallel_collector_cls(cfg: Mapping) -> type:
-    import_module(cfg.get("import_names"))
-    name = cfg.get("type", "zergling")
-    if name not in PARALLEL_COLLECTOR_REGISTRY:
-        import importlib
-
-        importlib.import_module("ding.worker.collector.zergling_parallel_collector")
-    return PARALLEL_COLLECTOR_REGISTRY.get(name, where="policy.collect.collector.type")
-
-
-def create_parallel_collector(cfg: Any, **kwargs: Any) -> BaseParallelCollector:
-    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling'); ``cfg`` is the
-    compiled main config."""
-    return get_parallel_collector_cls(cfg.policy.collect.collector)(cfg, **kwargs)
-
-
-def samples_one_by_one(send_stepdata: Callable[..., Any], file_id: str, samples: list,
-                       compress: bool = True) -> list[str]:
-    """Store a task's samples through ``send_stepdata``, one data file ``<file_id>.<i>`` each; their data ids."""
-    ids = [f"{file_id}.{i}" for i in range(len(samples))]
-    for data_id, sample in zip(ids, samples):
-        send_stepdata(data_id, sample, compress)
-    return ids
+__all__ = [
+    "BaseParallelCollector", "get_parallel_collector_cls", "create_parallel_collector", "samples_one_by_one",
+]

@@ -1,18 +1,15 @@
-"""Commanders and the parallel coordinator."""
-from .base_parallel_commander import (
-    BaseCommander,
-    LimitedSpaceContainer,
-    create_parallel_commander,
-    get_parallel_commander_cls,
-)
+"""The serial commander; parallel mode's commanders and coordinator (ding/parallel) under their DI-engine names,
+imported on first use."""
+from ding.utils.lazy_names import lazy_names
+
 from .base_serial_commander import BaseSerialCommander, create_serial_commander
-from .comm_coordinator import CommCoordinator
-from .coordinator import Coordinator
-from .one_vs_one_parallel_commander import OneVsOneCommander
-from .solo_parallel_commander import SoloCommander
+
+__getattr__ = lazy_names(__name__, {
+    **{name: "ding.parallel.commanders" for name in (
+        "BaseCommander", "LimitedSpaceContainer", "create_parallel_commander", "get_parallel_commander_cls",
+        "SoloCommander", "OneVsOneCommander")},
+    **{name: "ding.parallel.coordinator" for name in ("CommCoordinator", "Coordinator")}})
 
 __all__ = [
-    "BaseSerialCommander", "create_serial_commander", "BaseCommander", "LimitedSpaceContainer",
-    "create_parallel_commander", "get_parallel_commander_cls", "SoloCommander", "OneVsOneCommander", "CommCoordinator",
-    "Coordinator",
+    "BaseSerialCommander", "create_serial_commander",
 ]

@@ -1,6 +1,11 @@
-"""Comm collectors: the collector process's link to the coordinator in parallel mode."""
-from .base_comm_collector import BaseCommCollector, create_comm_collector
-from .flask_fs_collector import FlaskFileSystemCollector
-from .naive_collector import NaiveCollector
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.roles.collector`."""
+from ding.parallel.roles.collector import (
+    BaseCommCollector,
+    FlaskFileSystemCollector,
+    NaiveCollector,
+    create_comm_collector,
+)
 
-__all__ = ["BaseCommCollector", "create_comm_collector", "FlaskFileSystemCollector", "NaiveCollector"]
+__all__ = [
+    "BaseCommCollector", "create_comm_collector", "FlaskFileSystemCollector", "NaiveCollector",
+]

@@ -1,58 +1,9 @@
-"""BaseCommCollector: a collector process's link to the coordinator."""
-from __future__ import annotations
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.roles.collector.base_comm`."""
+from ding.parallel.roles.collector.base_comm import (
+    BaseCommCollector,
+    create_comm_collector,
+)
 
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any
-
-from easydict import EasyDict
-
-from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
-
-
-class BaseCommCollector(ABC):
-    """Receives the coordinator's collector tasks and gives the parallel collector it builds (through its
-    constructor) the functions it talks through: ``send_stepdata`` (write one sample's data file),
-    ``send_samples`` (write a task's samples together; by default one file each through ``send_stepdata``) and
-    ``get_policy_update_info`` (read the published policy). Metadata goes back in each task's answer."""
-
-    config: dict = {}
-
-    @classmethod
-    def default_config(cls) -> EasyDict:
-        return config_of(cls)
-
-    def __init__(self, cfg: Any) -> None:
-        self._cfg = cfg
-
-    @abstractmethod
-    def get_policy_update_info(self, path: str) -> dict | None:
-        """The policy published at ``path`` (None: nothing published yet)."""
-
-    @abstractmethod
-    def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> Any:
-        """Store one sample where the learner can read it."""
-
-    def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
-        """Store a task's samples; their data ids in order. This default writes one data file per sample
-        (``<file_id>.<i>``); a comm collector with a shared directory writes them together."""
-        from ..base_parallel_collector import samples_one_by_one
-
-        return samples_one_by_one(self.send_stepdata, file_id, samples, compress)
-
-    def start(self) -> None:
-        """Start serving the coordinator."""
-
-    def close(self) -> None:
-        """Stop serving (idempotent)."""
-
-
-def create_comm_collector(cfg: Mapping, **kwargs: Any) -> BaseCommCollector:
-    """The comm collector ``cfg.type`` names (e.g. 'flask_fs'), after importing ``cfg.import_names``."""
-    import_module(cfg.get("import_names"))
-    name = cfg.get("type", "flask_fs")
-    if name not in COMM_COLLECTOR_REGISTRY:
-        import importlib
-
-        importlib.import_module("ding.worker.collector.comm.flask_fs_collector")
-    return COMM_COLLECTOR_REGISTRY.get(name, where="comm_collector.type")(cfg, **kwargs)
+__all__ = [
+    "BaseCommCollector", "create_comm_collector",
+]

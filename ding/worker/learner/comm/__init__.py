@@ -1,5 +1,12 @@
-"""Comm learners: the learner process's link to the coordinator in parallel mode."""
-from .base_comm_learner import BaseCommLearner, create_comm_learner
-from .flask_fs_learner import FlaskFileSystemLearner, SendLearnInfoHook, SendPolicyHook
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.roles.learner`."""
+from ding.parallel.roles.learner import (
+    BaseCommLearner,
+    FlaskFileSystemLearner,
+    SendLearnInfoHook,
+    SendPolicyHook,
+    create_comm_learner,
+)
 
-__all__ = ["BaseCommLearner", "create_comm_learner", "FlaskFileSystemLearner", "SendLearnInfoHook", "SendPolicyHook"]
+__all__ = [
+    "BaseCommLearner", "create_comm_learner", "FlaskFileSystemLearner", "SendLearnInfoHook", "SendPolicyHook",
+]

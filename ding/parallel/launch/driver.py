@@ -16,13 +16,12 @@ import time
 from contextlib import AbstractContextManager, closing, nullcontext
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
 from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
 from ding.utils.tracking import role_writer
 
-from .training_view import EvalCSV, GracefulStop, ProgressView
-
 if TYPE_CHECKING:
-    from ding.worker import Coordinator
+    from ding.parallel.coordinator import Coordinator
 
 STATE_FILE = "parallel_state.json"
 _NO_LIMIT = int(1e10)
@@ -98,7 +97,7 @@ def drive_coordinator(
     ``extend`` (a finished run resumed on purpose): the stop value no longer ends it, only the limits.
     Raises :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C.
     """
-    from ding.worker import Coordinator
+    from ding.parallel.coordinator import Coordinator
 
     exp = cfg.main.exp_name
     eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
@@ -111,7 +110,7 @@ def drive_coordinator(
         view.eval(record.eval_return_mean)
         save_state(None)
 
-    from ding.interaction import resolve_advertise_host
+    from ding.parallel.transport import resolve_advertise_host
 
     coordinator_cfg = cfg.system.coordinator
     coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here

@@ -4,8 +4,8 @@ from __future__ import annotations
 import threading
 import time
 
+from ding.parallel.files import write_policy
 from ding.utils.torch_threads import torch_threads_in_this_thread
-from ding.worker.parallel_files import write_policy
 
 
 class PolicyPublisher:

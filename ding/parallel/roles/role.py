@@ -8,9 +8,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ding.interaction import PeerUnreachable, Slave, resolve_token
-
-from .parallel_protocol import ProtocolError, Record, decode_task
+from ding.parallel.protocol import ProtocolError, Record, decode_task
+from ding.parallel.transport import PeerUnreachable, Slave, resolve_token
 
 # Config keys every comm role has (documented once here; see docs/parallel.md).
 COMM_ROLE_CONFIG = dict(

@@ -30,11 +30,10 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ding.engine.training_view import GracefulStop, TrainingInterrupted
+from ding.parallel.launch.driver import ParallelRunError
+from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
 from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
-
-from .coordinator_driver import ParallelRunError
-from .slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
-from .training_view import GracefulStop, TrainingInterrupted
 
 ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens (ding.entry.dist_entry)
 _MAX_ADDRESS_BYTES = 4096
@@ -205,7 +204,7 @@ def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | 
 
 
 def _step_env(token: str) -> dict[str, str]:
-    from ding.interaction import TOKEN_ENV
+    from ding.parallel.transport import TOKEN_ENV
     from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 
     env = dict(os.environ)
@@ -257,7 +256,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     Raises :class:`ParallelRunError` when the run ended with an error (a role kept failing, the coordinator failed),
     :class:`TrainingInterrupted` after Ctrl-C / SIGTERM (the run ended in order first)."""
     from ding.config import compile_config_parallel
-    from ding.interaction import TOKEN_ENV, new_token, resolve_token
+    from ding.parallel.transport import TOKEN_ENV, new_token, resolve_token
 
     if shutil.which("srun", path=os.environ.get("PATH")) is None:
         raise ConfigError("-P slurm: srun is not on PATH; run the launcher on a Slurm login node or inside an "

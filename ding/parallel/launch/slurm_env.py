@@ -1,7 +1,7 @@
 """What the Slurm launcher reads from Slurm and what it asks of it: the job's environment (``SLURM_JOB_ID``, the
 node list, the CPUs per node) and one ``srun`` command per role, built from ``system_config``.
 
-Pure functions and records only; :mod:`ding.engine.slurm_launcher` runs the commands.
+Pure functions and records only; :mod:`ding.parallel.launch.slurm` runs the commands.
 """
 from __future__ import annotations
 

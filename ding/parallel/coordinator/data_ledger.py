@@ -17,10 +17,9 @@ import stat
 import threading
 from collections.abc import Iterable, Iterator
 
+from ding.parallel.files import data_path, split_data_id
+from ding.parallel.protocol import COLLECT_TASK_PREFIX
 from ding.utils import DataFileError, DingError
-
-from ..parallel_files import data_path, split_data_id
-from ..parallel_protocol import COLLECT_TASK_PREFIX
 
 
 class DataLedger:

@@ -5,8 +5,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ding.worker.comm_role import Handler, RoleSlave
-from ding.worker.parallel_protocol import Record
+from ding.parallel.protocol import Record
+from ding.parallel.roles.role import Handler, RoleSlave
 
 
 class NaiveCollector(RoleSlave):

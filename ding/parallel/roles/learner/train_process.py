@@ -224,7 +224,7 @@ def _child_main(conn: Connection, make_handlers: Callable[[], Any], process_name
                 ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             except (OSError, AttributeError):
                 pass
-        from ding.utils.cpu_placement import apply_placement
+        from ding.parallel.launch.cpu_placement import apply_placement
         from ding.utils.process_helper import set_process_name
         from ding.utils.torch_threads import torch_threads_in_this_thread
 

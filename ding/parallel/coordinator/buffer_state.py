@@ -15,10 +15,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ding.parallel.protocol import DATA_ID
 from ding.torch_utils.codec import DecodeLimits, load_file, save_file
 from ding.utils import DataFileError, ReplayBufferError
-
-from ..parallel_protocol import DATA_ID
 
 BUFFER_STATE_FILE = "parallel_buffer.dat"
 _KIND = "ding coordinator buffers"

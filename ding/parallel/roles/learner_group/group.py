@@ -1,10 +1,10 @@
 """The learners of one run as a ``torch.distributed`` process group: rendezvous, messages, gradient averaging.
 
 Several learners (``policy.learn.learner.learner_num > 1``) train one policy together. Rank 0 is the
-:class:`~ding.worker.adapter.learner_aggregator.LearnerAggregator`, the only learner the coordinator talks to; ranks
-1.. are :class:`~ding.worker.adapter.learner_aggregator.LearnerGroupMember` processes that talk to rank 0 only,
-through this group. Nothing here is our own transport or allreduce: the group is ``torch.distributed`` (gloo on CPU,
-nccl where the policy runs on GPUs), and the rendezvous is its ``TCPStore``.
+:class:`~ding.parallel.roles.learner_group.aggregator.LearnerAggregator`, the only learner the coordinator talks to;
+ranks 1.. are :class:`~ding.parallel.roles.learner_group.aggregator.LearnerGroupMember` processes that talk to rank 0
+only, through this group. Nothing here is our own transport or allreduce: the group is ``torch.distributed`` (gloo on
+CPU, nccl where the policy runs on GPUs), and the rendezvous is its ``TCPStore``.
 
 Rendezvous: rank 0 opens a ``TCPStore`` on a free port of its listening address (a socket this module binds to that
 address and hands to the store: torch's own server would bind every interface) and writes that address to

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..parallel_protocol import BattleResult, EvalResult
+from ding.parallel.protocol import BattleResult, EvalResult
 
 
 def split_episodes(n_episode: int, shards: int) -> list[int]:

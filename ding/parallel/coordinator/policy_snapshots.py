@@ -12,9 +12,8 @@ import itertools
 import logging
 import os
 
+from ding.parallel.files import POLICY_MAX_BYTES, policy_path, read_policy
 from ding.utils import DataFileError, atomic_write, read_regular_file
-
-from ..parallel_files import POLICY_MAX_BYTES, policy_path, read_policy
 
 
 class PolicySnapshots:

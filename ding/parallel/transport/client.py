@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
+from ding.parallel.transport.base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
 
 # what a retry can fix: the peer is not listening (yet, or any more), the connection was cut, or the peer died while
 # answering (a truncated or missing answer). A read that times out is not retried: the peer is there but stuck.

@@ -19,10 +19,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar
 
+from ding.parallel.files import data_ids_valid, from_columns, split_data_id, to_columns
 from ding.utils import DataFileError, JsonRecord, ProtocolError
 from ding.utils.json_record import fields_doc
-
-from .parallel_files import data_ids_valid, from_columns, split_data_id, to_columns
 
 Record = JsonRecord  # every task and answer below is one
 

@@ -1,4 +1,4 @@
-"""The HTTP server under :class:`~ding.interaction.base.JsonServer`: werkzeug's request handling, bounded.
+"""The HTTP server under :class:`~ding.parallel.transport.base.JsonServer`: werkzeug's request handling, bounded.
 
 werkzeug's development server gives every connection its own thread and never times a read out, so connections
 that send nothing pile up threads and can starve real requests (a peer that is not even authenticated can do it).

@@ -1,5 +1,5 @@
 """DI-engine's helpers for Flask handlers and its slave-side exceptions, over ding's JSON envelope
-(``{"success", "code", "message", "data"}``, :func:`ding.interaction.base.envelope`).
+(``{"success", "code", "message", "data"}``, :func:`ding.parallel.transport.base.envelope`).
 
 ``success_response`` / ``failure_response`` build a Flask response in a request context; ``get_values_from_response``
 reads one back from Flask or ``requests``. A slave's task handler raises :class:`TaskFail` to fail its task with a
@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .base import envelope
+from ding.parallel.transport.base import envelope
 
 
 @enum.unique

@@ -1,0 +1,425 @@
+"""SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
+from __future__ import annotations
+
+import bisect
+import copy
+import itertools
+import math
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ding.config.ranges import check_batch_fits_buffer
+from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
+from ding.parallel.commanders.eval_shards import EnvShare, ShardedEvaluation
+from ding.parallel.protocol import (
+    COLLECT_TASK_PREFIX,
+    CollectResult,
+    CollectTask,
+    CommanderState,
+    CommanderStatus,
+    EvalRecord,
+    EvalResult,
+    EvalTask,
+    LearnerClosed,
+    LearnerSlot,
+    LearnerStarted,
+    LearnInfo,
+)
+from ding.utils import COMMANDER_REGISTRY, ConfigError
+
+_uid = itertools.count()
+
+
+@COMMANDER_REGISTRY.register("solo")
+class SoloCommander(BaseCommander):
+    """Collect tasks with the current collect setting (e.g. epsilon), evaluation tasks, the learner's start task.
+
+    **Pacing.** Left alone, a fast learner would replay each sample far more often than the serial pipeline does (and
+    a fast collector would fill the buffer with data the learner never sees), so a config would learn differently in
+    parallel mode. The commander keeps the serial ratio of ``policy.learn.update_per_collect`` train iterations per
+    ``policy.collect.n_sample`` samples: the learner gets a batch only while it is below that ratio, and collectors
+    run at most ``collect_ahead_samples`` ahead of what the learner has consumed. ``learner_iter_per_sample=0``
+    turns pacing off (everyone runs flat out, as in Ape-X-style setups).
+
+    **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
+    ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
+    The learner waits for the next one once it is ``eval_lead`` eval periods past the last (a run stops only at an
+    evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
+    is recorded at the env steps its policy was published with.
+    An evaluation is split over up to ``eval_shards`` free collectors (default: all of them), each running its share
+    of the ``n_evaluator_episode`` episodes on a snapshot of the policy file taken when the evaluation starts, so it
+    takes the time of its longest share instead of the sum of its episodes (see :mod:`.eval_shards`). Its shards go
+    out before any collect task. Without a snapshot (no ``snapshot_policy`` given) an evaluation is one task.
+    The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
+    """
+
+    config = dict(
+        collector_task_space=None,  # collector tasks running at once; None: one per connected collector
+        learner_task_space=1,  # learner tasks running at once (one learner is built so far)
+        eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
+        learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
+        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
+        # the learner waits for the next evaluation to start once it is this many eval_freq periods past the last one
+        # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
+        # 0: never waits (evaluations then come as often as a free collector allows)
+        eval_lead=2,
+        # evaluations running at once, each on its own collector; None: one per two connected collectors (at least 1)
+        eval_task_space=None,
+        # collectors one evaluation is split over (each runs its share of the episodes on the same policy snapshot);
+        # None: every connected collector; 1: one collector runs all the episodes
+        eval_shards=None,
+        # split only once an evaluation took at least this long on one collector (seconds; the sum of its shards'
+        # times); 0: always. Splitting pauses collection while every collector evaluates: with a cheap env (plain
+        # CartPole) 1.0 keeps more throughput, with a slow one (2 ms a step) 0 reached 195 sooner (docs/benchmarks.md)
+        eval_split_after_s=0.0,
+        # split only while the envs' steps take at least this share of an evaluation's stepping time (the envs' wall
+        # time + the CPU time of the policy's forward passes, over the evaluations so far; the first is never split):
+        # every shard repeats a forward pass for each step of its episodes while the envs' time is divided among the
+        # shards, so with a cheap env (plain CartPole: ~0.1) splitting costs CPU and saves nothing, with a slow one
+        # (2 ms a step: ~0.95) it divides the evaluation's time by the shards; 0: split whatever the envs cost
+        eval_split_env_share=0.5,
+    )
+
+    def __init__(self, cfg: Any) -> None:
+        super().__init__(cfg)
+        from ding.policy import create_policy
+
+        self._commander_cfg = cfg.policy.other.commander
+        self._exp_name = cfg.exp_name
+        if cfg.policy.get("on_policy", False):
+            raise ConfigError(f"policy.type {cfg.policy.type!r} is on-policy; parallel mode trains off-policy "
+                              "algorithms so far (its learner replays from a buffer): use ding -m serial_onpolicy")
+        collect = cfg.policy.collect
+        self._n_sample = collect.get("n_sample")
+        if not isinstance(self._n_sample, int) or self._n_sample <= 0:
+            raise ConfigError(f"policy.collect.n_sample: parallel mode sizes collector tasks by n_sample, which must "
+                              f"be a positive int (got {self._n_sample!r})")
+        learn = cfg.policy.learn
+        self._batch_size = int(learn.batch_size)
+        ratio = self._commander_cfg.get("learner_iter_per_sample")
+        if ratio is None:
+            ratio = float(learn.get("update_per_collect", 1)) / self._n_sample
+        if ratio < 0:
+            raise ConfigError(f"policy.other.commander.learner_iter_per_sample: must be >= 0, got {ratio}")
+        self._ratio = float(ratio)
+        self._ahead = self._commander_cfg.get("collect_ahead_samples")
+        # settings under which the learner could never get a batch: the run would wait for ever, not fail
+        check_batch_fits_buffer(cfg)
+        if self._ahead is not None and self._ratio > 0 and (
+                isinstance(self._ahead, bool) or not isinstance(self._ahead, int) or self._ahead < self._batch_size):
+            raise ConfigError(
+                f"policy.other.commander.collect_ahead_samples: {self._ahead!r} is below a batch "
+                f"(policy.learn.batch_size={self._batch_size}): the learner trains only once the buffer holds a full "
+                f"batch, so collectors paced to run at most {self._ahead!r} samples ahead of it would wait for it and "
+                f"it for them; use an int >= {self._batch_size}, or None (max(batch_size, 2 * n_sample * "
+                f"collectors))")
+        self._stop_value = float(cfg.env.get("stop_value", math.inf))
+        self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
+        self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
+        self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
+        lead = self._commander_cfg.get("eval_lead", 2)
+        if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not lead >= 0:
+            raise ConfigError(f"policy.other.commander.eval_lead: expected a number >= 0 of eval_freq periods, "
+                              f"got {lead!r}")
+        self._eval_lead_batches = float(lead) * self._eval_freq  # 0: the learner never waits for an evaluation
+        self._served_at_eval = 0  # batches served when the last evaluation was handed out
+        evals = self._commander_cfg.get("eval_task_space")
+        if evals is not None and (isinstance(evals, bool) or not isinstance(evals, int) or evals < 1):
+            raise ConfigError(f"policy.other.commander.eval_task_space: expected an int >= 1 (evaluations at once) or "
+                              f"None (one per two collectors), got {evals!r}")
+        self._eval_space: int | None = evals
+        shards = self._commander_cfg.get("eval_shards")
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
+            raise ConfigError(f"policy.other.commander.eval_shards: expected an int >= 1 (collectors one evaluation is "
+                              f"split over) or None (every collector), got {shards!r}")
+        self._eval_shards: int | None = shards
+        split_after = self._commander_cfg.get("eval_split_after_s", 0.0)
+        if isinstance(split_after, bool) or not isinstance(split_after, (int, float)) or not split_after >= 0:
+            raise ConfigError(f"policy.other.commander.eval_split_after_s: expected seconds >= 0, got {split_after!r}")
+        self._split_after = float(split_after)
+        self._last_eval_cost = 0.0  # seconds the last evaluation took on one collector (its shards' times summed)
+        share = self._commander_cfg.get("eval_split_env_share", 0.5)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ConfigError(f"policy.other.commander.eval_split_env_share: expected a share of an evaluation's time "
+                              f"between 0 and 1, got {share!r}")
+        self._split_env_share = float(share)
+        self._env_share = EnvShare()  # the envs' share of the evaluations' stepping time so far
+        n_episode = cfg.env.get("n_evaluator_episode")
+        self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
+        self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
+        self._active: list[ShardedEvaluation] = []  # evaluations not finished yet, oldest first
+        space = self._commander_cfg.get("collector_task_space")
+        self._fixed_space = space is not None
+        self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
+        self._learner_space = LimitedSpaceContainer(0, int(self._commander_cfg.get("learner_task_space", 1)))
+        self._command = create_policy(copy.deepcopy(cfg.policy), enable_field=["command"]).command_mode
+        self._lock = threading.RLock()
+        self._collectors = 0
+        self._learner_step = 0
+        self._policy_iter = -1  # newest published policy; -1: none yet (collectors wait for it)
+        self._envstep = 0
+        self._pushed = 0
+        self._served_batches = 0
+        self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
+        self._handed_policy = -1  # newest published policy when the last evaluation was handed out
+        self._last_eval_iter: float = -math.inf
+        self._last_eval_time = 0.0
+        self._evaluated_policy = -1
+        # (published policy iteration, env steps collected by then), ascending: an evaluation is recorded at the env
+        # steps its policy was trained with, as in serial mode, not counting what collectors gathered meanwhile
+        self._policy_envstep: list[tuple[int, int]] = []
+        self._best_return = -math.inf
+        self._end_reason: str | None = None
+        self._buffer_id = "buffer0"
+        self._policy_id = "policy"
+        self.eval_history: list[EvalRecord] = []
+
+    # ---------------------------------------------------------------- learner
+    def get_learner_task(self) -> LearnerSlot | None:
+        with self._lock:
+            if self._end_reason is not None or not self._learner_space.acquire_space():
+                return None
+            return LearnerSlot(task_id=f"learner_task_{next(_uid)}", buffer_id=self._buffer_id,
+                               policy_id=self._policy_id)
+
+    def finish_learner_task(self, task_id: str, finished_task: LearnerClosed) -> str:
+        self._learner_space.release_space()
+        return self._buffer_id
+
+    def notify_fail_learner_task(self, task: LearnerSlot) -> None:
+        self._learner_space.release_space()
+
+    def update_learner_info(self, task_id: str, info: LearnInfo) -> None:
+        with self._lock:
+            self._learner_step = max(self._learner_step, info.learner_step)
+            if info.policy_iter > self._policy_iter:
+                self._policy_iter = info.policy_iter
+                self._published(info.policy_iter)
+            if self._learner_step >= self.max_train_iter and self._end_reason is None:
+                self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
+
+    def learner_started(self, task_id: str, info: LearnerStarted) -> None:
+        """A learner (re)started; a restarted one continues from its checkpoint, so its step may go back."""
+        with self._lock:
+            self._learner_step = info.learner_step
+            if info.policy_iter >= 0:
+                self._policy_iter = info.policy_iter
+                self._policy_envstep.clear()  # a restarted learner's iterations may go back
+                self._published(info.policy_iter)
+                self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
+                self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
+            self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
+
+    def _published(self, policy_iter: int) -> None:
+        self._policy_envstep.append((policy_iter, self._envstep))
+        if len(self._policy_envstep) > 4096:  # no evaluation for long: older policies map to a later (higher) count
+            del self._policy_envstep[:2048]
+
+    def _envstep_of_policy(self, policy_iter: int) -> int:
+        """The env steps collected when ``policy_iter`` was published (at most: what trained it); the current count
+        for a policy not heard of yet."""
+        i = bisect.bisect_left(self._policy_envstep, (policy_iter, -1))
+        step = self._policy_envstep[i][1] if i < len(self._policy_envstep) else self._envstep
+        del self._policy_envstep[:i]  # evaluations go forward: older policies are not asked for again
+        return min(step, self._envstep)
+
+    def learner_may_train(self, buffer_count: int) -> bool:
+        """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
+        with self._lock:
+            if self._end_reason is not None or buffer_count < self._batch_size:
+                return False
+            if self._waits_for_eval():
+                return False
+            return self._ratio == 0 or self._served_batches < self._ratio * self._pushed
+
+    def _waits_for_eval(self) -> bool:
+        """The learner is ``eval_lead`` eval periods past the last evaluation and one is running or can start (a
+        newer policy is published): it waits until the next one is handed out, so the run evaluates about as many
+        policies per train iteration as serial mode and does not train past a policy that reached the stop value
+        without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
+        if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
+            return False
+        return bool(self._active) or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+
+    def batch_served(self) -> None:
+        with self._lock:
+            self._served_batches += 1
+
+    # ---------------------------------------------------------------- collectors
+    def increase_collector_task_space(self) -> None:
+        with self._lock:
+            self._collectors += 1
+            if not self._fixed_space:
+                self._collector_space.increase_space()
+
+    def decrease_collector_task_space(self) -> None:
+        with self._lock:
+            self._collectors = max(0, self._collectors - 1)
+            if not self._fixed_space:
+                self._collector_space.decrease_space()
+
+    def _eval_due(self) -> bool:
+        space = self._eval_space if self._eval_space is not None else max(1, self._collectors // 2)
+        if len(self._active) >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
+            return False
+        return (self._learner_step - self._last_eval_iter >= self._eval_freq
+                or time.monotonic() - self._last_eval_time >= self._eval_interval)
+
+    def _collect_allowed(self) -> bool:
+        if self._ratio == 0:
+            return True
+        ahead = self._ahead
+        if ahead is None:
+            # two tasks per collector (one running, one waiting for the learner): collectors never wait on a busy
+            # learner's round trip, and the data they collect is at most that far ahead of the policy that collects
+            # it (policy lag); at least a batch, so the learner can start
+            ahead = max(self._batch_size, 2 * self._n_sample * max(1, self._collectors))
+        planned = self._pushed + sum(self._in_flight.values())
+        return planned < self._served_batches / self._ratio + ahead
+
+    def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:
+        with self._lock:
+            if self._end_reason is not None or self._policy_iter < 0:
+                return None
+            shard_of = next((e for e in self._active if e.pending), None)  # shards first: the evaluation ends sooner
+            eval_flag = shard_of is not None or self._eval_due()
+            if not eval_flag and not self._collect_allowed():
+                return None
+            if not self._collector_space.acquire_space():
+                return None
+            task_id = f"{COLLECT_TASK_PREFIX}{next(_uid)}"
+            info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
+                    "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
+            if eval_flag:
+                if shard_of is None:
+                    shard_of = self._start_evaluation()
+                self._evaluations[task_id] = shard_of
+                n_episode = shard_of.hand_out(task_id)
+                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=shard_of.policy_id,
+                                train_iter=self._learner_step, envstep=self._envstep,
+                                best_return=None if self._best_return == -math.inf else self._best_return,
+                                eval_setting=dict(self._command.get_setting_eval(info)), n_episode=n_episode,
+                                save_best=not shard_of.sharded)
+            self._in_flight[task_id] = self._n_sample
+            return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
+                               n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
+                               collect_setting=dict(self._command.get_setting_collect(info)))
+
+    def _start_evaluation(self) -> ShardedEvaluation:
+        """A new evaluation of the newest policy, split over the collectors (pinned to a snapshot of the policy)."""
+        self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
+        self._last_eval_iter = self._learner_step
+        self._last_eval_time = time.monotonic()
+        self._served_at_eval = self._served_batches
+        shards = self._eval_shards if self._eval_shards is not None else max(1, self._collectors)
+        if self._last_eval_cost < self._split_after or not self._env_bound():
+            shards = 1
+        snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
+        evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
+                                          shards)
+        self._active.append(evaluation)
+        return evaluation
+
+    def _env_bound(self) -> bool:
+        """Whether splitting the next evaluation pays: the envs' steps took at least ``eval_split_env_share`` of the
+        evaluations' stepping time so far (unknown before the first: not split)."""
+        if self._split_env_share <= 0:
+            return True
+        share = self._env_share.value
+        return share is not None and share >= self._split_env_share
+
+    def _end_evaluation(self, evaluation: ShardedEvaluation, best: bool) -> None:
+        if evaluation in self._active:
+            self._active.remove(evaluation)
+        if evaluation.snapshot and self.drop_snapshot is not None:
+            self.drop_snapshot(evaluation.policy_id, best)
+
+    def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
+        self._collector_space.release_space()
+        with self._lock:
+            if isinstance(finished_task, EvalResult):
+                evaluation = self._evaluations.pop(task_id, None)
+                if evaluation is None:  # (not handed out by this commander: counted as a whole evaluation)
+                    return self._finish_eval(finished_task)
+                if not evaluation.finished(task_id, finished_task):
+                    return False
+                combined = evaluation.combined()
+                self._last_eval_cost = sum(r.duration for r in evaluation.results)
+                self._env_share.add(evaluation.results)
+                best = evaluation.sharded and combined.eval_return_mean > self._best_return
+                reached = self._finish_eval(combined)
+                self._end_evaluation(evaluation, best)
+                return reached
+            self._in_flight.pop(task_id, None)
+            self._envstep += finished_task.envstep
+            self._pushed += finished_task.sample_count
+            if self._envstep >= self.max_env_step and self._end_reason is None:
+                self._end_reason = f"reached max_env_step ({self.max_env_step:g})"
+            return False
+
+    def _finish_eval(self, finished: EvalResult) -> bool:
+        mean = finished.eval_return_mean
+        self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
+        self._best_return = max(self._best_return, mean)
+        self.eval_history.append(EvalRecord(train_iter=finished.policy_iter,
+                                            env_step=self._envstep_of_policy(finished.policy_iter),
+                                            eval_return_mean=mean, eval_return_std=finished.eval_return_std))
+        if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
+            self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
+            return True
+        return False
+
+    def notify_fail_collector_task(self, task: CollectTask | EvalTask) -> None:
+        self._collector_space.release_space()
+        with self._lock:
+            if isinstance(task, EvalTask):
+                evaluation = self._evaluations.pop(task.task_id, None)
+                if evaluation is not None:
+                    evaluation.failed(task.task_id)  # that shard goes to the next free collector
+            else:
+                self._in_flight.pop(task.task_id, None)
+
+    # ---------------------------------------------------------------- status
+    def get_policy_id(self) -> str:
+        return self._policy_id
+
+    @property
+    def end_reason(self) -> str | None:
+        return self._end_reason
+
+    def request_end(self, reason: str) -> None:
+        with self._lock:
+            if self._end_reason is None:
+                self._end_reason = reason
+
+    @property
+    def reached_stop_value(self) -> bool:
+        return self._best_return >= self._stop_value
+
+    def _status(self) -> dict[str, Any]:
+        return dict(learner_step=self._learner_step, policy_iter=self._policy_iter, envstep=self._envstep,
+                    pushed=self._pushed, served_batches=self._served_batches, collectors=self._collectors,
+                    best_return=None if self._best_return == -math.inf else self._best_return,
+                    last_eval=self.eval_history[-1] if self.eval_history else None)
+
+    def status(self) -> CommanderStatus:
+        with self._lock:
+            return CommanderStatus(**self._status())
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run continues from (``ding -m parallel --resume``): the env-step count (the exploration
+        schedule follows it), the best return and the evaluations so far, and how the run ended (JSON)."""
+        with self._lock:
+            return CommanderState(**self._status(), eval_history=list(self.eval_history),
+                                  end_reason=self._end_reason, reached_stop_value=self.reached_stop_value).to_json()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Continue a stopped run's counters. The replay buffer starts empty, so pacing (served batches per pushed
+        sample) starts afresh; the learner's step comes from its checkpoint when it starts."""
+        saved = CommanderState.from_json(state, peer="the saved coordinator state")
+        with self._lock:
+            self._envstep = saved.envstep
+            self._best_return = -math.inf if saved.best_return is None else saved.best_return
+            self.eval_history = list(saved.eval_history)

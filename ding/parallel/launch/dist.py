@@ -1,0 +1,216 @@
+"""One parallel-mode role per process (``ding -m dist --module coordinator|learner|collector``, started by hand, by a
+cluster launcher such as Slurm, or by ``ding -m parallel`` for its local processes): what each such process runs.
+
+A learner or collector binds its own port (0: a free one) and joins the coordinator at the address it is given;
+from then on the coordinator drives it. It exits when the coordinator ends the run, when the coordinator has been
+unreachable for ``master_lost_timeout`` seconds, on SIGTERM/SIGINT (a learner writes a checkpoint first), or — when
+started by ``ding -m parallel`` — when that launcher dies.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.engine.stop_signals import StoppedBySignal, StopSignals
+from ding.parallel.launch.cpu_placement import apply_placement
+from ding.parallel.launch.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
+from ding.parallel.launch.slurm import ADDRESS_FILE, read_address
+
+_NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
+
+
+def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
+                coordinator_port: int | None = None, host: str | None = None, port: int | None = None) -> EasyDict:
+    """The comm learner/collector config of ``name``: its ``system_config`` entry, flags override."""
+    system = EasyDict(system or {})
+    entry = EasyDict(dict(system.get(name) or {}))
+    comm = system.get(f"comm_{role}") or {}
+    cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
+                   host="127.0.0.1", port=0)
+    keys = ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy")
+    for key in keys + (("collector_nice",) if role == "collector" else ()):
+        if system.get(key) is not None:
+            cfg[key] = system[key]
+    cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
+    coordinator = system.get("coordinator") or {}
+    known = [h for h in (coordinator.get("advertise_host"), coordinator.get("host")) if h not in _NOT_AN_ADDRESS]
+    cfg.coordinator_host = coordinator_host or (known[0] if known else None)
+    cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
+    if host is not None:
+        cfg.host = host
+    if port is not None:
+        cfg.port = port
+    if cfg.port in ("auto", None):
+        cfg.port = 0
+    return cfg
+
+
+def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None) -> int:
+    """Run a learner or collector process until the coordinator ends the run (or a signal arrives).
+
+    Exits with a one-line error when no coordinator answers at its address within ``master_lost_timeout``, when the
+    coordinator refuses its token (``token_source`` says where the token came from) or when its port is taken."""
+    from ding.parallel.roles.collector import create_comm_collector
+    from ding.parallel.roles.learner import create_comm_learner
+    from ding.parallel.transport import RequestRejected, resolve_advertise_host
+    from ding.parallel.transport import token_source as source_of
+    from ding.utils import ConfigError, setup_torch_threads
+
+    if role not in ("learner", "collector"):
+        raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
+    set_process_name(f"ding-{name}")
+    die_with_parent()
+    prefer_batch_scheduling()  # before any thread starts: they inherit it (so does the nice value below)
+    if role == "collector":
+        lower_priority(int(cfg.get("collector_nice", 0) or 0))
+    setup_torch_threads()
+    member = role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0
+    apply_placement(name, trains=member)  # (ding -m parallel's CPU placement; a learner0 that trains itself: later)
+    if member:
+        from ding.parallel.roles.learner_group import (
+            run_group_member,  # learner1..: follows learner0 through the learner group;
+        )
+
+        return run_group_member(EasyDict(dict(cfg)), name)  # it never talks to the coordinator
+    if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
+        raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
+                          "system_config.coordinator.host/port in the config given with -c)")
+    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
+    role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
+    role_cfg.host = resolve_advertise_host(cfg.get("host"), towards=str(cfg["coordinator_host"]))  # 'auto' binds there
+    if role == "learner" and int(cfg.get("learner_num", 1)) > 1:  # one of several learners sharing gradients
+        from ding.parallel.roles.learner_group import LearnerAggregator
+
+        comm: Any = LearnerAggregator(role_cfg, name=name)  # learner0: the coordinator's one learner
+    else:
+        create = create_comm_learner if role == "learner" else create_comm_collector
+        comm = create(role_cfg, name=name)
+    joined = threading.Event()  # read lock-free (is_set) by the signal handler
+    with StopSignals(interrupt=lambda: not joined.is_set()) as stop:  # still joining: stop its retries now
+        try:
+            try:
+                comm.start()
+                joined.set()
+            except StoppedBySignal as e:
+                logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
+                                                       e.signum)
+                return 0
+            except RequestRejected as e:
+                where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
+                if e.code != 401:
+                    raise
+                raise ConfigError(
+                    f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came "
+                    f"from {token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator "
+                    "the same token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
+            while not comm.wait(0.2):
+                if stop.requested:
+                    break
+        finally:
+            comm.close()
+    return int(getattr(comm, "exit_code", 0) or 0)
+
+
+ADDRESS_WAIT_S = 120.0  # how long a role started without the coordinator's address waits for its address file
+
+
+def coordinator_from_address_file(cfg: Any, exp_name: str, name: str, token: str,
+                                   wait_s: float = ADDRESS_WAIT_S) -> None:
+    """A role started without the coordinator's port: read it from ``<exp_name>/coordinator.json``, which the
+    coordinator writes once it listens (waiting up to ``wait_s`` for it, so the roles may start in any order); only
+    a file signed with the run's ``token`` is taken."""
+    import time
+
+    where = os.path.join(exp_name, ADDRESS_FILE)
+    deadline = time.monotonic() + wait_s
+    announced = False
+    while (found := read_address(exp_name, token)) is None and time.monotonic() < deadline:
+        if not announced:
+            print(f"ding: {name}: waiting for the coordinator's address in {where}", flush=True)
+            announced = True
+        time.sleep(0.2)
+    if found is not None:
+        cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
+        cfg.coordinator_port = found[1]
+
+
+def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,
+                    token_source: str = "system_config.auth_token or DING_AUTH_TOKEN") -> int:
+    """Run a coordinator alone: learners and collectors join it (or it connects the configured ones). Its address
+    goes to ``<exp_dir>/coordinator.json`` once it listens."""
+    from ding.parallel.launch.driver import ParallelRunError, drive_coordinator
+    from ding.parallel.launch.slurm import write_address
+    from ding.parallel.transport import resolve_token
+    from ding.utils import setup_torch_threads
+
+    setup_torch_threads()
+    set_process_name("ding-coordinator")
+
+    seen: list[Any] = []
+
+    @contextmanager
+    def announce(coordinator: Any) -> Iterator[None]:
+        seen.append(coordinator)
+        write_address(cfg.main.exp_name, coordinator.host, coordinator.port,
+                      resolve_token(cfg.system.get("auth_token")))  # the coordinator's own token (signs the file)
+        print(f"ding: coordinator of run ./{cfg.main.exp_name}/ listening on {coordinator.host}:{coordinator.port}; "
+              f"start learners and collectors with --coordinator-host {coordinator.host} --coordinator-port "
+              f"{coordinator.port}", flush=True)
+        yield None
+
+    try:
+        drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter,
+                          supervise=announce)
+    except ParallelRunError as e:
+        refused = _refused_requests(seen[0]) if seen else 0
+        if not refused:
+            raise
+        raise ParallelRunError(f"{e}; {refused} request(s) reached this coordinator with a missing or wrong auth "
+                               f"token: its token came from {token_source}, give every role the same "
+                               "one") from None
+    return 0
+
+
+def token_source_for(system: Mapping, config_path: str | None) -> str:
+    """Where the run's token comes from, in words (for an error message)."""
+    from ding.parallel.transport import token_source
+
+    return token_source(system.get("auth_token"), f"system_config.auth_token in {config_path}")
+
+
+def _refused_requests(coordinator: Any) -> int:
+    """Requests the coordinator's server refused for their token (0 when it cannot tell)."""
+    server = getattr(getattr(getattr(coordinator, "_comm", None), "master", None), "_server", None)
+    counts = getattr(getattr(server, "refusals", None), "counts", {})
+    return int(counts.get("rejected request", 0)) if isinstance(counts, dict) else 0
+
+
+
+def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
+    """``ding -m dist --module learner|collector``: run ``name`` with its config from ``system`` (``where``: the
+    coordinator's and its own host/port flags); without the coordinator's port it waits for the address file."""
+    from ding.parallel.transport import resolve_token
+
+    cfg = role_config(system, role, name, **where)
+    token = resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {config_path}")
+    if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
+        coordinator_from_address_file(cfg, str(main["exp_name"]), name, token)
+    return run_role(role, name, cfg, token_source=token_source_for(system, config_path))
+
+
+def print_role_commands(cfg: Any) -> None:
+    """``ding -m dist --module config``: how to start each role of the compiled run ``cfg``."""
+    path = os.path.join(cfg.main.exp_name, "total_config.py")
+    roles = [str(k) for k in cfg.system if re.match(r"^(learner|collector)\d+$", str(k))]
+    lines = [f"  ding -m dist --module coordinator -c {path}"] + [
+        f"  ding -m dist --module {r.rstrip('0123456789')} --module-name {r} -c {path}" for r in roles]
+    print(f"ding: wrote {path}; start the roles (the coordinator first) with\n" + "\n".join(lines) +
+          f"\n(without --coordinator-host/--coordinator-port the roles read the coordinator's address from "
+          f"{os.path.join(cfg.main.exp_name, ADDRESS_FILE)}, which it writes once it listens)")

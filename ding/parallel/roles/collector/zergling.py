@@ -1,0 +1,219 @@
+"""ZerglingParallelCollector: one policy, many envs — the serial sample collector and evaluator, driven by tasks.
+
+Each collect task steps the envs (batched inference through the same env managers and the same
+:class:`SampleSerialCollector` as serial mode) until ``n_sample`` samples exist, writes each to its own data file and
+returns their metadata. Each evaluation task runs the serial evaluator. Before either, the policy is reloaded from the
+learner's policy file when it changed (at most every ``update_policy_second`` seconds for collect tasks, always for
+evaluations). Envs and partial trajectories live on between tasks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ding.config.ranges import at_least
+from ding.parallel.protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
+from ding.parallel.roles.collector.base_parallel import BaseParallelCollector
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir
+from ding.utils.torch_threads import torch_threads_in_this_thread
+from ding.worker.collector.episode_callback import EpisodeCallback
+
+
+def compress_enabled(compressor: object) -> bool:
+    """Whether data files are compressed: any compressor name but 'none' (DI-engine's 'lz4' becomes zlib)."""
+    return str(compressor).lower() not in ("none", "", "false")
+
+
+class _EpisodeRecorder(EpisodeCallback):
+    """Keeps the returns and lengths of the episodes finished since the last ``take()``."""
+
+    def __init__(self) -> None:
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+
+    def on_episode_end(self, env_id: int, episode_info: dict) -> dict | None:
+        if episode_info.get("eval_episode_return") is not None:
+            self.returns.append(float(episode_info["eval_episode_return"]))
+            self.lengths.append(int(episode_info["step"]))
+        return None
+
+    def take(self) -> tuple[list[float], list[int]]:
+        r, n = self.returns, self.lengths
+        self.returns, self.lengths = [], []
+        return r, n
+
+
+@PARALLEL_COLLECTOR_REGISTRY.register("zergling")
+class ZerglingParallelCollector(BaseParallelCollector):
+    """See the module docstring. ``cfg`` is the compiled main config (its ``policy.collect.collector`` section is
+    this collector's own config)."""
+
+    config = dict(
+        type="zergling",
+        import_names=[],
+        update_policy_second=3.0,  # seconds: check the learner's policy file at most this often (collect tasks)
+        compressor="zlib",  # data file compression: 'zlib' or 'none' (DI-engine's 'lz4' is read as 'zlib')
+        # 0: a collect task's samples go to one data file (split only past 8 MB); 1: one file per sample (DI-engine's
+        # layout; about 4x the CPU per sample on both sides); N: files of at most N samples
+        samples_per_file=0,
+        print_freq=5,  # accepted for DI-engine configs; statistics go to the collector's log every task
+        serial_collector=dict(type="sample"),  # the serial collector that steps the envs (and its config)
+    )
+
+    config_ranges = {"samples_per_file": at_least(0, integer=True, hint="0 puts a collect task's samples in one file")}
+
+    def __init__(self, cfg: Any, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
+                 policy_path: str = "", *, send_stepdata: Callable[..., Any],
+                 get_policy_update_info: Callable[[str], dict | None],
+                 send_samples: Callable[..., list[str]] | None = None) -> None:
+        super().__init__(cfg, exp_name or cfg.exp_name, instance_name, send_stepdata=send_stepdata,
+                         get_policy_update_info=get_policy_update_info, send_samples=send_samples)
+        join_run_dir(self._exp_name)  # a role of the parallel run that the coordinator's process holds
+        self._own_cfg = deep_merge_dicts(self.default_config(), cfg.policy.collect.collector)
+        self._seed = int(seed)
+        self._policy_path = policy_path
+        self.compress = compress_enabled(self._own_cfg.compressor)
+        self._policy: Any = None
+        self._collector: Any = None
+        self._evaluator: Any = None
+        self._closables: list[Any] = []
+        self._recorder = _EpisodeRecorder()
+        self._last_check = -math.inf
+        self._policy_stat: tuple[int, int] | None = None
+        self._totals = CollectorFinishInfo()
+
+    def start(self) -> None:
+        from ding.worker.builder import (
+            build_acting,  # the one builder (serial runs use it too); lazy: it imports this package
+        )
+
+        acting = build_acting(self._cfg, seed=self._seed, dynamic_seed=True,
+                              collector_cfg=dict(self._own_cfg.serial_collector), exp_name=self._exp_name,
+                              instance_name=self._instance_name)
+        self._closables += acting.closables
+        self._policy, self._collector, self._evaluator = acting.policy, acting.collector, acting.evaluator
+        self._collector.register_callback(self._recorder)
+
+    # ---------------------------------------------------------------- policy
+    def _update_policy(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_check < float(self._own_cfg.update_policy_second):
+            return
+        self._last_check = now
+        try:
+            st = os.stat(self._policy_path)
+        except FileNotFoundError:
+            return
+        stamp = (st.st_mtime_ns, st.st_size)
+        if stamp == self._policy_stat:
+            return
+        state = self.get_policy_update_info(self._policy_path)
+        if state is None:
+            return
+        from ding.parallel.files import check_policy_fits
+
+        check_policy_fits(state, self._policy.collect_mode.state_dict()["model"], self._policy_path)
+        self._policy.collect_mode.load_state_dict({"model": state["model"]})
+        self._policy.eval_mode.load_state_dict({"model": state["model"]})
+        self._policy_stat = stamp
+        self._policy_iter = int(state["iter"])
+
+    # ---------------------------------------------------------------- tasks
+    def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
+        torch_threads_in_this_thread()  # tasks run in the slave's worker threads
+        if isinstance(task, EvalTask):
+            return self._evaluate(task)
+        return self._collect(task)
+
+    def _collect(self, task: CollectTask) -> CollectResult:
+        self._update_policy(force=self._policy_iter < 0)
+        t0 = time.perf_counter()
+        envstep0 = self._collector.envstep
+        samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
+                                          policy_kwargs=dict(task.collect_setting))
+        metadata = self._write_samples(task.task_id, samples)
+        returns, lengths = self._recorder.take()
+        steps = self._collector.envstep - envstep0
+        totals = self._totals
+        totals.envstep += steps
+        totals.sample_count += len(metadata)
+        totals.episode_count += len(returns)
+        totals.tasks += 1
+        return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
+                             policy_iter=self._policy_iter, episode_returns=returns, episode_lengths=lengths,
+                             duration=time.perf_counter() - t0)
+
+    def _write_samples(self, task_id: str, samples: list[dict[str, Any]]) -> list[SampleMeta]:
+        """Write the samples to data files named after the task (``samples_per_file``: all in ``<task_id>_0``, data
+        ids ``<task_id>_0:<i>``; or one file ``<task_id>_<i>`` each); their metadata (with a sample's own
+        priority)."""
+        per_file = int(self._own_cfg.samples_per_file)
+        ids: list[str] = []
+        if per_file == 1:
+            for i, sample in enumerate(samples):
+                self.send_stepdata(f"{task_id}_{i}", sample, self.compress)
+                ids.append(f"{task_id}_{i}")
+        else:
+            step = per_file if per_file > 1 else max(len(samples), 1)
+            for k, start in enumerate(range(0, len(samples), step)):
+                ids += self.send_samples(f"{task_id}_{k}", samples[start:start + step], self.compress)
+        collect_iter = max(self._policy_iter, 0)
+        metadata = []
+        for data_id, sample in zip(ids, samples):
+            priority = sample.get("priority")
+            metadata.append(SampleMeta(data_id=data_id, collect_iter=collect_iter,
+                                       priority=None if priority is None
+                                       else float(np.asarray(priority).reshape(-1)[0])))
+        return metadata
+
+    def _load_eval_policy(self, task: EvalTask) -> int:
+        """Load the policy an evaluation names into the eval mode: the newest published one, or the snapshot of an
+        evaluation split over collectors; returns its train iteration."""
+        from ding.parallel.files import check_policy_fits, policy_path
+
+        if task.policy_id == os.path.basename(self._policy_path):
+            self._update_policy(force=True)
+            return self._policy_iter
+        path = policy_path(os.path.dirname(self._policy_path), task.policy_id)
+        state = self.get_policy_update_info(path)
+        if state is None:
+            raise FileNotFoundError(f"evaluation task {task.task_id}: its policy snapshot {path!r} is gone")
+        check_policy_fits(state, self._policy.eval_mode.state_dict()["model"], path)
+        self._policy.eval_mode.load_state_dict({"model": state["model"]})
+        self._policy_stat = None  # the modes may share a model: the next task reloads the live policy
+        self._last_check = -math.inf
+        return int(state["iter"])
+
+    def _evaluate(self, task: EvalTask) -> EvalResult:
+        """Evaluate the newest policy, or the snapshot the task names (a shard of an evaluation split over
+        collectors: every shard evaluates that same file), for ``task.n_episode`` episodes (0: the configured)."""
+        policy_iter = self._load_eval_policy(task)
+        self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
+        save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
+        _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
+                                       n_episode=task.n_episode or None, policy_kwargs=dict(task.eval_setting))
+        self._totals.eval_tasks += 1
+        return EvalResult.from_evaluator(info, policy_iter)
+
+    def _save_best(self, ckpt_name: str) -> None:
+        """A new best evaluation: keep this policy as ``<exp>/collector_ckpt/ckpt_best.pth.tar`` (tensors only,
+        atomic). Not in ``<exp>/ckpt/``: that directory is the learner's alone (docs/parallel.md, Security)."""
+        from ding.utils import torch_save_atomic
+        from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
+
+        state = dict(self._policy.eval_mode.state_dict())
+        state["last_iter"] = max(self._policy_iter, 0)
+        torch_save_atomic(state, os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, ckpt_name))
+
+    def get_finish_info(self) -> CollectorFinishInfo:
+        return dataclasses.replace(self._totals, policy_iter=self._policy_iter)
+
+    def close(self) -> None:
+        closables, self._closables = self._closables[::-1], []
+        close_all(closables)

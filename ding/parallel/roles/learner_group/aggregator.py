@@ -1,0 +1,441 @@
+"""Several learners for one run: ``policy.learn.learner.learner_num > 1``.
+
+The coordinator talks to one learner, ``learner0``, as always; with ``learner_num > 1`` that process is a
+:class:`LearnerAggregator` (DI-engine's name; ``start`` / ``close`` / ``merge_info``): a
+:class:`~ding.parallel.roles.learner.flask_fs.FlaskFileSystemLearner` that also leads a ``torch.distributed``
+group (:mod:`ding.parallel.roles.learner_group.group`) of ``learner_num`` learner processes. ``learner1..`` are
+:class:`LearnerGroupMember` processes: no HTTP server, no coordinator; they follow rank 0 through the group.
+
+What happens, in each of the group's processes in the same order (so the collectives match):
+
+1. start: rank 0, on the coordinator's start task, forms the group and sends the task to the others; every rank
+   builds the same learner from it (same seed, the same checkpoint from the shared ``ckpt`` directory: exact resume
+   holds) and, before training, takes rank 0's model tensors;
+2. every iteration: rank 0 sends the batch the coordinator sampled (its samples, read by rank 0); each rank trains on
+   its own contiguous share (``numpy.array_split`` order); before each optimizer step (or before a policy clips
+   them by hand, so the mean is clipped as one learner would), the gradients are averaged over the group (one
+   allreduce), so the parameters stay identical; after it, the models' buffers (BatchNorm's running statistics)
+   are averaged too; ranks >= 1 draw their own noise (package RNGs reseeded from the run's seed, the rank and the
+   start iteration: :func:`member_seed`); the logged scalars are averaged
+   (``LogReduceHook``) and the shares' priority infos gathered at rank 0, merged (:meth:`LearnerAggregator.merge_info`)
+   and reported to the coordinator as one learner's;
+3. only rank 0 writes checkpoints (``BaseLearner`` writes on rank 0 only) and publishes the policy;
+4. stop: rank 0 sends a stop message when its training ends; the others end their training and exit.
+
+A learner lost mid-run ends the run with one error; the group is not rebuilt (docs/distributed.md says why).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from typing import Any
+
+import numpy as np
+from easydict import EasyDict
+
+from ding.parallel.files import learner_load_path, run_dir
+from ding.parallel.protocol import LearnerStarted, LearnerStartTask
+from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner
+from ding.parallel.roles.learner_group.group import (
+    KIND_DATA,
+    KIND_KEEPALIVE,
+    KIND_STOP,
+    LearnerGroup,
+    LearnerGroupError,
+    pick_backend,
+    rendezvous_path,
+)
+from ding.parallel.transport.base import resolve_token
+from ding.torch_utils import decode, encode
+from ding.utils import ConfigError, DataFileError, set_pkg_seed
+from ding.worker.learner.base_learner import BaseLearner
+from ding.worker.learner.checkpoint import find_latest_checkpoint
+from ding.worker.learner.learner_hook import LearnerHook, LogReduceHook
+
+GROUP_CONFIG = dict(
+    learner_num=1,  # the group's size (policy.learn.learner.learner_num; set per learner by the config compiler)
+    learner_rank=0,  # this learner's rank in the group (learnerN: N)
+    group_timeout=300.0,  # seconds to form the group, and for any one collective (a keep-alive flows every 2 s)
+)
+_KEEPALIVE_S = 2.0
+
+
+def split_batch(samples: list, size: int) -> list[list]:
+    """The shares of a batch, in rank order: contiguous, sizes differing by at most one. A batch shorter than the
+    group (data files skipped) is repeated cyclically first, so no rank trains on nothing."""
+    if not samples:
+        raise ValueError("split_batch: an empty batch")
+    if len(samples) < size:
+        samples = [samples[i % len(samples)] for i in range(size)]
+    bounds = np.cumsum([0] + [len(a) for a in np.array_split(np.arange(len(samples)), size)])
+    return [samples[bounds[i]:bounds[i + 1]] for i in range(size)]
+
+
+def _merge(values: list[Any], n: int | None) -> Any:
+    first = values[0]
+    if all(v is None for v in values):
+        return None
+    if isinstance(first, dict):
+        return {k: _merge([v.get(k) if isinstance(v, dict) else None for v in values], n) for k in first}
+    if isinstance(first, np.ndarray) and first.ndim > 0:
+        out = np.concatenate([np.asarray(v).reshape(-1, *first.shape[1:]) for v in values])
+        return out[:n] if n is not None else out
+    if isinstance(first, (list, tuple)):
+        flat = [x for v in values for x in (v or [])]
+        return flat[:n] if n is not None else flat
+    return first
+
+
+class _GroupHook(LearnerHook):
+    """Before the run: every rank takes rank 0's model tensors and averages its gradients over the group before each
+    optimizer step. After each iteration: the shares' priority infos go to rank 0, which merges them."""
+
+    def __init__(self, group: LearnerGroup, position: str, batch_len: Any = None, seed: int = 0) -> None:
+        super().__init__(f"learner_group_{position}", 35 if position == "after_iter" else 0, position=position)
+        self._group = group
+        self._batch_len = batch_len  # rank 0: the length of the batch just split (for merging)
+        self._seed = int(seed)  # the run's seed: members (rank >= 1) derive theirs from it
+        self._buffers: list = []
+
+    def __call__(self, engine: BaseLearner) -> None:
+        if self.position == "before_run":
+            attach_policy(engine.policy, self._group)
+            if self._group.rank > 0:
+                set_pkg_seed(member_seed(self._seed, self._group.rank, engine.train_iter))
+            for hook in engine.hooks["after_iter"]:
+                if isinstance(hook, LogReduceHook):  # its allreduce, like every collective, names a lost member
+                    hook.reducer = self._group.all_reduce_mean
+            return
+        if not self._buffers:
+            self._buffers = policy_buffers(engine.policy)
+        self._group.average_buffers(self._buffers)  # BatchNorm statistics of each share -> the group's
+        parts = self._group.gather(encode(engine.priority_info, compress=False))
+        if parts is not None:
+            infos = [decode(p, where=f"learner {i}'s priority info") for i, p in enumerate(parts)]
+            engine.priority_info = LearnerAggregator.merge_info(infos, self._batch_len())
+
+
+class _StopMembersHook(LearnerHook):
+    """Rank 0, after its run: tell the other ranks to stop (if the data source did not already)."""
+
+    def __init__(self, aggregator: LearnerAggregator) -> None:
+        super().__init__("learner_group_stop", 0, position="after_run")
+        self._aggregator = aggregator
+
+    def __call__(self, engine: BaseLearner) -> None:
+        self._aggregator.finish_sent_batch(engine)
+        self._aggregator.stop_members()
+
+
+def _policy_object(view: Any) -> Any:
+    """The policy instance behind a learn-mode view (a namedtuple of bound methods), or ``view`` itself."""
+    forward = getattr(view, "forward", None)
+    return getattr(forward, "__self__", view)
+
+
+def _policy_values(view: Any) -> list:
+    """The policy's attribute values (list and tuple attributes flattened), in the order of its attribute names
+    (the same in every rank)."""
+    policy = _policy_object(view)
+    out: list = []
+    for key in sorted(vars(policy)):
+        value = getattr(policy, key)
+        out.extend(value if isinstance(value, (list, tuple)) else [value])
+    return out
+
+
+def _policy_modules(view: Any) -> list:
+    """The policy's torch modules (models, and the models inside model wrappers)."""
+    import torch
+
+    modules = []
+    for v in _policy_values(view):
+        module = v if isinstance(v, torch.nn.Module) else getattr(v, "_model", None)
+        if isinstance(module, torch.nn.Module):
+            modules.append(module)
+    return modules
+
+
+def _policy_parts(view: Any) -> tuple[list, list]:
+    """The tensors of every model of the policy (parameters and buffers, each once) and its optimizers."""
+    import torch
+
+    tensors: list[torch.Tensor] = []
+    seen: set[int] = set()
+    for module in _policy_modules(view):
+        for t in module.state_dict(keep_vars=True).values():
+            if isinstance(t, torch.Tensor) and id(t) not in seen:
+                seen.add(id(t))
+                tensors.append(t)
+    return tensors, [v for v in _policy_values(view) if isinstance(v, torch.optim.Optimizer)]
+
+
+def params_digest(view: Any) -> str:
+    """sha256 of the policy's model tensors (see :func:`_policy_parts`): equal digests, bit-identical models."""
+    tensors, _ = _policy_parts(view)
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class _GradientMean:
+    """The gradients of one optimizer's parameters averaged over the group once per step: before the step, or
+    earlier when the policy asks (``Policy._sync_gradients``, before it clips them by hand)."""
+
+    def __init__(self, group: LearnerGroup, params: list) -> None:
+        self._group, self.params, self._done = group, params, False
+        self.ids = {id(p) for p in params}
+
+    def average(self) -> None:
+        if not self._done:
+            self._group.average_gradients(self.params)
+            self._done = True
+
+    def before_step(self, *_: Any) -> None:
+        self.average()
+        self._done = False  # the next step's gradients are new
+
+
+def attach_policy(view: Any, group: LearnerGroup) -> int:
+    """Give every model of the policy rank 0's tensors and make each of its optimizers average the gradients over
+    the group before it steps (or before the policy clips them). Returns the number of optimizers hooked."""
+    policy = _policy_object(view)
+    tensors, optimizers = _policy_parts(view)
+    if not optimizers:
+        raise LearnerGroupError(f"{type(policy).__name__} has no torch optimizer among its attributes: several "
+                                "learners (learner_num > 1) cannot average its gradients")
+    group.broadcast_tensors(tensors)
+    means = [_GradientMean(group, [p for g in opt.param_groups for p in g["params"]]) for opt in optimizers]
+    for opt, mean in zip(optimizers, means):
+        opt.register_step_pre_hook(lambda o, args, kwargs, m=mean: m.before_step())
+
+    def sync(params: Any) -> None:
+        ids = {id(p) for p in params}
+        for m in means:
+            if m.ids & ids:
+                m.average()
+
+    policy.gradient_sync = sync
+    return len(optimizers)
+
+
+def policy_buffers(view: Any) -> list:
+    """The buffers of every model of the policy (BatchNorm's running statistics), each once, in a fixed order."""
+    import torch
+
+    tensors, _ = _policy_parts(view)
+    buffers = {id(b) for m in _policy_modules(view) for b in m.buffers()}
+    return [t for t in tensors if id(t) in buffers and isinstance(t, torch.Tensor)]
+
+
+def member_seed(seed: int, rank: int, train_iter: int) -> int:
+    """The package-RNG seed of learner ``rank`` (>= 1) of a group, from the run's seed: each member draws its own
+    noise (target noise, sampling) for its share; rank 0 keeps the run's RNGs (restored on resume)."""
+    return int(np.random.SeedSequence([int(seed), int(rank), int(train_iter)]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def check_digests(group: LearnerGroup, learner: BaseLearner) -> None:
+    """Every rank's :func:`params_digest`, compared at rank 0 (a mismatch is a :class:`LearnerGroupError`); each rank
+    logs its own."""
+    digest = params_digest(learner.policy)
+    learner.info(f"learner group: final parameters sha256 {digest} at train_iter {learner.train_iter}")
+    parts = group.gather(digest.encode())
+    if parts is None:
+        return
+    digests = [p.decode(errors="replace") for p in parts]
+    if len(set(digests)) != 1:
+        raise LearnerGroupError(f"the {group.size} learners ended with different parameters (sha256 per rank: "
+                                f"{', '.join(d[:12] for d in digests)}): gradients were not averaged the same way")
+    learner.info(f"learner group: parameters identical on all {group.size} learners")
+
+
+class LearnerAggregator(FlaskFileSystemLearner):
+    """``learner0`` of a group of learners (see the module docstring): the coordinator's one learner."""
+
+    config = dict(FlaskFileSystemLearner.config, **GROUP_CONFIG)
+    _splittable = False  # the group's collectives and its keep-alives run beside the training thread, in this process
+    _column_batches = False  # each batch is split into the ranks' shares of sample dicts
+
+    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
+        super().__init__(cfg, name=name, token=token)
+        self._size = int(self._cfg.learner_num)
+        if self._size < 2 or int(self._cfg.learner_rank) != 0:
+            raise ConfigError(f"{name}: a LearnerAggregator is rank 0 of 2 or more learners (got learner_num "
+                              f"{self._size}, learner_rank {self._cfg.learner_rank})")
+        if not self._cfg.get("path_data"):
+            raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
+                              "rendezvous file goes next to it)")
+        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
+        self._token = resolve_token(token or self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._group: LearnerGroup | None = None
+        self._last_sent = 0.0
+        self._stopped_members = False
+        self._batch_len: int | None = None
+        self._sent: tuple[list, int] | None = None  # rank 0's share of the last batch sent, and train_iter then
+
+    # the seed's interface: start / close / merge_info
+    def start(self) -> None:
+        """Join the coordinator (as its learner); the group forms when the coordinator's start task arrives."""
+        super().start()
+
+    def close(self) -> None:
+        """Stop training, stop the other learners, leave the group (removing the rendezvous file), close the slave."""
+        try:
+            super().close()
+        finally:
+            if self._group is not None:
+                self._group.close(self._rendezvous)
+
+    @staticmethod
+    def merge_info(infos: list[Any], n: int | None = None) -> Any:
+        """One learner's info from the group's (in rank order): list-like values (priorities, replay ids) are
+        concatenated in the order of the batch's shares (and cut to ``n``, the batch's length), dicts merged key by
+        key, anything else is rank 0's."""
+        if not infos:
+            return None
+        return _merge(list(infos), n)
+
+    # ---------------------------------------------------------------- the group
+    def _start_learning(self, task: LearnerStartTask) -> LearnerStarted:
+        cfg = EasyDict(task.main_config)
+        batch_size = int(cfg.policy.learn.batch_size)
+        if batch_size < self._size:
+            raise ConfigError(f"policy.learn.batch_size ({batch_size}) is smaller than learner_num ({self._size}): "
+                              "each learner trains on a share of each batch")
+        backend = pick_backend(bool(cfg.policy.get("cuda", False)))
+        self._group = LearnerGroup.host(self._rendezvous, str(self._cfg.host),
+                                        str(self._cfg.get("advertise_host") or self._cfg.host), self._size, backend,
+                                        float(self._cfg.group_timeout), self.name, self._token)
+        self._group.send(KIND_DATA, json.dumps(task.to_json()).encode())
+        self._last_sent = time.monotonic()
+        return super()._start_learning(task)
+
+    def get_data(self, batch_size: int) -> list | None:
+        samples = super().get_data(batch_size)  # sample dicts: this class sets _column_batches = False
+        learner = self._learner
+        if samples is None or learner is None or learner.stop_requested:  # (a batch sent must be trained)
+            self.stop_members()
+            return None
+        assert self._group is not None
+        self._batch_len = len(samples)
+        self._group.send(KIND_DATA, encode(samples, compress=False))
+        self._last_sent = time.monotonic()
+        share = split_batch(samples, self._size)[0]
+        self._sent = (share, learner.train_iter)
+        return share
+
+    def finish_sent_batch(self, engine: BaseLearner) -> None:
+        """After the run: a batch the other ranks got but the learner did not train (a stop request came between the
+        data and the update) is trained now, or the others would wait for its gradients."""
+        if self._sent is not None and engine.train_iter == self._sent[1] and not self._stopped_members:
+            engine.train(self._sent[0])
+        self._sent = None
+
+    def on_idle(self) -> None:
+        """While rank 0 waits for data, the other ranks wait in a broadcast: keep it alive."""
+        if self._group is not None and not self._stopped_members and time.monotonic() - self._last_sent > _KEEPALIVE_S:
+            self._group.send(KIND_KEEPALIVE)
+            self._last_sent = time.monotonic()
+
+    def stop_members(self) -> None:
+        """Tell the other ranks to stop, then check that every rank ends with the same parameters."""
+        if self._group is not None and not self._stopped_members:
+            self._stopped_members = True
+            self._group.send(KIND_STOP)
+            if self._learner is not None:
+                check_digests(self._group, self._learner)
+
+    @property
+    def hooks4call(self) -> list:
+        hooks = super().hooks4call
+        if self._group is not None:
+            hooks += [_GroupHook(self._group, "before_run"),
+                      _GroupHook(self._group, "after_iter", lambda: self._batch_len),
+                      _StopMembersHook(self)]
+        return hooks
+
+
+class LearnerGroupMember:
+    """``learnerN`` (N >= 1) of a group of learners: follows rank 0 through the group (see the module docstring)."""
+
+    def __init__(self, cfg: Any, name: str) -> None:
+        self._cfg = EasyDict(dict(GROUP_CONFIG, **dict(cfg)))
+        self.name = name
+        self.rank, self.size = int(self._cfg.learner_rank), int(self._cfg.learner_num)
+        if not 1 <= self.rank < self.size:
+            raise ConfigError(f"{name}: learner_rank must be in 1..{self.size - 1} (learner_num {self.size}), got "
+                              f"{self.rank}")
+        if not self._cfg.get("path_data"):
+            raise ConfigError(f"{name}: several learners need path_data in the learner's config")
+        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
+        self._token = resolve_token(self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._logger = logging.getLogger(f"ding.learner_member.{name}")
+        self._group: LearnerGroup | None = None
+        self.learner: BaseLearner | None = None
+        self._stopped = False
+
+    def run(self) -> int:
+        """Join the group, build the learner from rank 0's start task, train until rank 0 stops; 0 when it did."""
+        from ding.worker.builder import build_learning  # the one builder; lazy: it imports workers
+
+        self._group = LearnerGroup.join(self._rendezvous, self.rank, self.size, float(self._cfg.group_timeout),
+                                        self.name, self._token)
+        try:
+            kind, payload = self._next_message()
+            if kind != KIND_DATA:
+                return 0  # stopped before it started (no digest exchange: rank 0 had no learner)
+            task = LearnerStartTask.from_json(json.loads(payload), peer="learner0 (through the learner group)")
+            cfg = EasyDict(task.main_config)
+            run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
+            ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
+            load_path = learner_load_path(task.load_path, ckpt_dir)
+            learner = build_learning(cfg, seed=task.seed, learner_cfg=EasyDict(dict(cfg.policy.learn.learner)),
+                                     exp_name=cfg.exp_name, instance_name=self.name, data_source=self._get_data,
+                                     ckpt_dir=ckpt_dir, log_dir=os.path.join(cfg.exp_name, "log", self.name)).learner
+            self.learner = learner
+            if load_path:  # the same checkpoint rank 0 loads: the optimizer state matches too
+                path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
+                if path:
+                    learner.load_checkpoint(path, allow_pickle=False)
+            learner.register_hook(_GroupHook(self._group, "before_run", seed=task.seed))
+            learner.register_hook(_GroupHook(self._group, "after_iter"))
+            learner.info(f"rank {self.rank} of {self.size} learners ({self._group.backend}) starts at train_iter "
+                         f"{learner.train_iter}")
+            learner.start()
+            while not self._stopped:  # (training ended by itself: train_iterations) rank 0 stops the group
+                self._get_data(0)
+            check_digests(self._group, learner)
+            learner.info(f"rank {self.rank} stopped at train_iter {learner.train_iter}")
+            return 0
+        finally:
+            if self.learner is not None:
+                self.learner.close()
+            self._group.close()
+
+    def _next_message(self) -> tuple[int, bytes]:
+        assert self._group is not None
+        while True:
+            kind, payload = self._group.receive()
+            if kind != KIND_KEEPALIVE:
+                return kind, payload
+
+    def _get_data(self, batch_size: int) -> list | None:
+        kind, payload = self._next_message()
+        if kind == KIND_STOP:
+            self._stopped = True
+            return None
+        try:
+            samples = decode(payload, where="a batch from learner0")
+        except DataFileError as e:
+            raise LearnerGroupError(f"{self.name}: a malformed batch from learner0: {e}") from e
+        return split_batch(samples, self.size)[self.rank]
+
+
+def run_group_member(cfg: Any, name: str) -> int:
+    """The process of ``learnerN`` (N >= 1): 0 when rank 0 stopped the group; a lost group raises
+    :class:`LearnerGroupError` (one line: which rank, what broke)."""
+    return LearnerGroupMember(cfg, name).run()

@@ -1,0 +1,45 @@
+"""Master/slave messaging over HTTP (Flask server in a thread, requests client) for parallel mode.
+
+See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
+"""
+from ding.parallel.transport.addresses import local_address, resolve_advertise_host
+from ding.parallel.transport.base import (
+    API_PREFIX,
+    TOKEN_ENV,
+    TOKEN_HEADER,
+    ApiError,
+    InteractionError,
+    JsonServer,
+    PeerUnreachable,
+    RequestRejected,
+    SlaveLost,
+    TaskCancelled,
+    TaskFailed,
+    TaskTimeout,
+    find_free_port,
+    new_token,
+    resolve_token,
+    token_source,
+)
+from ding.parallel.transport.client import HttpClient
+from ding.parallel.transport.master import Master, SlaveConnection, TaskHandle
+from ding.parallel.transport.responses import (
+    ConnectionRefuse,
+    DisconnectionRefuse,
+    ResponsibleException,
+    TaskFail,
+    TaskRefuse,
+    failure_response,
+    success_response,
+)
+from ding.parallel.transport.slave import Slave
+
+__all__ = [
+    "API_PREFIX", "TOKEN_ENV", "TOKEN_HEADER", "ApiError", "InteractionError", "JsonServer", "PeerUnreachable",
+    "RequestRejected", "SlaveLost", "TaskCancelled", "TaskFailed", "TaskTimeout", "find_free_port", "new_token",
+    "resolve_token", "token_source", "local_address", "resolve_advertise_host",
+    "HttpClient", "Master", "SlaveConnection", "TaskHandle", "Slave",
+    # DI-engine's names (ding.parallel.transport.responses)
+    "ConnectionRefuse", "DisconnectionRefuse", "ResponsibleException", "TaskFail", "TaskRefuse", "failure_response",
+    "success_response",
+]

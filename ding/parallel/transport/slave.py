@@ -1,0 +1,335 @@
+"""The slave side (a learner or collector process): serves ``connect``, ``disconnect``, ``task/new`` and ``ping``,
+runs tasks in worker threads and reports each one's completion or failure (with its traceback text) to the master.
+
+While connected it sends a heartbeat every ``heartbeat_interval`` seconds -- unless the master accepted one of its task
+reports within that interval, which says the same (so a busy slave sends none). If the master stays unreachable for
+``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ding.parallel.transport.base import ApiError, InteractionError, JsonServer, PeerUnreachable, RequestRejected
+from ding.parallel.transport.client import HttpClient
+from ding.parallel.transport.responses import TaskFail
+
+TaskFn = Callable[[dict], Mapping[str, Any] | None]
+
+
+class Slave:
+    """A task server. ``handlers`` maps task names (e.g. ``'learner_learn_task'``) to ``fn(payload) -> dict``.
+
+    ``on_connect(master_info)`` / ``on_disconnect(reason)`` are called when the master connects or disconnects;
+    ``wait()`` blocks until the slave is closed (by ``close()``, a ``disconnect`` with ``shutdown`` or a lost master).
+    """
+
+    def __init__(self, name: str, role: str, host: str = "127.0.0.1", port: int = 0, *, token: str,
+                 handlers: Mapping[str, TaskFn] | None = None, advertise_host: str | None = None,
+                 heartbeat_interval: float = 1.0, master_lost_timeout: float = 30.0, request_timeout: float = 10.0,
+                 retries: int = 3, max_workers: int = 16, close_timeout: float = 5.0,
+                 resource: Mapping[str, Any] | None = None,
+                 logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
+                 on_disconnect: Callable[[str], None] | None = None) -> None:
+        self.name = name
+        self.role = role
+        self._token = token
+        self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
+        self._logger = logger or logging.getLogger(f"ding.parallel.transport.{name}")
+        self.handlers: dict[str, TaskFn] = dict(handlers or {})
+        self.heartbeat_interval = float(heartbeat_interval)
+        self.master_lost_timeout = float(master_lost_timeout)
+        self.request_timeout = float(request_timeout)
+        self.retries = int(retries)
+        self.resource = dict(resource or {})
+        self.on_connect = on_connect
+        self.on_disconnect = on_disconnect
+        self._server = JsonServer(name, host, port, token, self._logger)
+        for endpoint, fn in (("connect", self._on_connect), ("disconnect", self._on_disconnect),
+                             ("task/new", self._on_task), ("task/cancel", self._on_cancel), ("ping", self._on_ping)):
+            self._server.route(endpoint, fn)
+        self._max_workers = int(max_workers)
+        self._close_timeout = float(close_timeout)
+        self._jobs: queue.Queue = queue.Queue()
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._master: HttpClient | None = None
+        self._master_info: dict[str, Any] = {}
+        self._seen_tasks: set[str] = set()  # recent task ids (a retried task/new must not run twice)
+        self._seen_order: collections.deque[str] = collections.deque()
+        self._running: set[str] = set()
+        self._cancelled: set[str] = set()  # running tasks the master gave up on (their deadline passed)
+        self._current = threading.local()  # the task id a worker thread runs
+        self._closed = threading.Event()
+        self._stopping = threading.Event()
+        self._heartbeat: threading.Thread | None = None
+        self._last_master_ok = time.monotonic()
+        self._last_report_ok = -float("inf")  # when the master last accepted a task report (it counts as a heartbeat)
+        self._contact = False  # joined or was connected once: from then on a missing master is a timeout
+        self.close_reason = ""
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        self._server.start()
+        self._heartbeat = threading.Thread(target=self._beat, name=f"ding-{self.name}-heartbeat", daemon=True)
+        self._heartbeat.start()
+        self._logger.info(f"{self.role} '{self.name}' listening on {self._server.host}:{self.port}")
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def connected(self) -> bool:
+        return self._master is not None
+
+    @property
+    def stopping(self) -> bool:
+        """True once the slave is closing: long-running task handlers should return soon."""
+        return self._stopping.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the slave is closed; True if it is."""
+        return self._closed.wait(timeout)
+
+    def close(self, reason: str = "closed") -> None:
+        """Stop accepting tasks, let running ones see ``stopping``, stop the server (idempotent)."""
+        if self._stopping.is_set():
+            self._closed.wait(10.0)
+            return
+        self.close_reason = reason
+        self._stopping.set()
+        self._server.close()
+        for _ in self._workers:
+            self._jobs.put(None)
+        deadline = time.monotonic() + self._close_timeout
+        for t in self._workers:  # a handler stuck for good is left behind (a daemon thread): the process can exit
+            if t is not threading.current_thread():
+                t.join(timeout=max(0.0, deadline - time.monotonic()))
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join(timeout=5.0)
+        with self._lock:
+            master, self._master = self._master, None
+        if master is not None:
+            master.close()
+        self._logger.info(f"{self.role} '{self.name}' closed: {reason}")
+        self._closed.set()
+
+    def _close_soon(self, reason: str) -> None:
+        """Close from a request or task thread (the server cannot be shut down from inside its own request)."""
+        threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
+
+    # ---------------------------------------------------------------- joining
+    def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
+        """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase). ``contact=False``
+        (a re-join): an accepted request does not count as contact with the master -- only its connect does."""
+        client = HttpClient("master", master_host, master_port, self._token, timeout=self.request_timeout,
+                            retries=self.retries)
+        try:
+            client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
+        finally:
+            client.close()
+        if contact:
+            self._last_master_ok = time.monotonic()
+            self._contact = True
+
+    # ---------------------------------------------------------------- endpoints
+    def _on_ping(self, payload: dict) -> dict:
+        return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
+                "cancelled": len(self._cancelled)}
+
+    def _on_connect(self, payload: dict) -> dict:
+        host, port = payload.get("master_host"), payload.get("master_port")
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise ApiError(400, "connect needs 'master_host' (str) and 'master_port' (int)")
+        client = HttpClient(str(payload.get("master_name", "master")), host, port, self._token,
+                            timeout=self.request_timeout, retries=self.retries)
+        with self._lock:
+            old, self._master = self._master, client
+            self._master_info = dict(payload)
+            self._last_master_ok = time.monotonic()
+            self._contact = True
+        if old is not None:
+            old.close()
+        self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
+        if self.on_connect is not None:
+            self.on_connect(dict(payload))
+        return {"name": self.name, "role": self.role, "resource": self.resource}
+
+    def _on_disconnect(self, payload: dict) -> dict:
+        reason = str(payload.get("reason", ""))
+        with self._lock:
+            master, self._master = self._master, None
+            self._last_master_ok = time.monotonic()
+        if master is not None:
+            master.close()
+        self._logger.info(f"disconnected by master: {reason}")
+        if self.on_disconnect is not None:
+            self.on_disconnect(reason)
+        if payload.get("shutdown"):
+            self._close_soon(f"shut down by master: {reason}")
+        return {}
+
+    def _on_cancel(self, payload: dict) -> dict:
+        task_id = payload.get("task_id")
+        if not isinstance(task_id, str):
+            raise ApiError(400, "task/cancel needs 'task_id' (str)")
+        with self._lock:
+            running = task_id in self._running
+            if running:
+                self._cancelled.add(task_id)
+        if running:
+            self._logger.warning(f"task {task_id} cancelled by the master (its deadline passed)")
+        return {"cancelled": running}
+
+    def task_cancelled(self) -> bool:
+        """True inside a task handler whose task the master cancelled: stop, write nothing more, return soon."""
+        task_id = getattr(self._current, "task_id", None)
+        return task_id is not None and (task_id in self._cancelled or self._stopping.is_set())
+
+    def _on_task(self, payload: dict) -> dict:
+        task_id, name = payload.get("task_id"), payload.get("name")
+        if not isinstance(task_id, str) or not isinstance(name, str):
+            raise ApiError(400, "task/new needs 'task_id' (str) and 'name' (str)")
+        if self._stopping.is_set():
+            raise ApiError(503, f"{self.name} is shutting down")
+        if self._master is None:
+            raise ApiError(409, f"{self.name} is not connected to a master; connect first")
+        if name not in self.handlers:
+            raise ApiError(400, f"{self.role} '{self.name}' has no task '{name}'; known tasks: "
+                                f"{', '.join(sorted(self.handlers))}")
+        body = payload.get("payload", {})
+        if not isinstance(body, dict):
+            raise ApiError(400, "'payload' must be a JSON object")
+        with self._lock:
+            if task_id in self._seen_tasks:  # a retried request: the task already runs
+                return {"accepted": True, "duplicate": True}
+            self._seen_tasks.add(task_id)
+            self._seen_order.append(task_id)
+            if len(self._seen_order) > 10000:  # retries come within seconds: old ids need not be kept
+                self._seen_tasks.discard(self._seen_order.popleft())
+            self._running.add(task_id)
+        self._submit(task_id, name, body)
+        return {"accepted": True}
+
+    def _submit(self, task_id: str, name: str, body: dict) -> None:
+        """Queue the task for a worker thread; start another worker (daemon) if none is idle and there is room."""
+        with self._lock:
+            if self._idle == 0 and len(self._workers) < self._max_workers:
+                t = threading.Thread(target=self._work, name=f"ding-{self.name}-task{len(self._workers)}",
+                                     daemon=True)
+                self._workers.append(t)
+                t.start()
+            self._jobs.put((task_id, name, body))
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                self._idle += 1
+            job = self._jobs.get()
+            with self._lock:
+                self._idle -= 1
+            if job is None:
+                return
+            self._run(*job)
+
+    def _run(self, task_id: str, name: str, body: dict) -> None:
+        self._current.task_id = task_id
+        try:
+            result = self.handlers[name](body)
+            if task_id in self._cancelled:
+                self._logger.info(f"cancelled task {name} ({task_id}) ended; its result is dropped")
+            else:
+                self._report("task/complete", {"task_id": task_id, "data": dict(result or {})})
+        except TaskFail as e:  # DI-engine's way to fail a task with a result
+            if task_id not in self._cancelled:
+                self._report("task/fail", {"task_id": task_id, "message": str(e), "data": e.result})
+        except Exception as e:  # noqa: BLE001 -- every failure goes back to the master with its traceback
+            if task_id in self._cancelled:
+                self._logger.info(f"cancelled task {name} ({task_id}) stopped: {type(e).__name__}: {e}")
+            else:
+                self._logger.exception(f"task {name} ({task_id}) failed")
+                self._report("task/fail", {"task_id": task_id, "message": f"{type(e).__name__}: {e}",
+                                           "traceback": traceback.format_exc()})
+        finally:
+            self._current.task_id = None
+            with self._lock:
+                self._running.discard(task_id)
+                self._cancelled.discard(task_id)
+
+    def _report(self, endpoint: str, body: dict) -> None:
+        master = self._master
+        if master is None:
+            if not self._stopping.is_set():
+                self._logger.warning(f"task {body['task_id']} ended but no master is connected to hear it")
+            elif not getattr(self, "_said_dropped", False):  # the run is over: one quiet line, not one per task
+                self._said_dropped = True
+                self._logger.info("tasks that ended after the master closed the run are not reported")
+            return
+        try:
+            reply = master.post(endpoint, {"name": self.name, **body})
+            if reply.get("accepted"):  # the master knows this slave and has just marked it seen
+                self._last_report_ok = self._last_master_ok = time.monotonic()
+        except (PeerUnreachable, RequestRejected) as e:
+            self._logger.warning(f"could not report task {body['task_id']} to the master: {e}")
+
+    # ---------------------------------------------------------------- heartbeats
+    def _beat(self) -> None:
+        unknown = 0
+        while not self._stopping.wait(self.heartbeat_interval):
+            if time.monotonic() - self._last_report_ok < self.heartbeat_interval:
+                continue  # a report the master accepted within the interval told it the same: a busy slave sends
+                # no heartbeats (with hundreds of collectors, heartbeats were most of the coordinator's requests)
+            master = self._master
+            if master is None:
+                silent = time.monotonic() - self._last_master_ok
+                if self._contact and silent > self.master_lost_timeout:
+                    self._logger.error(f"no coordinator connection for {silent:.0f} s after joining or being "
+                                       f"disconnected (master_lost_timeout {self.master_lost_timeout:g} s; check the "
+                                       "advertised address): closing")
+                    self._close_soon("master lost")
+                    return
+                continue
+            try:
+                reply = master.post("heartbeat", {"name": self.name, "role": self.role,
+                                                  "running": len(self._running)},
+                                    timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
+            except PeerUnreachable as e:
+                problem = f"unreachable ({e})"
+            except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
+                problem = f"answers with errors ({e})"
+                self._logger.warning(f"heartbeat rejected: {e}")
+            else:
+                if reply.get("known", True):
+                    self._last_master_ok = time.monotonic()
+                    unknown = 0
+                    continue
+                problem = "does not know this slave (and did not connect it again)"
+                unknown += 1
+                if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
+                    unknown = 0
+                    try:
+                        self.join(master.host, master.port, contact=False)
+                    except InteractionError as e:
+                        self._logger.warning(f"re-join failed: {e}")
+            # only a heartbeat the master answers as ours counts: a master that is unreachable, rejects us or has
+            # forgotten us for master_lost_timeout is gone for this slave -- it closes instead of living on forever
+            silent = time.monotonic() - self._last_master_ok
+            if silent > self.master_lost_timeout:
+                self._logger.error(f"coordinator at {master.host}:{master.port} {problem}; no accepted heartbeat for "
+                                   f"{silent:.0f} s (master_lost_timeout {self.master_lost_timeout:g} s): closing")
+                self._close_soon("master lost")
+                return
+
+    def __enter__(self) -> Slave:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
