@@ -11,7 +11,6 @@ normalises it and gives the evaluator's envs the same normalisation) before the 
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +21,7 @@ import numpy as np
 from ding.envs import get_vec_env_setting
 from ding.policy.common_utils import model_obs_shape
 from ding.utils import CheckpointError
-from ding.utils.data import OfflineDataset, create_dataset, learn_takes_columns
+from ding.utils.data import OfflineDataset, StreamedHDF5Dataset, create_dataset, learn_takes_columns
 
 from .resume import Limits
 from .serial_loops import TrainLoop
@@ -35,7 +34,7 @@ class OfflineSetup:
     """The data set of an offline run, the env setting its evaluator uses, and the iteration limit of
     ``policy.learn.train_epoch`` passes over the data."""
 
-    dataset: OfflineDataset
+    dataset: OfflineDataset | StreamedHDF5Dataset
     env_setting: list | None
     epoch_limit: int
 
@@ -52,7 +51,7 @@ def prepare_offline(cfg: Any, env_setting: list | None) -> OfflineSetup:
     if nstep > 1:
         gamma = cfg.policy.get("discount_factor", cfg.policy.learn.get("discount_factor", 0.99))
         dataset.set_nstep(nstep, float(gamma))
-    per_epoch = math.ceil(len(dataset) / int(cfg.policy.learn.batch_size))
+    per_epoch = dataset.batches_per_epoch(int(cfg.policy.learn.batch_size))
     epochs = cfg.policy.learn.get("train_epoch")
     limit = int(epochs) * per_epoch if epochs else int(1e10)
     return OfflineSetup(dataset, env_setting, limit)
@@ -105,8 +104,6 @@ class OfflineLoop(TrainLoop):
         self.seed = int(run.cfg.seed)
         self.columns = learn_takes_columns(run.policy)
         self.epoch, self.batch_index = 0, 0
-        self._perm: np.ndarray | None = None
-        self._perm_epoch = -1
 
     def start(self, limits: Limits, stop_at_stop_value: bool = True) -> None:
         super().start(limits, stop_at_stop_value)
@@ -119,17 +116,11 @@ class OfflineLoop(TrainLoop):
         return 0 if last < 0 else last + self.eval_freq
 
     def _next_batch(self) -> Any:
-        n = len(self.dataset)
-        if self._perm_epoch != self.epoch:
-            self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(n)
-            self._perm_epoch = self.epoch
-        assert self._perm is not None
-        start = self.batch_index * self.batch_size
-        idx = self._perm[start:start + self.batch_size]
+        batch = self.dataset.epoch_batch(self.seed, self.epoch, self.batch_index, self.batch_size, self.columns)
         self.batch_index += 1
-        if start + self.batch_size >= n:
+        if self.batch_index >= self.dataset.batches_per_epoch(self.batch_size):
             self.epoch, self.batch_index = self.epoch + 1, 0
-        return self.dataset.batch(idx) if self.columns else self.dataset.samples(idx)
+        return batch
 
     def train_phase(self, stop: GracefulStop) -> None:
         learner = self.run.learner

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from ding.config.ranges import at_least, greater_than
 from ding.rl_utils import cql_penalty, critic_loss, discrete_cql_penalty, min_q, qac_td_target, sac_temperature_loss
+from ding.rl_utils.sac import squashed_gaussian_sample
 from ding.rl_utils.td import nstep_return
 from ding.torch_utils.fast_import import make_adam
 from ding.utils import POLICY_REGISTRY
@@ -68,24 +69,29 @@ class CQLPolicy(SACPolicy):
         alpha = self._log_alpha.detach().exp()
         n, k = b.obs.shape[0], self._num_actions
         with torch.no_grad():
-            next_action, next_log_prob = self._sample(b.next_obs)
+            # one actor pass over s and s' serves the target's action and the penalty's 2k policy actions per state
+            mu, sigma = self._model.compute_actor(torch.cat([b.obs, b.next_obs]))["logit"]
+            next_action, next_log_prob = squashed_gaussian_sample(mu[n:], sigma[n:])
             next_q = self._target_model.compute_critic({"obs": b.next_obs, "action": next_action})["q_value"]
             target = qac_td_target(b.reward, next_q, b.done, self._gamma, self._nstep, b.value_gamma,
                                    next_log_prob if self._with_q_entropy else None, alpha)
             # the penalty's actions: k uniform, k from pi(.|s), k from pi(.|s'), all valued at s
-            obs_k, next_obs_k = b.obs.repeat_interleave(k, 0), b.next_obs.repeat_interleave(k, 0)
+            policy_a, policy_logp = squashed_gaussian_sample(mu.repeat_interleave(k, 0),
+                                                             sigma.repeat_interleave(k, 0))
             rand_a = torch.empty(n * k, b.action.shape[1], device=self._device).uniform_(-1, 1)
-            curr_a, curr_logp = self._sample(obs_k)
-            next_a, next_logp = self._sample(next_obs_k)
+            obs_k = b.obs.repeat_interleave(k, 0)
         q = self._model.compute_critic({"obs": b.obs, "action": b.action})["q_value"]
         loss_td, td_error = critic_loss(q, target)
 
         def q_at(action: torch.Tensor) -> list[torch.Tensor]:
+            # one critic pass per kind of action: (n * k)-row passes run faster on a CPU than one 3x larger
             out = self._model.compute_critic({"obs": obs_k, "action": action})["q_value"]
             return [qi.view(n, k) for qi in (out if isinstance(out, list) else [out])]
 
         qs = q if isinstance(q, list) else [q]
-        penalty = sum(cql_penalty(qd, qr, qc, qn, curr_logp.view(n, k), next_logp.view(n, k), b.action.shape[1])
+        curr_a, next_a = policy_a.view(2, n * k, -1)
+        curr_logp, next_logp = policy_logp.view(2, n, k)
+        penalty = sum(cql_penalty(qd, qr, qc, qn, curr_logp, next_logp, b.action.shape[1])
                       for qd, qr, qc, qn in zip(qs, q_at(rand_a), q_at(curr_a), q_at(next_a)))
         assert isinstance(penalty, torch.Tensor)
         output: dict[str, Any] = {}

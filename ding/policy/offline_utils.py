@@ -15,6 +15,9 @@ OFFLINE_COLLECT = dict(
     # Normalise observations by the data set's mean and std, in training and in the evaluator's envs (what DI-engine's
     # env.norm_obs.offline_stats.use_offline_stats=True becomes in serial_pipeline_offline).
     normalize_obs=False,
+    # An HDF5 data set whose fields take more than this many MB is streamed from the file a window at a time
+    # (each window at most half of it) instead of loaded; None: always loaded.
+    memory_budget_mb=4096.0,
 )
 # policy.learn: passes over the data set (the offline pipeline's limit; max_train_iter also limits it)
 OFFLINE_LEARN = dict(train_epoch=30000)

@@ -52,10 +52,33 @@ def ding_config(name: str, work: str) -> tuple[dict, dict]:
         main.policy.collect = EasyDict(data_type="hdf5")
         main.policy.pop("command", None)
         main.exp_name, create.policy.type = "pendulum_bc", "bc"
+    elif name in ("hopper_td3_bc", "hopper_iql", "hopper_bc"):
+        main, create = ding_config(name.replace("hopper", "pendulum"), work)
+        return _on_hopper(main, create)
     else:
-        known = [*sorted(DI_ENGINE_CONFIGS), "pendulum_iql", "pendulum_bc"]
+        known = [*sorted(DI_ENGINE_CONFIGS), "pendulum_iql", "pendulum_bc", "hopper_td3_bc", "hopper_iql",
+                 "hopper_bc"]
         raise SystemExit(f"unknown config {name!r}; use one of {known}")
     create.policy.pop("import_names", None)
+    return main, create
+
+
+def _on_hopper(main: Any, create: Any) -> tuple[Any, Any]:
+    """A Pendulum offline config moved onto MuJoCo's Hopper-v5 (the data set of offline_datasets.make_hopper):
+    11 observations, 3 actions (Hopper's own [-1, 1]), 256-unit networks, an evaluation every 1,000 iterations, no
+    stop value."""
+    env = type(main.env)(env_id="Hopper-v5", evaluator_env_num=5, n_evaluator_episode=5, stop_value=1e9)
+    if "norm_obs" in main.env:  # TD3BC's offline observation statistics
+        env.norm_obs = main.env.norm_obs
+    main.env = env
+    create.env = type(create.env)(type="mujoco", import_names=["dizoo.mujoco.envs.mujoco_env"])
+    model = main.policy.model
+    model.obs_shape, model.action_shape = 11, 3
+    for key in ("actor_head_hidden_size", "critic_head_hidden_size"):
+        if key in model:
+            model[key] = 256
+    main.policy.eval = type(main.policy)(evaluator=dict(eval_freq=1000))
+    main.exp_name = main.exp_name.replace("pendulum", "hopper")
     return main, create
 
 

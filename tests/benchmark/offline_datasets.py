@@ -1,14 +1,17 @@
 """Offline data sets made here: the project's own trained policies write them through ``collect_demo_data``.
 
-    python tests/benchmark/offline_datasets.py OUT_DIR [--seed 0]
+    python tests/benchmark/offline_datasets.py OUT_DIR [--seed 0] [--envs pendulum cartpole hopper]
 
-writes ``pendulum_{expert,medium,mixed}.hdf5`` and ``cartpole_expert.hdf5`` into OUT_DIR (a few minutes on
-two cores). Pendulum's behaviour policies are checkpoints of one SAC run (config/serial/pendulum_sac.py, trained
-past the stop value): the best one (expert) and the one whose evaluation lies nearest half-way between random and
-expert (medium); mixed is medium's and expert's transitions together. CartPole's expert is the best checkpoint of
-a DQN run (config/serial/cartpole_dqn.py; it jumps from near-random to 195 in a few evaluations, so there is no
-CartPole medium policy to take). Each file records ``behaviour_return``, ``random_return`` (a uniformly random
-policy's mean return) and ``expert_return``, so a return R on it scores ``100 * (R - random) / (expert - random)``.
+writes ``pendulum_{expert,medium,mixed}.hdf5`` and ``cartpole_expert.hdf5`` into OUT_DIR (a few minutes on two
+cores), and with ``hopper`` in ``--envs`` ``hopper_medium.hdf5`` (MuJoCo's Hopper-v5, the ``mujoco`` extra; 40,000
+SAC env steps, from config/mujoco/hopper_sac.py's measured figures roughly 15 minutes of CPU, plus the collection;
+see :func:`make_hopper`). Pendulum's behaviour policies are checkpoints of one SAC run
+(config/serial/pendulum_sac.py, trained past the stop value): the best one (expert) and the one whose evaluation
+lies nearest half-way between random and expert (medium); mixed is medium's and expert's transitions together.
+CartPole's expert is the best checkpoint of a DQN run (config/serial/cartpole_dqn.py; it jumps from near-random to
+195 in a few evaluations, so there is no CartPole medium policy to take). Each file records ``behaviour_return``,
+``random_return`` (a uniformly random policy's mean return) and ``expert_return``, so a return R on it scores ``100
+* (R - random) / (expert - random)``.
 """
 from __future__ import annotations
 
@@ -97,6 +100,55 @@ def make(out_dir: str, seed: int = 0) -> dict[str, str]:
     return paths
 
 
+HOPPER_CONFIG = "config/mujoco/hopper_sac.py"
+
+
+def make_hopper(out_dir: str, seed: int = 0, env_steps: int = 40000, size: int = 100000,
+                random_collect: int | None = None, eval_every: int | None = None) -> str:
+    """``hopper_medium.hdf5`` in ``out_dir`` (kept when already there): ``size`` transitions of a half-trained SAC.
+
+    SAC (config/mujoco/hopper_sac.py, checkpoints at every evaluation) trains for ``env_steps`` env steps; the
+    medium policy is its checkpoint evaluated nearest half-way between a uniformly random policy and the run's best
+    evaluation, which is the data's ``expert_return`` (the normalised score's 100). ``random_collect`` and
+    ``eval_every`` (train iterations) override the config's random warm-up steps and evaluation period (the tiny
+    variant of the test suite). Made here, nothing downloaded."""
+    from ding.config import read_config
+    from ding.entry import collect_demo_data
+    from ding.utils.data import load_hdf5, save_hdf5
+
+    path = os.path.join(out_dir, "hopper_medium.hdf5")
+    if os.path.isfile(path):
+        return path
+    os.makedirs(out_dir, exist_ok=True)
+    work = os.path.join(out_dir, "behaviour_runs")
+    main, create = read_config(os.path.join(REPO, HOPPER_CONFIG))
+    main.exp_name = os.path.join(work, f"hopper_sac_behaviour_seed{seed}")
+    main.env.stop_value = float("inf")  # a fixed budget: the medium checkpoint lies somewhere on the way
+    if random_collect is not None:
+        main.policy.random_collect_size = random_collect
+    if eval_every is not None:
+        main.policy.eval.evaluator.eval_freq = eval_every
+    every = int(main.policy.eval.evaluator.eval_freq)
+    main.policy.learn.learner = dict(hook=dict(save_ckpt_after_iter=every), checkpoint=dict(keep_last=1000))
+    from ding.entry import serial_pipeline
+
+    serial_pipeline((main, create), seed=seed, max_env_step=env_steps)
+    run_dir = str(main.exp_name)
+    cfg = read_config(os.path.join(REPO, HOPPER_CONFIG))
+    rand = load_hdf5(collect_demo_data(cfg, seed, min(size, 10000), os.path.join(work, "hopper_random.hdf5"),
+                                       random_policy=True, overwrite=True))
+    random_return = float(rand.meta["behaviour_return"])
+    with open(os.path.join(run_dir, "log", "eval.csv")) as f:
+        expert_return = max(float(r["eval_return_mean"]) for r in csv.DictReader(f))
+    ckpt, _ = _checkpoint_near(run_dir, (random_return + expert_return) / 2)
+    raw = os.path.join(work, "hopper_medium_raw.hdf5")
+    collect_demo_data(cfg, seed, size, raw, state_dict_path=ckpt, overwrite=True)
+    medium = load_hdf5(raw)
+    save_hdf5(path, _arrays(medium), {**medium.meta, "random_return": random_return, "expert_return": expert_return,
+                                      "kind": "medium", "behaviour_env_steps": env_steps}, overwrite=True)
+    return path
+
+
 def _arrays(ds: Any) -> dict[str, np.ndarray]:
     out = {k: getattr(ds, k) for k in ("obs", "action", "reward", "done", "next_obs")}
     if ds.timeout is not None:
@@ -108,9 +160,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--envs", nargs="+", default=["pendulum", "cartpole"], choices=["pendulum", "cartpole",
+                                                                                        "hopper"])
+    parser.add_argument("--hopper-env-steps", type=int, default=40000, help="the half-trained SAC's env steps")
+    parser.add_argument("--hopper-size", type=int, default=100000, help="transitions in hopper_medium.hdf5")
     args = parser.parse_args()
     sys.path.insert(0, REPO)
-    for name, path in make(args.out_dir, args.seed).items():
+    made = make(args.out_dir, args.seed) if {"pendulum", "cartpole"} & set(args.envs) else {}
+    if "hopper" in args.envs:
+        made["hopper_medium"] = make_hopper(args.out_dir, args.seed, args.hopper_env_steps, args.hopper_size)
+    for name, path in made.items():
         from ding.utils.data import load_hdf5
 
         meta = load_hdf5(path).meta

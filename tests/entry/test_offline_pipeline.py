@@ -17,7 +17,7 @@ from ding.config import read_config
 from ding.engine.training_view import read_eval_csv
 from ding.entry import collect_demo_data, serial_pipeline_offline
 from ding.utils import DatasetError
-from ding.utils.data import load_hdf5
+from ding.utils.data import StreamedHDF5Dataset, create_dataset, load_hdf5
 from tests.di_engine_files import copy_di_engine_file
 
 from .conftest import read_result
@@ -78,14 +78,18 @@ def _params(policy):
     return policy.learn_mode.state_dict()["model"]
 
 
-@pytest.mark.parametrize("name", ["pendulum_cql", "cartpole_cql"])
-def test_stopped_and_resumed_run_matches_an_unstopped_one(in_tmp_dir, files, name):
+@pytest.mark.parametrize("name,budget_mb", [("pendulum_cql", None), ("cartpole_cql", None),
+                                             ("cartpole_cql", 0.012)])  # 0.012 MB: streamed, 64-row windows
+def test_stopped_and_resumed_run_matches_an_unstopped_one(in_tmp_dir, files, name, budget_mb):
     def cfg(exp):
         main, create = _cfg(files, name, exp)
+        main.policy.collect.memory_budget_mb = budget_mb
         main.policy.eval.evaluator.eval_freq = 10
         main.env.stop_value = 1e9  # never stop early
         return main, create
 
+    streamed = isinstance(create_dataset(cfg("probe")[0]), StreamedHDF5Dataset)
+    assert streamed == (budget_mb is not None)
     full, _ = serial_pipeline_offline(cfg("full"), seed=0, max_train_iter=40)
     serial_pipeline_offline(cfg("part"), seed=0, max_train_iter=15)  # stops mid-epoch, between two evaluations
     resumed, _ = serial_pipeline_offline(cfg("part"), seed=0, max_train_iter=40, resume=True)

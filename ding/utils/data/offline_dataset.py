@@ -11,17 +11,21 @@ never held twice in memory and a NaN is reported with the row where it was found
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pickle
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ding.utils.errors import DatasetError
 
 from .column_batch import ColumnBatch
+
+if TYPE_CHECKING:
+    from .offline_stream import StreamedHDF5Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +51,8 @@ class OfflineDataset:
     timeout: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     nstep_columns: dict[str, np.ndarray] | None = None  # set by set_nstep: n-step reward, next_obs, done, value_gamma
+    _perm: np.ndarray | None = field(default=None, init=False, repr=False)  # the current epoch's shuffle
+    _perm_key: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.obs)
@@ -100,6 +106,19 @@ class OfflineDataset:
         """The transitions at ``indices`` as sample dicts (for policies that do not take a ColumnBatch)."""
         return [self[int(i)] for i in indices]
 
+    def batches_per_epoch(self, batch_size: int) -> int:
+        """How many batches one pass over the data makes (the last one may be smaller)."""
+        return math.ceil(len(self) / batch_size)
+
+    def epoch_batch(self, seed: int, epoch: int, index: int, batch_size: int, columns: bool = True) -> Any:
+        """Batch ``index`` of epoch ``epoch``: each epoch is a fresh shuffle (a function of ``seed`` and ``epoch``)
+        cut into ``batch_size`` batches; a :class:`ColumnBatch` (``columns``) or a list of sample dicts."""
+        if self._perm is None or self._perm_key != (seed, epoch):
+            self._perm = np.random.default_rng([seed, epoch]).permutation(len(self))
+            self._perm_key = (seed, epoch)
+        idx = self._perm[index * batch_size:(index + 1) * batch_size]
+        return self.batch(idx) if columns else self.samples(idx)
+
     def set_nstep(self, nstep: int, gamma: float) -> None:
         """Give every transition an ``nstep``-step sample (what a collector's ``get_train_sample`` makes): ``reward``
         (N, nstep) with zeros after the episode ends, ``next_obs`` / ``done`` of the window's last step and
@@ -143,32 +162,56 @@ class OfflineDataset:
 
     def check_fits(self, obs_shape: tuple[int, ...] | None, action_space: Any, policy: str) -> None:
         """Refuse a data set whose observations or actions do not fit the policy's model and the env's action
-        space (one error naming the file, the field and both shapes)."""
-        import gymnasium as gym
+        space (one error naming the file, the field and both shapes); store actions as the policy reads them."""
+        act = self.action.reshape(len(self), -1)
+        integral = self.action.dtype.kind in "iub" or bool(np.all(act == np.round(act)))
+        summary = ActionSummary(self.action.dtype, tuple(self.action.shape[1:]), float(act.min()), float(act.max()),
+                                integral)
+        dtype = check_fits(self.source, tuple(self.obs.shape[1:]), summary, obs_shape, action_space, policy)
+        self.action = self.action.reshape(len(self)).astype(dtype) if dtype == np.int64 else \
+            self.action.astype(dtype, copy=False)
 
-        if obs_shape is not None and tuple(self.obs.shape[1:]) != tuple(obs_shape):
-            raise DatasetError(f"{self.source}: field 'obs' has shape {tuple(self.obs.shape[1:])} per row, but policy "
-                               f"{policy!r} expects {tuple(obs_shape)} (policy.model.obs_shape)")
-        if isinstance(action_space, gym.spaces.Discrete):
-            act = self.action.reshape(len(self), -1)
-            if act.shape[1] != 1 or self.action.dtype.kind not in "iub" and not np.all(act == np.round(act)):
-                raise DatasetError(f"{self.source}: field 'action' holds {self.action.dtype} values of shape "
-                                   f"{tuple(self.action.shape[1:])}, but policy {policy!r} acts in {action_space} "
-                                   "(one integer per transition)")
-            lo, hi = int(act.min()), int(act.max())
-            if lo < 0 or hi >= int(action_space.n):
-                raise DatasetError(f"{self.source}: field 'action' ranges over [{lo}, {hi}], outside {action_space}")
-            self.action = act.reshape(len(self)).astype(np.int64)
-        elif isinstance(action_space, gym.spaces.Box):
-            if self.action.dtype.kind != "f" or tuple(self.action.shape[1:]) != tuple(action_space.shape):
-                raise DatasetError(f"{self.source}: field 'action' holds {self.action.dtype} values of shape "
-                                   f"{tuple(self.action.shape[1:])}, but policy {policy!r} acts in {action_space}")
-            flo, fhi = float(self.action.min()), float(self.action.max())
-            if flo < float(np.min(action_space.low)) - 1e-4 or fhi > float(np.max(action_space.high)) + 1e-4:
-                raise DatasetError(f"{self.source}: field 'action' ranges over [{flo:.3g}, {fhi:.3g}], outside the "
-                                   f"policy's action space {action_space} (ding's continuous policies act in [-1, 1]; "
-                                   "store actions as the policy outputs them, before env.act_scale)")
-            self.action = self.action.astype(np.float32, copy=False)
+
+@dataclass(frozen=True)
+class ActionSummary:
+    """What :func:`check_fits` needs to know of a data set's actions: their dtype, shape per row, range, and
+    whether every value is a whole number."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    low: float
+    high: float
+    integral: bool
+
+
+def check_fits(source: str, obs_row_shape: tuple[int, ...], actions: ActionSummary,
+               obs_shape: tuple[int, ...] | None, action_space: Any, policy: str) -> type:
+    """Refuse observations of another shape than the model's and actions outside the env's action space (one error
+    naming ``source``, the field and both shapes); return the dtype the policy reads actions as."""
+    import gymnasium as gym
+
+    if obs_shape is not None and obs_row_shape != tuple(obs_shape):
+        raise DatasetError(f"{source}: field 'obs' has shape {obs_row_shape} per row, but policy {policy!r} expects "
+                           f"{tuple(obs_shape)} (policy.model.obs_shape)")
+    if isinstance(action_space, gym.spaces.Discrete):
+        if int(np.prod(actions.shape)) != 1 or not actions.integral:
+            raise DatasetError(f"{source}: field 'action' holds {actions.dtype} values of shape {actions.shape}, but "
+                               f"policy {policy!r} acts in {action_space} (one integer per transition)")
+        lo, hi = int(actions.low), int(actions.high)
+        if lo < 0 or hi >= int(action_space.n):
+            raise DatasetError(f"{source}: field 'action' ranges over [{lo}, {hi}], outside {action_space}")
+        return np.int64
+    if isinstance(action_space, gym.spaces.Box):
+        if actions.dtype.kind != "f" or actions.shape != tuple(action_space.shape):
+            raise DatasetError(f"{source}: field 'action' holds {actions.dtype} values of shape {actions.shape}, but "
+                               f"policy {policy!r} acts in {action_space}")
+        if actions.low < float(np.min(action_space.low)) - 1e-4 or \
+                actions.high > float(np.max(action_space.high)) + 1e-4:
+            raise DatasetError(f"{source}: field 'action' ranges over [{actions.low:.3g}, {actions.high:.3g}], "
+                               f"outside the policy's action space {action_space} (ding's continuous policies act in "
+                               "[-1, 1]; store actions as the policy outputs them, before env.act_scale)")
+        return np.float32
+    return actions.dtype.type
 
 
 def _dataset(arrays: Mapping[str, np.ndarray], source: str, meta: dict[str, Any]) -> OfflineDataset:
@@ -181,16 +224,22 @@ def _as_float32(arr: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------------- readers
-def create_dataset(cfg: Mapping[str, Any], **kwargs: Any) -> OfflineDataset:
+def create_dataset(cfg: Mapping[str, Any], **kwargs: Any) -> OfflineDataset | StreamedHDF5Dataset:
     """The data set a config names: ``policy.collect.data_type`` (``'hdf5'`` / ``'d4rl'``, ``'minari'``,
-    ``'naive'``) and ``policy.collect.data_path`` (a file, or a Minari dataset id). ``'naive'`` (a pickle) needs
-    ``policy.collect.allow_pickle=True``: unpickling a file runs whatever code it holds."""
+    ``'naive'``) and ``policy.collect.data_path`` (a file, or a Minari dataset id); an HDF5 file whose fields take
+    more than ``policy.collect.memory_budget_mb`` is streamed (:class:`StreamedHDF5Dataset`). ``'naive'`` (a
+    pickle) needs ``policy.collect.allow_pickle=True``: unpickling a file runs whatever code it holds."""
     collect = cfg["policy"]["collect"]
     data_type = collect.get("data_type") or "hdf5"
     path = collect.get("data_path")
     if not path:
         raise DatasetError(f"policy.collect.data_path: not set; give the data set's path ({HOW_TO_MAKE})")
     if data_type in ("hdf5", "d4rl"):
+        from .offline_stream import StreamedHDF5Dataset, file_bytes_in_memory
+
+        budget = collect.get("memory_budget_mb")
+        if budget is not None and file_bytes_in_memory(os.fspath(path)) > float(budget) * 2 ** 20:
+            return StreamedHDF5Dataset(os.fspath(path), int(float(budget) * 2 ** 20))
         return load_hdf5(os.fspath(path), **kwargs)
     if data_type == "minari":
         return load_minari(str(path))
@@ -203,11 +252,8 @@ def _missing_file(path: str) -> DatasetError:
     return DatasetError(f"{path}: no such data set (policy.collect.data_path); {HOW_TO_MAKE}")
 
 
-def load_hdf5(path: str, chunk_rows: int = CHUNK_ROWS) -> OfflineDataset:
-    """A data set from an HDF5 file in DI-engine's layout (``obs, action, reward, done, next_obs``) or D4RL's
-    (``observations, actions, rewards, terminals, timeouts[, next_observations]``; without ``next_observations``
-    the next observation is the following row, and the last row of each episode is dropped, as D4RL's
-    ``qlearning_dataset`` does)."""
+def open_hdf5(path: str) -> Any:
+    """``h5py.File(path, 'r')``, or one DatasetError: h5py missing, no such file, not an HDF5 file."""
     try:
         import h5py
     except ImportError:
@@ -215,19 +261,32 @@ def load_hdf5(path: str, chunk_rows: int = CHUNK_ROWS) -> OfflineDataset:
     if not os.path.isfile(path):
         raise _missing_file(path)
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as e:
         raise DatasetError(f"{path}: not a readable HDF5 file ({e})") from None
-    with f:
-        d4rl = "observations" in f
-        names = {v: k for k, v in D4RL_NAMES.items()} if d4rl else {k: k for k in (*FIELDS, "timeout")}
-        needed = [k for k in FIELDS if not (d4rl and k == "next_obs")]
-        missing = [names[k] for k in needed if names[k] not in f]
-        if missing:
-            layout = "D4RL" if d4rl else "DI-engine hdf5"
-            raise DatasetError(f"{path}: field(s) {missing} missing ({layout} layout; the file has {sorted(f.keys())})")
-        arrays = {k: _read_chunked(f[names[k]], path, names[k], chunk_rows)
-                  for k in (*FIELDS, "timeout") if names[k] in f}
+
+
+def hdf5_layout(f: Any, path: str) -> tuple[dict[str, str], bool]:
+    """``({field: name in the file}, is_d4rl)`` for the fields the file has (``timeout`` and D4RL's
+    ``next_observations`` optional); a missing field is one DatasetError naming it."""
+    d4rl = "observations" in f
+    names = {v: k for k, v in D4RL_NAMES.items()} if d4rl else {k: k for k in (*FIELDS, "timeout")}
+    needed = [k for k in FIELDS if not (d4rl and k == "next_obs")]
+    missing = [names[k] for k in needed if names[k] not in f]
+    if missing:
+        layout = "D4RL" if d4rl else "DI-engine hdf5"
+        raise DatasetError(f"{path}: field(s) {missing} missing ({layout} layout; the file has {sorted(f.keys())})")
+    return {k: names[k] for k in (*FIELDS, "timeout") if names[k] in f}, d4rl
+
+
+def load_hdf5(path: str, chunk_rows: int = CHUNK_ROWS) -> OfflineDataset:
+    """A data set from an HDF5 file in DI-engine's layout (``obs, action, reward, done, next_obs``) or D4RL's
+    (``observations, actions, rewards, terminals, timeouts[, next_observations]``; without ``next_observations``
+    the next observation is the following row, and the last row of each episode is dropped, as D4RL's
+    ``qlearning_dataset`` does)."""
+    with open_hdf5(path) as f:
+        names, d4rl = hdf5_layout(f, path)
+        arrays = {k: _read_chunked(f[name], path, name, chunk_rows) for k, name in names.items()}
         meta = {k: _plain(v) for k, v in f.attrs.items()}
     if d4rl and "next_obs" not in arrays:
         arrays = _next_from_following_row(arrays)
