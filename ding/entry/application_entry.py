@@ -115,7 +115,7 @@ def league_opponents(cfg: Any, env_fn: Any, spec: tuple[str, dict] | None) -> di
     ``eval_opponent`` (``spec``), else the env class's ``eval_opponents(env_cfg, seed)`` (as the serial league run's
     evaluators)."""
     if spec is not None:
-        from ding.parallel.roles.collector.marine import load_object  # (the collector's own reader)
+        from ding.worker.collector.marine_parallel_collector import load_object  # (the collector's own reader)
 
         opponent_cls = load_object(spec[0], "policy.collect.collector.eval_opponent")
         return {getattr(opponent_cls, "__name__", "eval_opponent"): opponent_cls(**spec[1])}
