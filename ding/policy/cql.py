@@ -169,7 +169,7 @@ class DiscreteCQLPolicy(DQNPolicy):
         action = b["action"].reshape(-1).long()
         self._set_train(True)
         out = self._model(obs)
-        quantiles, tau = out["q"], out["tau"]  # (B, A, N), (N,)
+        quantiles, tau = out["q"], out["tau"][0, :, 0]  # (B, A, N), (N,) from (B, N, 1)
         q_taken = quantiles[torch.arange(len(action)), action]  # (B, N)
         with torch.no_grad():
             next_action = self._model(next_obs)["logit"].argmax(-1)
