@@ -15,7 +15,27 @@ from .common import (
     set_noise,
     soft_update,
 )
-from .template import C51DQN, DQN, DRQN, VAC, ContinuousQAC, RainbowDQN
+from .template import (
+    BDQ,
+    C51DQN,
+    DQN,
+    DREAMERVAC,
+    DRQN,
+    FQF,
+    IQN,
+    MAQAC,
+    MAVAC,
+    QRDQN,
+    VAC,
+    ContinuousMAQAC,
+    ContinuousQAC,
+    DiscreteMAQAC,
+    DiscreteQAC,
+    GTrXLDQN,
+    QMix,
+    RainbowDQN,
+    mavac,
+)
 from .wrapper import IModelWrapper, model_wrap, register_wrapper
 
 __all__ = [
@@ -24,3 +44,5 @@ __all__ = [
     "C51DQN", "DRQN", "DistributionHead", "NoisyLinear", "RainbowDQN", "RainbowHead", "set_noise",
 ]
 __all__ += ["IModelWrapper", "model_wrap", "register_wrapper"]
+__all__ += ["BDQ", "DREAMERVAC", "FQF", "IQN", "MAQAC", "MAVAC", "QRDQN", "ContinuousMAQAC", "DiscreteMAQAC",
+            "DiscreteQAC", "GTrXLDQN", "QMix", "mavac"]

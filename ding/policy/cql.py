@@ -6,12 +6,12 @@ from typing import Any, Mapping
 
 import gymnasium as gym
 import torch
-import torch.nn.functional as F
 
 from ding.config.ranges import at_least, greater_than
 from ding.rl_utils import cql_penalty, critic_loss, discrete_cql_penalty, min_q, qac_td_target, sac_temperature_loss
 from ding.rl_utils.sac import squashed_gaussian_sample
 from ding.rl_utils.td import nstep_return
+from ding.rl_utils.td_quantile import quantile_huber_per_sample
 from ding.torch_utils.fast_import import make_adam
 from ding.utils import POLICY_REGISTRY
 from ding.utils.data import stack_field
@@ -175,7 +175,7 @@ class DiscreteCQLPolicy(DQNPolicy):
         action = b["action"].reshape(-1).long()
         self._set_train(True)
         out = self._model(obs)
-        quantiles, tau = out["q"], out["tau"]  # (B, A, N), (N,)
+        quantiles, tau = out["q"], out["tau"][0, :, 0]  # (B, A, N), (N,) from (B, N, 1)
         q_taken = quantiles[torch.arange(len(action)), action]  # (B, N)
         with torch.no_grad():
             next_action = self._model(next_obs)["logit"].argmax(-1)
@@ -197,13 +197,9 @@ class DiscreteCQLPolicy(DQNPolicy):
 
 
 def quantile_huber_loss(pred: torch.Tensor, target: torch.Tensor, tau: torch.Tensor, kappa: float) -> torch.Tensor:
-    """QR-DQN's loss: ``mean_b sum_i mean_j |tau_i - 1(u_ij < 0)| * huber_kappa(u_ij) / kappa`` with
-    ``u_ij = target_j - pred_i``; ``pred``, ``target``: (B, N)."""
-    u = target.unsqueeze(1) - pred.unsqueeze(2)  # (B, N_pred, N_target)
-    huber = F.huber_loss(pred.unsqueeze(2).expand_as(u), target.unsqueeze(1).expand_as(u), reduction="none",
-                         delta=kappa)
-    weight = (tau.view(1, -1, 1) - (u.detach() < 0).float()).abs()
-    return (weight * huber / kappa).mean(2).sum(1).mean()
+    """QR-DQN's loss averaged over the batch (:func:`ding.rl_utils.td_quantile.quantile_huber_per_sample`);
+    ``pred``, ``target``: (B, N)."""
+    return quantile_huber_per_sample(pred, target, tau, kappa).mean()
 
 
 POLICY_REGISTRY.register("cql_command", CQLPolicy)

@@ -65,3 +65,27 @@ __all__ += [
 ]
 __all__ += ["create_noise_generator", "shape_fn_ppo", "generalized_lambda_returns", "td_lambda_data", "td_lambda_error",
             "inv_symlog", "symlog"]
+# DQN variants' TD losses under DI-engine's names (quantile networks, C51 one-step, Munchausen, BDQ, SQL, DQfD)
+from .td_quantile import (  # noqa: E402
+    fqf_nstep_td_data,
+    fqf_nstep_td_error,
+    iqn_nstep_td_data,
+    iqn_nstep_td_error,
+    qrdqn_nstep_td_data,
+    qrdqn_nstep_td_error,
+)
+from .td_variants import (  # noqa: E402
+    bdq_nstep_td_error,
+    dist_1step_td_data,
+    dist_1step_td_error,
+    dqfd_nstep_td_data,
+    dqfd_nstep_td_error,
+    m_q_1step_td_data,
+    m_q_1step_td_error,
+    q_nstep_sql_td_error,
+)
+
+__all__ += ["fqf_nstep_td_data", "fqf_nstep_td_error", "iqn_nstep_td_data", "iqn_nstep_td_error",
+            "qrdqn_nstep_td_data", "qrdqn_nstep_td_error", "bdq_nstep_td_error", "dist_1step_td_data",
+            "dist_1step_td_error", "dqfd_nstep_td_data", "dqfd_nstep_td_error", "m_q_1step_td_data",
+            "m_q_1step_td_error", "q_nstep_sql_td_error"]

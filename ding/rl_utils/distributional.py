@@ -1,7 +1,7 @@
 """Distributional (C51) TD learning: project the n-step Bellman target onto a fixed support, cross-entropy loss."""
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 
@@ -73,6 +73,17 @@ def dist_nstep_td_error(
     ``per_sample_loss`` (detached) is the priority for prioritized replay.
     """
     dist, next_n_dist, act, next_n_act, reward, done, weight = data
+    if act.dim() == 2:  # multi-agent (B, agents): each agent a sample of its own, the team's reward and done
+        agents = act.shape[1]
+
+        def per_agent(t: Any) -> Any:
+            return t.repeat_interleave(agents, dim=-1) if torch.is_tensor(t) and t.dim() > 0 else t
+
+        flat = dist_nstep_td_data(dist.flatten(0, 1), next_n_dist.flatten(0, 1), act.reshape(-1),
+                                  next_n_act.reshape(-1), per_agent(reward), per_agent(done), per_agent(weight))
+        loss, per_sample = dist_nstep_td_error(flat, gamma, v_min, v_max, n_atom, nstep, per_agent(value_gamma),
+                                               None if log_dist is None else log_dist.flatten(0, 1))
+        return loss, per_sample.view(-1, agents).mean(1)
     if dist.shape[-1] != n_atom:
         raise ValueError(f"dist_nstep_td_error: the distribution has {dist.shape[-1]} atoms but n_atom={n_atom}")
     batch = torch.arange(act.shape[0], device=act.device)

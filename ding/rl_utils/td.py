@@ -1,7 +1,7 @@
 """Temporal-difference losses for value-based methods."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -28,8 +28,19 @@ class q_nstep_td_data(NamedTuple):  # noqa: N801 - DI-engine's public name
     weight: torch.Tensor | None
 
 
-def nstep_return(reward: torch.Tensor, gamma: float, nstep: int) -> torch.Tensor:
-    """Discounted sum ``sum_k gamma^k * reward[k]`` over the first axis of an (nstep, B) reward tensor."""
+def as_gamma(gamma: Any, like: torch.Tensor) -> float | torch.Tensor:
+    """A discount factor as a float, or per sample as a (B,) tensor: DI-engine's NGU passes a list of per-sample
+    gammas (one tensor each)."""
+    if isinstance(gamma, (list, tuple)):
+        return torch.stack([torch.as_tensor(g, dtype=like.dtype) for g in gamma]).to(like.device).reshape(-1)
+    if torch.is_tensor(gamma):
+        return gamma.to(like.device, like.dtype) if gamma.dim() else float(gamma)
+    return float(gamma)
+
+
+def nstep_return(reward: torch.Tensor, gamma: float | torch.Tensor, nstep: int) -> torch.Tensor:
+    """Discounted sum ``sum_k gamma^k * reward[k]`` over the first axis of an (nstep, B) reward tensor (``gamma`` a
+    float, or a (B,) tensor of per-sample discounts)."""
     if reward.dim() == 1:
         reward = reward.unsqueeze(0)
     if reward.shape[0] != nstep:
@@ -37,13 +48,15 @@ def nstep_return(reward: torch.Tensor, gamma: float, nstep: int) -> torch.Tensor
             f"q_nstep_td_error: reward has {reward.shape[0]} steps on its first axis (shape {tuple(reward.shape)}) "
             f"but nstep={nstep}; the samples must come from get_train_sample with the same policy.nstep"
         )
-    discounts = gamma ** torch.arange(nstep, dtype=reward.dtype, device=reward.device)
-    return (discounts.unsqueeze(1) * reward).sum(0)
+    steps = torch.arange(nstep, dtype=reward.dtype, device=reward.device).unsqueeze(1)
+    gamma = as_gamma(gamma, reward)
+    discounts = gamma.unsqueeze(0) ** steps if torch.is_tensor(gamma) else gamma ** steps
+    return (discounts * reward).sum(0)
 
 
 def q_nstep_td_error(
     data: q_nstep_td_data,
-    gamma: float,
+    gamma: float | torch.Tensor | Sequence[torch.Tensor],
     nstep: int = 1,
     cum_reward: bool = False,
     value_gamma: torch.Tensor | float | None = None,
@@ -59,6 +72,7 @@ def q_nstep_td_error(
     absolute value is the priority for prioritized replay).
     """
     q, next_n_q, action, next_n_action, reward, done, weight = data
+    gamma = as_gamma(gamma, q)
     # Q(s_t, a_t) of the taken actions.
     q_sa = q.gather(1, action.long().unsqueeze(1)).squeeze(1)
     with torch.no_grad():
@@ -147,3 +161,9 @@ def q_nstep_sequence_td_error(
     return per_sequence.mean(), td_error.detach()
 
 from .td_lambda import generalized_lambda_returns, td_lambda_data, td_lambda_error  # noqa: E402,F401 (DI-engine's path)
+
+# DI-engine's module path for the shape helpers of its accelerated TD losses
+from .td_shapes import shape_fn_dntd, shape_fn_qntd, shape_fn_qntd_rescale, shape_fn_td_lambda  # noqa: E402
+
+__all__ = ["nstep_return", "q_nstep_td_data", "q_nstep_td_error", "q_nstep_sequence_td_error",
+           "sequence_nstep_windows", "shape_fn_dntd", "shape_fn_qntd", "shape_fn_qntd_rescale", "shape_fn_td_lambda"]

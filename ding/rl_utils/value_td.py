@@ -2,12 +2,12 @@
 ``(loss, per-sample loss)`` out): what DI-engine's SAC, DDPG, TD3, PPO and R2D2 policy files call."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from .td import nstep_return, q_nstep_td_data
+from .td import as_gamma, nstep_return, q_nstep_td_data
 from .value_rescale import value_inv_transform, value_transform
 
 Criterion = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -17,9 +17,11 @@ def _mse(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.mse_loss(pred, target, reduction="none")
 
 
-def _weighted(per_sample: torch.Tensor, weight: torch.Tensor | None) -> torch.Tensor:
+def _weighted(per_sample: torch.Tensor, weight: torch.Tensor | float | None) -> torch.Tensor:
     if weight is None:
         return per_sample.mean()
+    if not torch.is_tensor(weight):  # one weight for the whole batch
+        return per_sample.mean() * float(weight)
     while weight.dim() < per_sample.dim():
         weight = weight.unsqueeze(-1)
     return (per_sample * weight).mean()
@@ -117,13 +119,15 @@ def q_v_1step_td_error(data: q_v_1step_td_data, gamma: float,
 
 
 def q_nstep_td_error_with_rescale(
-    data: q_nstep_td_data, gamma: float, nstep: int = 1, value_gamma: torch.Tensor | float | None = None,
+    data: q_nstep_td_data, gamma: float | torch.Tensor | Sequence[torch.Tensor], nstep: int = 1,
+    value_gamma: torch.Tensor | float | None = None,
     criterion: Criterion | None = None, trans_fn: Callable[[torch.Tensor], torch.Tensor] = value_transform,
     inv_trans_fn: Callable[[torch.Tensor], torch.Tensor] = value_inv_transform,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """n-step Q loss with R2D2's value rescaling: the bootstrap value goes through ``inv_trans_fn`` before the
     n-step target is formed and the target through ``trans_fn`` after; ``(loss, per-sample loss)``."""
     q, next_n_q, action, next_n_action, reward, done, weight = data
+    gamma = as_gamma(gamma, q)
     q_sa = q.gather(-1, action.long().unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         next_q_sa = inv_trans_fn(next_n_q.gather(-1, next_n_action.long().unsqueeze(-1)).squeeze(-1))

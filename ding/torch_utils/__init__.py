@@ -16,4 +16,5 @@ from .data_helper import (
 )
 from .nn_test_helper import is_differentiable
 from .optimizer_helper import Adam, RMSprop, calculate_grad_norm, calculate_grad_norm_without_bias_two_norm
+from .prefetch import CudaFetcher, LogDict, build_log_buffer
 from .tensor_helper import squeeze, to_dtype, unsqueeze

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, Sequence, cast
 
 import numpy as np
 import torch
@@ -24,11 +24,23 @@ def to_tensor(item: Any, dtype: torch.dtype | None = None, transform_scalar: boo
     if _is_namedtuple(item):
         return type(item)(*[to_tensor(v, dtype, transform_scalar) for v in item])
     if isinstance(item, (list, tuple)):
+        if item and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in item):
+            return torch.tensor(item, dtype=dtype)  # a list of numbers is one tensor (DI-engine's rule)
         return type(item)(to_tensor(v, dtype, transform_scalar) for v in item)
-    if isinstance(item, (bool, int, float, np.generic)) and transform_scalar:
+    if isinstance(item, (bool, int, float, np.generic)):
+        if not transform_scalar:
+            return item
         t = torch.as_tensor(item)
         return t if dtype is None else t.to(dtype)
-    return item
+    return _passthrough(item, "to_tensor")
+
+
+def _passthrough(item: Any, what: str) -> Any:
+    """What the converters leave as it is: None, strings, bytes and python scalars; anything else (a set, an
+    arbitrary object) has no conversion and raises TypeError."""
+    if item is None or isinstance(item, (str, bytes, bool, int, float, complex, np.generic)):
+        return item
+    raise TypeError(f"{what}: unsupported item type {type(item).__name__}")
 
 
 def to_ndarray(item: Any, dtype: np.dtype | None = None) -> Any:
@@ -44,21 +56,26 @@ def to_ndarray(item: Any, dtype: np.dtype | None = None) -> Any:
         return type(item)(*[to_ndarray(v, dtype) for v in item])
     if isinstance(item, (list, tuple)):
         return type(item)(to_ndarray(v, dtype) for v in item)
-    return item
+    return _passthrough(item, "to_ndarray")
 
 
-def to_device(item: Any, device: str | torch.device) -> Any:
+def to_device(item: Any, device: str | torch.device, ignore_keys: Sequence[str] = ()) -> Any:
+    """Tensors and modules (nested in dicts / lists / tuples / namedtuples) moved to ``device``; the entries of a
+    dict named in ``ignore_keys`` stay where they are."""
     if isinstance(item, torch.Tensor):
         return item.to(device)
     if isinstance(item, torch.nn.Module):
         return item.to(device)
+    if isinstance(item, np.ndarray):  # host memory: stays as it is
+        return item
     if isinstance(item, Mapping):
-        return _same_mapping(item, {k: to_device(v, device) for k, v in item.items()})
+        return _same_mapping(item, {k: v if k in ignore_keys else to_device(v, device, ignore_keys)
+                                    for k, v in item.items()})
     if _is_namedtuple(item):
-        return type(item)(*[to_device(v, device) for v in item])
+        return type(item)(*[to_device(v, device, ignore_keys) for v in item])
     if isinstance(item, (list, tuple)):
-        return type(item)(to_device(v, device) for v in item)
-    return item
+        return type(item)(to_device(v, device, ignore_keys) for v in item)
+    return _passthrough(item, "to_device")
 
 
 def _same_mapping(item: Mapping, entries: dict) -> Mapping:

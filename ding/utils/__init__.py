@@ -43,7 +43,7 @@ from .file_helper import (
 from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .json_record import JsonRecord
 from .lock import DirLock, guard_run_dir, join_run_dir
-from .lock_helper import LockContext, LockContextType
+from .lock_helper import FileRWLock, LockContext, LockContextType, get_rw_file_lock
 from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
 from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup

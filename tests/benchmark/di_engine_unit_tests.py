@@ -147,7 +147,15 @@ def run(python: str, dest: str, files: list[str], ding_on_path: bool, timeout: f
         env["PYTHONPATH"] = ROOT
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib", "--timeout", "120",
            "-o", "addopts=", "--continue-on-collection-errors", f"--junitxml={report}", *files]
-    subprocess.run(cmd, cwd=dest, env=env, capture_output=True, text=True, timeout=timeout)
+    # output to a file, not a pipe: a test's leftover child process holding a pipe open would keep this call
+    # waiting after pytest itself has finished
+    with open(report[:-4] + ".log", "w") as log:
+        subprocess.run(cmd, cwd=dest, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+    return read_report(report)
+
+
+def read_report(report: str) -> dict[str, str]:
+    """``{test id: outcome}`` from a pytest JUnit XML report (missing file: none)."""
     outcomes: dict[str, str] = {}
     if not os.path.exists(report):
         return outcomes
@@ -178,12 +186,17 @@ def main() -> None:
     parser.add_argument("--json", help="write every test's outcome on both to this file")
     parser.add_argument("--di-engine-json",
                         help="take DI-engine's outcomes from an earlier --json file (runs ding only)")
+    parser.add_argument("--di-engine-junit",
+                        help="take DI-engine's outcomes from the JUnit XML of an earlier DI-engine run of the same "
+                             "files (runs ding only)")
     parser.add_argument("--timeout", type=float, default=3600)
     args = parser.parse_args()
     files = [f for f in selected_files(args.source) if not args.area or f.split("/")[1] in args.area]
     with tempfile.TemporaryDirectory(prefix="di_engine_tests_") as dest:
         stage(args.source, files, dest)
-        if args.di_engine_json:
+        if args.di_engine_junit:
+            theirs = read_report(args.di_engine_junit)
+        elif args.di_engine_json:
             with open(args.di_engine_json) as f:
                 theirs = {k: v["di_engine"] for k, v in json.load(f)["tests"].items()}
         else:

@@ -27,8 +27,9 @@ def test_vac_with_a_user_encoder():
     model = VAC(obs_shape=4, action_shape=3, share_encoder=True, encoder=encoder, encoder_hidden_size_list=[16])
     out = model(torch.randn(5, 4), "compute_actor_critic")
     assert out["logit"].shape == (5, 3) and out["value"].shape == (5,) and model.actor_encoder is encoder
-    with pytest.raises(ValueError, match="set share_encoder=True"):
-        VAC(obs_shape=4, action_shape=3, share_encoder=False, encoder=encoder)
+    separate = VAC(obs_shape=4, action_shape=3, share_encoder=False, encoder=encoder, encoder_hidden_size_list=[16])
+    assert separate.actor_encoder is encoder and separate.critic_encoder is not encoder  # the critic's own copy
+    assert torch.equal(separate.critic_encoder[0].weight, encoder[0].weight)
     with pytest.raises(ValueError, match="output size is unknown"):
         VAC(obs_shape=4, action_shape=3, encoder=encoder)
 

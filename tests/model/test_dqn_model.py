@@ -57,8 +57,8 @@ def test_conv_encoder_checks_layer_lists():
 def test_bad_shapes():
     with pytest.raises(ValueError, match=r"obs_shape \(4, 4\): use an int"):
         DQN([4, 4], 2)
-    with pytest.raises(ValueError, match="only a single discrete action dimension"):
-        DQN(4, [2, 3])
+    with pytest.raises(ValueError, match="got an empty shape"):
+        DQN(4, [])
 
 
 def test_custom_activation():

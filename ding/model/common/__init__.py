@@ -1,6 +1,15 @@
 """Encoders, heads, layer helpers, model factory and target-network updates."""
 from .encoder import NATURE_CNN_SIZES, ConvEncoder, FCEncoder, NatureCNN
-from .head import DiscreteHead, DistributionHead, DuelingHead, RainbowHead, RegressionHead, ReparameterizationHead
+from .head import (
+    DiscreteHead,
+    DistributionHead,
+    DuelingHead,
+    MultiHead,
+    RainbowHead,
+    RegressionHead,
+    ReparameterizationHead,
+    discrete_head,
+)
 from .nn_module import NoisyLinear, build_normalization, fc_block, mlp, set_noise
 from .target import hard_update, soft_update
 from .utils import check_model_kwargs, create_model
@@ -9,4 +18,5 @@ __all__ = [
     "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead", "ReparameterizationHead",
     "build_normalization", "check_model_kwargs", "create_model", "fc_block", "hard_update", "mlp", "soft_update",
     "DistributionHead", "NoisyLinear", "RainbowHead", "set_noise", "NatureCNN", "NATURE_CNN_SIZES",
+    "MultiHead", "discrete_head",
 ]

@@ -2,6 +2,8 @@
 Gaussian."""
 from __future__ import annotations
 
+from typing import Any, Sequence
+
 import torch
 import torch.nn as nn
 
@@ -192,3 +194,38 @@ class ReparameterizationHead(nn.Module):
         else:
             log_sigma = self.log_sigma.expand_as(mu)
         return {"mu": mu, "sigma": log_sigma.exp()}
+
+
+class MultiHead(nn.Module):
+    """One head per action dimension of a multi-discrete action space (``output_size_list``, e.g. ``[2, 3, 6]``).
+
+    ``MultiHead(DiscreteHead, hidden_size, [2, 3, 6], **head_kwargs)`` builds ``head_cls(hidden_size, n,
+    **head_kwargs)`` for each ``n``; ``forward(x)`` returns the heads' dicts merged key by key into lists, e.g.
+    ``{'logit': [(B, 2), (B, 3), (B, 6)]}``.
+    """
+
+    def __init__(self, head_cls: type[nn.Module], hidden_size: int, output_size_list: Sequence[int],
+                 **head_kwargs: Any) -> None:
+        super().__init__()
+        sizes = [int(n) for n in output_size_list]
+        if not sizes or any(n < 1 for n in sizes):
+            raise ValueError(f"MultiHead: output_size_list must be a non-empty list of positive ints, got "
+                             f"{list(output_size_list)}")
+        self.output_size_list = sizes
+        self.pred = nn.ModuleList([head_cls(hidden_size, n, **head_kwargs) for n in sizes])
+
+    def forward(self, x: torch.Tensor) -> dict[str, list[Any]]:
+        merged: dict[str, list[Any]] = {}
+        for head in self.pred:
+            for key, value in head(x).items():
+                merged.setdefault(key, []).append(value)
+        return merged
+
+
+def discrete_head(head_cls: type[nn.Module], hidden_size: int, action_shape: Sequence[int],
+                  **head_kwargs: Any) -> nn.Module:
+    """``head_cls`` for a single discrete action dimension (``action_shape`` of length 1), a :class:`MultiHead` of
+    them for a multi-discrete one (DI-engine's list ``action_shape``)."""
+    if len(action_shape) == 1:
+        return head_cls(hidden_size, int(action_shape[0]), **head_kwargs)
+    return MultiHead(head_cls, hidden_size, action_shape, **head_kwargs)

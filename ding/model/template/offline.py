@@ -1,7 +1,7 @@
 """Models of the offline algorithms under DI-engine's names: ``discrete_bc``, ``continuous_bc`` and ``qrdqn``."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn as nn
@@ -9,7 +9,8 @@ import torch.nn as nn
 from ding.config.ranges import at_least, one_of
 from ding.utils import MODEL_REGISTRY
 
-from ..common import DiscreteHead, RegressionHead, ReparameterizationHead, mlp
+from ..common import RegressionHead, ReparameterizationHead, discrete_head, mlp
+from ..common.quantile_head import QRDQNHead
 from .q_learning import DQN, as_shape, build_encoder
 
 
@@ -52,7 +53,8 @@ class ContinuousBC(nn.Module):
 @MODEL_REGISTRY.register("qrdqn")
 class QRDQN(nn.Module):
     """Quantile-regression Q-network: ``forward(obs) -> {'logit': (B, A) mean Q, 'q': (B, A, num_quantiles),
-    'tau': (num_quantiles,) quantile midpoints}``."""
+    'tau': (B, num_quantiles, 1) the quantile midpoints}`` (a multi-discrete ``action_shape`` gives each as a list,
+    one entry per action dimension)."""
 
     config_ranges = {**DQN.config_ranges, "num_quantiles": at_least(1, integer=True)}
 
@@ -62,14 +64,13 @@ class QRDQN(nn.Module):
                  norm_type: str | None = None) -> None:
         super().__init__()
         self.obs_shape = as_shape(obs_shape, "QRDQN obs_shape")
-        self.action_shape = as_shape(action_shape, "QRDQN action_shape")[0]
+        action = as_shape(action_shape, "QRDQN action_shape")
+        self.action_shape: int | tuple[int, ...] = action[0] if len(action) == 1 else action
         self.num_quantiles = int(num_quantiles)
         self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-        self.head = DiscreteHead(head_hidden_size or self.encoder.output_size, self.action_shape * self.num_quantiles,
-                                 layer_num=head_layer_num, activation=activation, norm_type=norm_type,
-                                 input_size=self.encoder.output_size)
-        self.register_buffer("tau", (torch.arange(self.num_quantiles) + 0.5) / self.num_quantiles, persistent=False)
+        self.head = discrete_head(QRDQNHead, head_hidden_size or self.encoder.output_size, action,
+                                  layer_num=head_layer_num, num_quantiles=self.num_quantiles, activation=activation,
+                                  norm_type=norm_type, input_size=self.encoder.output_size)
 
-    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        q = self.head(self.encoder(x))["logit"].view(-1, self.action_shape, self.num_quantiles)
-        return {"logit": q.mean(-1), "q": q, "tau": self.tau}
+    def forward(self, x: torch.Tensor) -> dict[str, Any]:
+        return self.head(self.encoder(x))

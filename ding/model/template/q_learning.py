@@ -10,7 +10,15 @@ import torch.nn as nn
 from ding.config.ranges import at_least, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
-from ..common import NATURE_CNN_SIZES, ConvEncoder, DiscreteHead, DistributionHead, DuelingHead, FCEncoder
+from ..common import (
+    NATURE_CNN_SIZES,
+    ConvEncoder,
+    DiscreteHead,
+    DistributionHead,
+    DuelingHead,
+    FCEncoder,
+    discrete_head,
+)
 from ..common.nn_module import NORM_TYPES
 
 
@@ -49,7 +57,11 @@ def build_encoder(
 
 @MODEL_REGISTRY.register("dqn")
 class DQN(nn.Module):
-    """Encoder + (dueling) Q head; ``forward(obs) -> {'logit': (B, n_actions)}`` Q-values."""
+    """Encoder + (dueling) Q head; ``forward(obs) -> {'logit': (B, n_actions)}`` Q-values.
+
+    A list ``action_shape`` of several dimensions (DI-engine's multi-discrete form, e.g. ``[2, 3, 6]``) builds one
+    head per dimension: ``logit`` is then a list ``[(B, 2), (B, 3), (B, 6)]``.
+    """
 
     # Allowed values of the keyword arguments (policy.model.*), checked by create_model (ding/config/ranges.py).
     config_ranges = {
@@ -75,14 +87,12 @@ class DQN(nn.Module):
         super().__init__()
         self.obs_shape = as_shape(obs_shape, "DQN obs_shape")
         action = as_shape(action_shape, "DQN action_shape")
-        if len(action) != 1:
-            raise ValueError(f"DQN action_shape {action}: only a single discrete action dimension is supported")
-        self.action_shape = action[0]
+        self.action_shape: int | tuple[int, ...] = action[0] if len(action) == 1 else action
         self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-        head_cls = DuelingHead if dueling else DiscreteHead
-        self.head = head_cls(
+        self.head = discrete_head(
+            DuelingHead if dueling else DiscreteHead,
             head_hidden_size or self.encoder.output_size,
-            self.action_shape,
+            action,
             layer_num=head_layer_num,
             activation=activation,
             norm_type=norm_type,
@@ -93,11 +103,9 @@ class DQN(nn.Module):
         return self.head(self.encoder(x))
 
 
-def _single_action_dim(action_shape: int | Sequence[int], what: str) -> int:
-    action = as_shape(action_shape, f"{what} action_shape")
-    if len(action) != 1:
-        raise ValueError(f"{what} action_shape {action}: only a single discrete action dimension is supported")
-    return action[0]
+def _action_dims(action_shape: int | Sequence[int], what: str) -> tuple[int, ...]:
+    """The discrete action dimensions: ``(n,)`` for one, several for DI-engine's multi-discrete list form."""
+    return as_shape(action_shape, f"{what} action_shape")
 
 
 @MODEL_REGISTRY.register("c51dqn")
@@ -106,7 +114,8 @@ class C51DQN(nn.Module):
 
     ``forward(obs) -> {'logit': (B, A) expected Q, 'distribution': (B, A, n_atom), 'log_distribution'}`` on the
     support ``linspace(v_min, v_max, n_atom)``. ``dueling`` and ``noise`` (noisy linear layers) are off by default;
-    :class:`RainbowDQN` turns both on.
+    :class:`RainbowDQN` turns both on. A multi-discrete ``action_shape`` (a list) gives each output as a list, one
+    entry per action dimension, as :class:`DQN` does.
     """
 
     config_ranges = {**DQN.config_ranges, "n_atom": at_least(2, integer=True)}
@@ -132,12 +141,14 @@ class C51DQN(nn.Module):
         if not float(v_min) < float(v_max):
             raise ValueError(f"{name}: v_min ({v_min}) must be below v_max ({v_max}) (policy.model.v_min / v_max)")
         self.obs_shape = as_shape(obs_shape, f"{name} obs_shape")
-        self.action_shape = _single_action_dim(action_shape, name)
+        action = _action_dims(action_shape, name)
+        self.action_shape: int | tuple[int, ...] = action[0] if len(action) == 1 else action
         self.v_min, self.v_max, self.n_atom = float(v_min), float(v_max), int(n_atom)
         self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-        self.head = DistributionHead(
+        self.head = discrete_head(
+            DistributionHead,
             head_hidden_size or self.encoder.output_size,
-            self.action_shape,
+            action,
             layer_num=head_layer_num,
             n_atom=self.n_atom,
             v_min=self.v_min,
@@ -164,6 +175,11 @@ class RainbowDQN(C51DQN):
 LSTM_TYPES = ("normal", "pytorch")
 
 
+def _per_dim(fn: Any, q: Any) -> Any:
+    """``fn`` applied to a Q tensor, or to each of a multi-discrete action's list of them."""
+    return [fn(t) for t in q] if isinstance(q, list) else fn(q)
+
+
 @MODEL_REGISTRY.register("drqn")
 class DRQN(nn.Module):
     """Encoder + LSTM + (dueling) Q head, for R2D2.
@@ -171,7 +187,8 @@ class DRQN(nn.Module):
     ``forward(obs, prev_state=None) -> {'logit', 'next_state'}``. ``obs`` is one step ``(B, *obs_shape)`` (logit
     ``(B, A)``) or a sequence ``(B, T, *obs_shape)`` (logit ``(B, T, A)``). A state is a ``(B, 2, hidden)`` tensor
     holding the LSTM's ``h`` and ``c``; ``None`` means zeros (the start of an episode). ``res_link`` adds the
-    encoder's output to the LSTM's.
+    encoder's output to the LSTM's. A multi-discrete ``action_shape`` gives ``logit`` as a list, one entry per action
+    dimension.
     """
 
     config_ranges = {**DQN.config_ranges, "lstm_type": one_of(*LSTM_TYPES)}
@@ -193,14 +210,15 @@ class DRQN(nn.Module):
         if lstm_type not in LSTM_TYPES:
             raise ValueError(f"DRQN lstm_type {lstm_type!r}: use one of {LSTM_TYPES} (both are torch's nn.LSTM)")
         self.obs_shape = as_shape(obs_shape, "DRQN obs_shape")
-        self.action_shape = _single_action_dim(action_shape, "DRQN")
+        action = _action_dims(action_shape, "DRQN")
+        self.action_shape: int | tuple[int, ...] = action[0] if len(action) == 1 else action
         self.encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
         self.hidden_size = self.encoder.output_size
         self.lstm = nn.LSTM(self.hidden_size, self.hidden_size, batch_first=True)
         self.res_link = res_link
-        head_cls = DuelingHead if dueling else DiscreteHead
-        self.head = head_cls(head_hidden_size or self.hidden_size, self.action_shape, layer_num=head_layer_num,
-                             activation=activation, norm_type=norm_type, input_size=self.hidden_size)
+        self.head = discrete_head(DuelingHead if dueling else DiscreteHead, head_hidden_size or self.hidden_size,
+                                  action, layer_num=head_layer_num, activation=activation, norm_type=norm_type,
+                                  input_size=self.hidden_size)
 
     def forward(self, obs: Any, prev_state: torch.Tensor | None = None, inference: bool = False,
                 saved_state_timesteps: Sequence[int] | None = None) -> dict[str, Any]:
@@ -211,12 +229,11 @@ class DRQN(nn.Module):
         sequence = obs.dim() == len(self.obs_shape) + 2
         x = obs if sequence else obs.unsqueeze(1)
         q, _, state = self._unroll(x, prev_state)
-        return {"logit": q if sequence else q[:, 0], "next_state": state}
+        return {"logit": q if sequence else _per_dim(lambda t: t[:, 0], q), "next_state": state}
 
-    def _unroll(self, x: torch.Tensor, prev_state: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor,
-                                                                                    torch.Tensor]:
-        """``x`` (B, T, *obs_shape) from state (B, 2, hidden) -> Q (B, T, A), LSTM outputs h (B, T, hidden), the
-        state after the last step (B, 2, hidden)."""
+    def _unroll(self, x: torch.Tensor, prev_state: torch.Tensor | None) -> tuple[Any, torch.Tensor, torch.Tensor]:
+        """``x`` (B, T, *obs_shape) from state (B, 2, hidden) -> Q (B, T, A) (a list of them for a multi-discrete
+        action), LSTM outputs h (B, T, hidden), the state after the last step (B, 2, hidden)."""
         batch, steps = x.shape[:2]
         feature = self.encoder(x.reshape(batch * steps, *self.obs_shape)).view(batch, steps, -1)
         state = None
@@ -224,7 +241,8 @@ class DRQN(nn.Module):
             state = (prev_state[:, 0].unsqueeze(0).contiguous(), prev_state[:, 1].unsqueeze(0).contiguous())
         h_all, (h, c) = self.lstm(feature, state)
         out = h_all + feature if self.res_link else h_all
-        q = self.head(out.reshape(batch * steps, -1))["logit"].view(batch, steps, -1)
+        logit = self.head(out.reshape(batch * steps, -1))["logit"]
+        q = [t.view(batch, steps, -1) for t in logit] if isinstance(logit, list) else logit.view(batch, steps, -1)
         return q, h_all, torch.stack([h[0], c[0]], dim=1)
 
     def _forward_di_engine(self, inputs: Mapping[str, Any], inference: bool,
@@ -238,7 +256,7 @@ class DRQN(nn.Module):
         state = self._stack_states(inputs.get("prev_state"), x.shape[0] if inference else x.shape[1], x)
         if inference:
             q, _, state = self._unroll(x.unsqueeze(1), state)
-            return {"logit": q[:, 0], "next_state": self._split_states(state)}
+            return {"logit": _per_dim(lambda t: t[:, 0], q), "next_state": self._split_states(state)}
         seq = x.transpose(0, 1)
         steps = seq.shape[1]
         cuts = sorted({int(t) for t in (saved_state_timesteps or ()) if 0 < int(t) < steps}) + [steps]
@@ -249,7 +267,11 @@ class DRQN(nn.Module):
             hs.append(h_all)
             saved[end] = self._split_states(state)
             start = end
-        out: dict[str, Any] = {"logit": torch.cat(qs, 1).transpose(0, 1), "next_state": saved[steps],
+        if isinstance(qs[0], list):
+            logit: Any = [torch.cat(parts, 1).transpose(0, 1) for parts in zip(*qs)]
+        else:
+            logit = torch.cat(qs, 1).transpose(0, 1)
+        out: dict[str, Any] = {"logit": logit, "next_state": saved[steps],
                                "hidden_state": torch.cat(hs, 1).transpose(0, 1)}
         if saved_state_timesteps is not None:
             out["saved_state"] = [saved[int(t)] if int(t) in saved else self._split_states(state)

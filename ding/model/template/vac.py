@@ -1,6 +1,9 @@
 """Actor-critic model (PPO / A2C): a policy head and a state-value head, optionally over a shared encoder."""
 from __future__ import annotations
 
+import copy
+import functools
+from collections.abc import Mapping
 from typing import Any, Sequence
 
 import torch
@@ -9,12 +12,12 @@ import torch.nn as nn
 from ding.config.ranges import at_least, greater_than, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
-from ..common import DiscreteHead, RegressionHead, ReparameterizationHead
+from ..common import DiscreteHead, RegressionHead, ReparameterizationHead, discrete_head
 from ..common.head import SIGMA_TYPES
 from ..common.nn_module import NORM_TYPES
 from .q_learning import as_shape, build_encoder
 
-ACTION_SPACES = ("discrete", "continuous")
+ACTION_SPACES = ("discrete", "continuous", "hybrid")
 MODES = ("compute_actor", "compute_critic", "compute_actor_critic")
 
 
@@ -23,7 +26,11 @@ class VAC(nn.Module):
     """``forward(obs, mode)`` with mode ``'compute_actor'`` -> ``{'logit'}``, ``'compute_critic'`` -> ``{'value'}``
     (B,), ``'compute_actor_critic'`` -> both.
 
-    Discrete: ``logit`` is (B, n_actions). Continuous: ``logit`` is ``{'mu', 'sigma'}`` of a diagonal Gaussian.
+    Discrete: ``logit`` is (B, n_actions), or for a multi-discrete ``action_shape`` such as ``[2, 3, 6]`` a list
+    with one (B, n) entry per action dimension (``multi_head`` is then True). Continuous: ``logit`` is
+    ``{'mu', 'sigma'}`` of a diagonal Gaussian. Hybrid (DI-engine's parameterised actions): ``action_shape`` is
+    ``{'action_type_shape': n, 'action_args_shape': d}`` and ``logit`` is ``{'action_type': (B, n), 'action_args':
+    {'mu', 'sigma'} (B, d)}``.
     """
 
     # Allowed values of the keyword arguments (policy.model.*), checked by create_model (ding/config/ranges.py).
@@ -45,7 +52,7 @@ class VAC(nn.Module):
     def __init__(
         self,
         obs_shape: int | Sequence[int],
-        action_shape: int | Sequence[int],
+        action_shape: int | Sequence[int] | Mapping[str, Any],
         action_space: str = "discrete",
         share_encoder: bool = True,
         encoder_hidden_size_list: Sequence[int] | None = None,
@@ -60,40 +67,50 @@ class VAC(nn.Module):
         bound_type: str | None = None,
         encoder: nn.Module | None = None,
     ) -> None:
-        """``encoder``: DI-engine's option, a module of the user's own used as the shared encoder (needs
-        ``share_encoder``); its output size is its ``output_size`` attribute, else ``encoder_hidden_size_list[-1]``."""
+        """``encoder``: DI-engine's option, a module of the user's own used as the shared encoder (without
+        ``share_encoder``: the actor's, the critic getting a copy); its output size is its ``output_size`` attribute,
+        else ``encoder_hidden_size_list[-1]``."""
         super().__init__()
         if action_space not in ACTION_SPACES:
             raise ValueError(f"VAC action_space: unknown {action_space!r}; use one of {ACTION_SPACES}")
         self.obs_shape = as_shape(obs_shape, "VAC obs_shape")
-        action_dim = as_shape(action_shape, "VAC action_shape")
-        if len(action_dim) != 1:
-            raise ValueError(f"VAC action_shape {action_dim}: use an int (n actions or action dimension)")
         self.action_space = action_space
-        self.share_encoder = share_encoder
+        self.share_encoder = bool(share_encoder)
         if encoder is not None:
-            if not share_encoder:
-                raise ValueError("VAC: a given encoder is shared by actor and critic; set share_encoder=True")
             feat = getattr(encoder, "output_size", None) or (list(encoder_hidden_size_list)[-1]
                                                            if encoder_hidden_size_list else None)
             if not isinstance(feat, int):
                 raise ValueError("VAC: the encoder's output size is unknown; give it an output_size attribute or "
                                  "set encoder_hidden_size_list (its last entry is the size)")
-            self.actor_encoder = self.critic_encoder = encoder
+            # not shared: the critic gets its own copy of the user's encoder (separate weights), as in DI-engine
+            self.actor_encoder = encoder
+            self.critic_encoder = encoder if self.share_encoder else copy.deepcopy(encoder)
         else:
             self.actor_encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-            self.critic_encoder = (self.actor_encoder if share_encoder else
+            self.critic_encoder = (self.actor_encoder if self.share_encoder else
                                    build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type))
             feat = self.actor_encoder.output_size
-        if action_space == "discrete":
-            self.actor_head: nn.Module = DiscreteHead(actor_head_hidden_size, action_dim[0], actor_head_layer_num,
-                                                      activation, norm_type, input_size=feat)
+        make_head = functools.partial(_actor_head, hidden=actor_head_hidden_size, layers=actor_head_layer_num,
+                                      feat=feat, activation=activation, norm_type=norm_type, sigma_type=sigma_type,
+                                      fixed_sigma_value=fixed_sigma_value, bound_type=bound_type)
+        self.multi_head = False
+        if action_space == "hybrid":
+            if not isinstance(action_shape, Mapping) or not {"action_type_shape", "action_args_shape"} <= set(
+                    action_shape):
+                raise ValueError(f"VAC action_shape {action_shape!r}: a hybrid action space needs a dict with "
+                                 f"'action_type_shape' and 'action_args_shape'")
+            self.action_shape: Any = action_shape
+            type_dim = as_shape(action_shape["action_type_shape"], "VAC action_type_shape")
+            args_dim = as_shape(action_shape["action_args_shape"], "VAC action_args_shape")
+            self.actor_head: nn.Module = nn.ModuleList([make_head("discrete", type_dim),
+                                                        make_head("continuous", args_dim)])
         else:
-            # with no hidden layer (actor_head_layer_num=0) mu and sigma read the encoder's features directly
-            hidden = actor_head_hidden_size if actor_head_layer_num > 0 else feat
-            self.actor_head = ReparameterizationHead(hidden, action_dim[0], actor_head_layer_num, sigma_type,
-                                                     fixed_sigma_value, activation, norm_type, bound_type,
-                                                     input_size=feat)
+            action_dim = as_shape(action_shape, "VAC action_shape")  # type: ignore[arg-type]  # a Mapping: refused
+            if len(action_dim) != 1 and action_space == "continuous":
+                raise ValueError(f"VAC action_shape {action_dim}: a continuous action is one int (its dimension)")
+            self.action_shape = action_dim[0] if len(action_dim) == 1 else action_dim
+            self.multi_head = len(action_dim) > 1
+            self.actor_head = make_head(action_space, action_dim)
         self.critic_head = RegressionHead(critic_head_hidden_size, 1, critic_head_layer_num, activation=activation,
                                           norm_type=norm_type, input_size=feat)
 
@@ -125,5 +142,21 @@ class VAC(nn.Module):
         return {"logit": self._actor_logit(actor_feat), "value": self.critic_head(critic_feat)["pred"]}
 
     def _actor_logit(self, feat: torch.Tensor) -> Any:
+        if self.action_space == "hybrid":
+            type_head, args_head = self.actor_head.children()
+            args = args_head(feat)
+            return {"action_type": type_head(feat)["logit"], "action_args": {"mu": args["mu"], "sigma": args["sigma"]}}
         out = self.actor_head(feat)
         return out["logit"] if self.action_space == "discrete" else {"mu": out["mu"], "sigma": out["sigma"]}
+
+
+def _actor_head(space: str, action_dim: tuple[int, ...], hidden: int, layers: int, feat: int,
+                activation: nn.Module | None, norm_type: str | None, sigma_type: str, fixed_sigma_value: float,
+                bound_type: str | None) -> nn.Module:
+    """A discrete head (a :class:`~ding.model.common.MultiHead` for several action dimensions) or a Gaussian one."""
+    if space == "discrete":
+        return discrete_head(DiscreteHead, hidden, action_dim, layer_num=layers, activation=activation,
+                             norm_type=norm_type, input_size=feat)
+    # with no hidden layer (layers=0) mu and sigma read the encoder's features directly
+    return ReparameterizationHead(hidden if layers > 0 else feat, action_dim[0], layers, sigma_type,
+                                  fixed_sigma_value, activation, norm_type, bound_type, input_size=feat)
