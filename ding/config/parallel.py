@@ -101,18 +101,20 @@ SYSTEM_CONFIG = dict(
     # imports again, about 2 s of CPU less per role) or 'exec' (a fresh interpreter each); CUDA configs always exec
     role_start="fork",
     heartbeat_interval=1.0,  # seconds between a slave's heartbeats
-    # nice steps by which a collector lowers its CPU priority at its start, so that the learner and the coordinator on
-    # a host shared with other work get the CPU first (docs/parallel.md, "How roles start"); 0: collectors keep theirs
-    collector_nice=0,
     # `ding -m parallel`: 'auto' pins each training process to a CPU core of its own where the machine has one to
-    # spare, and keeps the other roles off it while it trains flat out; 'exclusive' keeps them off it all along;
-    # 'off' leaves placement to the OS (docs/parallel.md, "CPU placement")
+    # spare, and keeps the other roles off it while it trains flat out; 'off' leaves placement to the OS
+    # (docs/parallel.md, "CPU placement")
     cpu_affinity="auto",
     master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),
     slurm=SLURM_CONFIG,
 )
+# ding-only system keys that were removed, and why (docs/benchmarks.md, Parallel mode: the A/B of each mechanism)
+REMOVED_SYSTEM_KEYS = {
+    "collector_nice": "reniced collectors made runs slower in the A/B (docs/benchmarks.md); collectors keep the "
+                      "launcher's priority",
+}
 PLATFORMS = ("local", "slurm")
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
 _PORT = between(0, 65535, integer=True, hint="0 picks a free port")
@@ -142,9 +144,8 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     "heartbeat_interval": greater_than(0),
     "master_lost_timeout": greater_than(0),
     "max_restarts": at_least(0, integer=True),
-    "collector_nice": between(0, 19, integer=True, hint="0 keeps the collectors' priority"),
     "role_start": one_of("fork", "exec"),
-    "cpu_affinity": one_of("auto", "exclusive", "off"),
+    "cpu_affinity": one_of("auto", "off"),
     "slurm.start_timeout": greater_than(0),
     **{f"slurm.{k}": c for k, c in _PLACEMENT_RANGES.items()},
     **{f"coordinator.{k}": c for k, c in _PLACEMENT_RANGES.items()},
@@ -187,7 +188,7 @@ def compile_config_parallel(
     problems = find_config_problems(user_system, SYSTEM_CONFIG, ["coordinator.learner", "coordinator.collector",
                                                                  "coordinator.operator_server", "slurm.srun_args"],
                                     src,
-                                    shown_path="system_config")
+                                    shown_path="system_config", removed=REMOVED_SYSTEM_KEYS)
     if problems:
         raise ConfigError(format_problems(problems))
     system = deep_merge_dicts(SYSTEM_CONFIG, user_system)

@@ -1,4 +1,5 @@
-"""Check the keys a user wrote against the merged defaults: unknown keys (with "did you mean") and wrong types."""
+"""Check the keys a user wrote against the merged defaults: unknown keys (with "did you mean"), removed keys (with
+what replaced them) and wrong types."""
 from __future__ import annotations
 
 import difflib
@@ -47,8 +48,12 @@ def find_config_problems(
     closed_paths: Iterable[str] = (),
     path: str = "",
     shown_path: str | None = None,
+    removed: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Every problem in ``user_cfg`` as one message per entry (empty list: all good).
+
+    ``removed`` maps the dotted path of a key that no longer exists to what replaced it (or why it went): a config
+    that still sets it gets that message instead of "unknown key".
 
     ``path`` is where ``user_cfg`` sits inside ``merged_cfg``'s tree (for the open/closed rules); ``shown_path`` is the
     prefix used in messages (e.g. ``create_config.env_manager`` for a create_config section placed at
@@ -56,7 +61,8 @@ def find_config_problems(
     """
     problems: list[str] = []
     rules = OpenSections(open_paths, closed_paths)
-    _walk(user_cfg, merged_cfg, path, path if shown_path is None else shown_path, rules, source or "<dict>", problems)
+    _walk(user_cfg, merged_cfg, path, path if shown_path is None else shown_path, rules, source or "<dict>", problems,
+          removed or {})
     return problems
 
 
@@ -92,7 +98,7 @@ def _join(prefix: str, key: str) -> str:
 
 
 def _walk(user: Mapping, schema: Mapping, path: str, shown: str, rules: OpenSections, source: str,
-          problems: list[str]) -> None:
+          problems: list[str], removed: Mapping[str, str]) -> None:
     for key, value in user.items():
         if not isinstance(key, str):
             problems.append(f"{_join(shown, repr(key))}: config keys must be strings, got {type(key).__name__} "
@@ -103,7 +109,9 @@ def _walk(user: Mapping, schema: Mapping, path: str, shown: str, rules: OpenSect
         key_path, key_shown = _join(path, key), _join(shown, key)
         free = rules.is_open(key_path)
         if key not in schema:
-            if not free:
+            if key_path in removed:
+                problems.append(f"{key_shown}: this key was removed ({removed[key_path]}); delete it (in {source})")
+            elif not free:
                 problems.append(f"{key_shown}: unknown key (in {source}); {_suggest(key, schema)}")
             continue
         default = schema[key]
@@ -115,7 +123,7 @@ def _walk(user: Mapping, schema: Mapping, path: str, shown: str, rules: OpenSect
         # An empty default dict is a placeholder: its contents are free. Otherwise look inside (a closed
         # sub-section may sit below an open one).
         if isinstance(value, Mapping) and isinstance(default, Mapping) and default:
-            _walk(value, default, key_path, key_shown, rules, source, problems)
+            _walk(value, default, key_path, key_shown, rules, source, problems, removed)
 
 
 def _suggest(key: str, schema: Mapping) -> str:

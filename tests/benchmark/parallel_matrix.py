@@ -67,10 +67,6 @@ _COMMANDER = "main.policy.other.commander."
 MECHANISMS = {m.name: m for m in (
     Mechanism("governor", "system.cpu_affinity 'auto' (trainer pinned, placement governor) vs 'off'",
               {"system.cpu_affinity": "auto"}, {"system.cpu_affinity": "off"}),
-    Mechanism("exclusive", "system.cpu_affinity 'exclusive' (trainer's core kept free) vs 'off'",
-              {"system.cpu_affinity": "exclusive"}, {"system.cpu_affinity": "off"}),
-    Mechanism("collector_nice", "system.collector_nice 10 (collectors reniced, autogroup) vs 0",
-              {"system.collector_nice": 10}, {"system.collector_nice": 0}),
     Mechanism("role_start", "system.role_start 'fork' (forked roles) vs 'exec'",
               {"system.role_start": "fork"}, {"system.role_start": "exec"}),
     Mechanism("train_process", "system.learner0.train_process True (forked training process) vs False",

@@ -104,30 +104,15 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
         compile_config_parallel(main, create, system, save_cfg=False)
 
 
-def test_collector_nice_reaches_collectors_only(in_tmp_dir):
-    from ding.parallel.launch.dist import role_config
-
-    main, create, system = _configs()
-    system.collector_nice = 7
-    cfg = compile_config_parallel(main, create, system, save_cfg=False)
-    assert role_config(cfg.system, "collector", "collector0").collector_nice == 7
-    assert "collector_nice" not in role_config(cfg.system, "learner", "learner0")  # the learner keeps its priority
-    default = compile_config_parallel(*_configs("par2"), save_cfg=False)
-    assert role_config(default.system, "collector", "collector1").collector_nice == 0
-
-
-@pytest.mark.skipif(not hasattr(os, "nice"), reason="no nice values on this OS")
-def test_lower_priority_raises_the_nice_value_of_the_process_and_its_later_threads():
-    import subprocess
-    import sys
-
-    code = ("import os, threading; from ding.parallel.launch.role_process import lower_priority; before = os.nice(0); "
-            "assert lower_priority(3); seen = []; t = threading.Thread(target=lambda: seen.append(os.nice(0))); "
-            "t.start(); t.join(); print(before, os.nice(0), seen[0], lower_priority(0))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    before, after, thread, zero = out.stdout.split()
-    assert int(after) == min(19, int(before) + 3) and int(thread) == int(after) and zero == "False"
+def test_a_removed_key_is_one_error_saying_it_was_removed(in_tmp_dir):
+    main, create, system = _configs("removed")
+    system.collector_nice = 5
+    with pytest.raises(ConfigError) as e:
+        compile_config_parallel(main, create, system, save_cfg=False, source="cfg.py")
+    text = str(e.value)
+    assert text.startswith("system_config.collector_nice: this key was removed (") and "cfg.py" in text, text
+    assert "unknown key" not in text and "\n" not in text, text
+    assert not os.path.exists("removed"), "a refused config left a run directory behind"
 
 
 def test_rename_experiment_moves_the_shared_directories(in_tmp_dir):
@@ -177,7 +162,7 @@ def test_on_policy_algorithms_are_refused_in_parallel_mode(in_tmp_dir):
     ({"heartbeat_interval": 0}, "system_config.heartbeat_interval: must be > 0"),
     ({"master_lost_timeout": 0}, "system_config.master_lost_timeout"),
     ({"max_restarts": -1}, "system_config.max_restarts"),
-    ({"collector_nice": 20}, "system_config.collector_nice: must be in [0, 19]"),
+    ({"cpu_affinity": "exclusive"}, "system_config.cpu_affinity: 'exclusive' is not 'auto' or 'off'"),
     ({"heartbeat_interval": 12.0}, "is not below coordinator.heartbeat_timeout (10 s)"),
     ({"collector0": {"port": -2}}, "system_config.collector0.port"),
 ])

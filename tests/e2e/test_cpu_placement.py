@@ -1,6 +1,6 @@
 """``ding -m parallel`` places its real processes (system_config.cpu_affinity): 'auto' pins the training process to a
-core of its own and moves the other roles off it while it trains flat out (CartPole's learner does); 'exclusive' keeps
-every other role and the launcher off that core all along; 'off' leaves every process on all the CPUs it was given."""
+core of its own and moves the other roles off it while it trains flat out (CartPole's learner does); 'off' leaves
+every process on all the CPUs it was given."""
 from __future__ import annotations
 
 import os
@@ -81,19 +81,6 @@ def test_auto_pins_the_trainer_and_moves_the_others_off_its_core_while_it_trains
     trainer = seen.pop("trainer0")
     assert len(trainer) == 1 and trainer <= allowed, (trainer, allowed)
     assert set(seen.values()) == {allowed - trainer}, seen
-
-
-@pytest.mark.timeout(240)
-def test_exclusive_keeps_every_other_role_off_the_trainers_core(workdir):
-    allowed = frozenset(os.sched_getaffinity(0))
-    seen, log = _placed_run(workdir, "apart", "exclusive")
-    assert "cpu_affinity='exclusive'" in log, log
-    trainer = seen.pop("trainer0")
-    assert len(trainer) == 1 and trainer <= allowed, (trainer, allowed)
-    shared = set(seen.values())
-    assert len(shared) == 1, seen  # the learner's HTTP half, the collectors and the launcher (the coordinator) share
-    others = shared.pop()
-    assert others and not others & trainer and others | trainer <= allowed, (others, trainer)
 
 
 @pytest.mark.timeout(240)

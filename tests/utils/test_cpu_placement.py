@@ -29,29 +29,21 @@ from ding.parallel.launch.cpu_placement import (
 
 def test_auto_pins_the_trainer_to_the_last_free_cpu_and_leaves_the_others_free():
     placement, why = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
-    assert placement == CpuPlacement({"learner0": frozenset({1})}, None)
+    assert placement == CpuPlacement({"learner0": frozenset({1})})
     assert "learner0's training on CPU 1; the other roles kept off it while it trains flat out" in why
     assert "'off'" in why
 
 
-def test_exclusive_keeps_the_other_roles_off_the_trainers_cpus():
-    placement, why = plan_placement("exclusive", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
-    assert placement == CpuPlacement({"learner0": frozenset({1})}, frozenset({0}))
-    assert "the other roles on CPU 0" in why and "cpu_affinity='exclusive'" in why
-
-
 def test_a_bigger_machine_with_two_learners_of_two_threads_each():
-    placement, _ = plan_placement("exclusive", ["learner0", "learner1"], 2, allowed=frozenset(range(8)),
+    placement, _ = plan_placement("auto", ["learner0", "learner1"], 2, allowed=frozenset(range(8)),
                                   reserved=frozenset())
     assert placement is not None
     assert placement.trainers == {"learner0": frozenset({4, 5}), "learner1": frozenset({6, 7})}
-    assert placement.others == frozenset({0, 1, 2, 3})
 
 
 def test_a_cpu_held_by_another_runs_trainer_is_not_taken():
-    placement, _ = plan_placement("exclusive", ["learner0"], 1, allowed=frozenset({0, 1, 2}),
-                                  reserved=frozenset({2}))
-    assert placement == CpuPlacement({"learner0": frozenset({1})}, frozenset({0}))
+    placement, _ = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1, 2}), reserved=frozenset({2}))
+    assert placement == CpuPlacement({"learner0": frozenset({1})})
     placement, why = plan_placement("auto", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset({1}))
     assert placement is None and "1 held by another run's trainer" in why and "the OS places every role" in why
 
@@ -66,18 +58,18 @@ def test_no_placement_without_a_core_to_spare(allowed):
 def test_off_places_nothing_and_a_wrong_setting_is_refused():
     placement, why = plan_placement("off", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
     assert placement is None and "cpu_affinity='off'" in why
-    with pytest.raises(ValueError, match="cpu_affinity must be one of 'auto', 'exclusive', 'off', got 'on'"):
+    with pytest.raises(ValueError, match="cpu_affinity must be one of 'auto', 'off', got 'on'"):
         plan_placement("on", ["learner0"], 1, allowed=frozenset({0, 1}), reserved=frozenset())
 
 
 def test_the_placement_travels_through_the_environment():
-    placement = CpuPlacement({"learner0": frozenset({7}), "learner1": frozenset({5, 6})}, frozenset({0, 1, 2, 4}))
+    placement = CpuPlacement({"learner0": frozenset({7}), "learner1": frozenset({5, 6})})
     text = placement.to_env()
-    assert text == "learner0=7;learner1=5-6;others=0-2,4"
+    assert text == "learner0=7;learner1=5-6"
     assert CpuPlacement.from_env(text) == placement
     free = CpuPlacement({"learner0": frozenset({1})})
     assert free.to_env() == "learner0=1" and CpuPlacement.from_env("learner0=1") == free
-    for bad in ("learner0=x", "others=", "learner0", "=1", "learner0=1-;others=0"):
+    for bad in ("learner0=x", "learner1=", "learner0", "=1", "learner0=1-;learner1=0"):
         with pytest.raises(ValueError, match=PLACEMENT_ENV):
             CpuPlacement.from_env(bad)
 
@@ -154,12 +146,9 @@ def _apply_in_child(env: dict, trains: bool, out) -> None:
                     reason="pinning needs Linux and two CPUs")
 def test_apply_placement_takes_this_processs_part():
     cpus = sorted(os.sched_getaffinity(0))
-    exclusive = CpuPlacement({"learner0": frozenset({cpus[-1]})}, frozenset(cpus[:-1]))
     auto = CpuPlacement({"learner0": frozenset({cpus[-1]})})
     ctx = mp.get_context("fork")
-    for placement, trains, want, now_want in ((exclusive, True, {cpus[-1]}, {cpus[-1]}),
-                                              (exclusive, False, set(cpus[:-1]), set(cpus[:-1])),
-                                              (auto, True, {cpus[-1]}, {cpus[-1]}),
+    for placement, trains, want, now_want in ((auto, True, {cpus[-1]}, {cpus[-1]}),
                                               (auto, False, None, set(cpus))):  # 'auto': the others stay free
         out = ctx.Queue()
         p = ctx.Process(target=_apply_in_child, args=({PLACEMENT_ENV: placement.to_env()}, trains, out))
@@ -243,7 +232,7 @@ def test_a_process_pinned_to_a_trainers_cpu_trains_whatever_its_name():
     free = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         assert pinned.stdout is not None and pinned.stdout.readline().strip() == "ready"
-        tree = RunTree(os.getpid(), [frozenset({cpu})])
+        tree = RunTree(os.getpid(), [frozenset({cpu})], roles=lambda: [pinned.pid, free.pid])
         deadline = time.monotonic() + 10
         while free.pid not in tree.others() and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -3,8 +3,6 @@ newer one, a failed write stops training with its cause), learn tasks woken once
 publishing cadence (send_policy_freq and send_policy_interval), and the role process's batch scheduling."""
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 import pytest
@@ -116,16 +114,3 @@ def test_policy_is_published_every_freq_iterations_at_most_every_interval(tmp_pa
     finally:
         comm._publisher.close()
         comm.close()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_BATCH is Linux's")
-def test_role_process_asks_for_batch_scheduling_inherited_by_its_threads():
-    import subprocess
-
-    code = ("import os, threading; from ding.parallel.launch.role_process import prefer_batch_scheduling as p; "
-            "ok = p(); seen = []; t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0))); "
-            "t.start(); t.join(); print(ok, os.sched_getscheduler(0) == os.SCHED_BATCH, seen[0] == os.SCHED_BATCH)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env=dict(os.environ))
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["True", "True", "True"]

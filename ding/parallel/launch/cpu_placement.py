@@ -1,20 +1,11 @@
-"""Where the processes of a local parallel run may run: each training process pinned to a core of its own
-(``system_config.cpu_affinity``, docs/parallel.md "CPU placement").
+"""Where the processes of a local parallel run may run: each training process pinned to a core of its own while the
+other roles are moved off it only while it trains flat out (``system_config.cpu_affinity``, docs/parallel.md "CPU
+placement"; the A/B is in docs/benchmarks.md, Parallel mode).
 
-On a 2-core machine a parallel run's roles want more CPU than there is while they collect and train at once. Left to
-the scheduler, the training thread of a 3,000-iteration CartPole run waited 1.5 s for a core
-(``/proc/<tid>/schedstat``) and trained at 0.45-0.55x the speed of the same update alone. Lower priorities for the
-other roles (nice values, their sessions' autogroups) did not change that; pinning the training process did: 0.68x
-with the other roles free to use its core, 0.83x with them kept off it ('exclusive'), which costs a collection-bound
-run a core, and 0.78-0.82x (five sittings) with them kept off it only while it trains flat out ('auto',
-:class:`PlacementGovernor`), with every other figure of the benchmark as good as with them free (docs/benchmarks.md,
-Parallel mode).
-
-``ding -m parallel`` plans the placement before it starts any role (:func:`plan_placement`), hands it to every role in
-:data:`PLACEMENT_ENV`, and each process applies its part to itself when it starts (:func:`apply_placement`): the
-training process of ``learner0`` (and every other member of a learner group) its own CPUs; with ``'exclusive'``
-every other process the remaining ones, the launcher too (it hosts the coordinator; restored when the run ends); with
-``'auto'`` the launcher's governor moves the other processes of its tree while the run lasts.
+``ding -m parallel`` plans the placement before it starts any role (:func:`plan_placement`; nothing where the machine
+has a CPU for every process of the run), hands it to every role in :data:`PLACEMENT_ENV`, and each training process
+pins itself when it starts (:func:`apply_placement`); the launcher's :class:`PlacementGovernor` moves the run's other
+role processes while the run lasts.
 """
 from __future__ import annotations
 
@@ -35,21 +26,17 @@ _TRAINER_COMM = re.compile(r"^ding-(trainer|learner[1-9]\d*$)")  # processes tha
 
 @dataclass(frozen=True)
 class CpuPlacement:
-    """The CPUs of each training process (by learner name) and, where the other roles are kept off those, the CPUs of
-    everything else (``others``; None: the other roles keep every CPU they were given)."""
+    """The CPUs of each training process (by learner name)."""
 
     trainers: dict[str, frozenset[int]] = field(default_factory=dict)
-    others: frozenset[int] | None = None
 
     def to_env(self) -> str:
-        """``learner0=1`` or ``learner0=1;others=0``: what :meth:`from_env` reads."""
-        parts = [f"{name}={format_cpus(cpus)}" for name, cpus in sorted(self.trainers.items())]
-        return ";".join(parts + ([f"others={format_cpus(self.others)}"] if self.others is not None else []))
+        """``learner0=1;learner1=2-3``: what :meth:`from_env` reads."""
+        return ";".join(f"{name}={format_cpus(cpus)}" for name, cpus in sorted(self.trainers.items()))
 
     @classmethod
     def from_env(cls, text: str) -> CpuPlacement:
         trainers: dict[str, frozenset[int]] = {}
-        others: frozenset[int] | None = None
         for part in filter(None, text.split(";")):
             name, sep, cpus = part.partition("=")
             if not sep or not name:
@@ -59,17 +46,12 @@ class CpuPlacement:
             if not parsed:
                 raise ValueError(f"{PLACEMENT_ENV}={text!r} (environment variable, set by ding -m parallel): {name} "
                                  "has no CPUs; unset it to let the OS place the processes")
-            if name == "others":
-                others = parsed
-            else:
-                trainers[name] = parsed
-        return cls(trainers, others)
+            trainers[name] = parsed
+        return cls(trainers)
 
     def describe(self) -> str:
         who = ", ".join(f"{name}'s training on CPU {format_cpus(cpus)}" for name, cpus in sorted(self.trainers.items()))
-        if self.others is None:
-            return f"{who}; the other roles kept off it while it trains flat out, on every CPU while it waits for data"
-        return f"{who}; the other roles on CPU {format_cpus(self.others)}"
+        return f"{who}; the other roles kept off it while it trains flat out, on every CPU while it waits for data"
 
 
 def format_cpus(cpus: Iterable[int]) -> str:
@@ -131,7 +113,7 @@ def cpus_reserved_by_other_runs(proc: str = "/proc") -> frozenset[int]:
     return frozenset(held)
 
 
-SETTINGS = ("auto", "exclusive", "off")
+SETTINGS = ("auto", "off")
 
 
 def plan_placement(setting: str, learners: list[str], threads_per_trainer: int = 1,
@@ -143,8 +125,7 @@ def plan_placement(setting: str, learners: list[str], threads_per_trainer: int =
     ``'off'``: none. ``'auto'``: each trainer is pinned to CPUs of its own, taken from the end of the allowed set and
     not held by another run's trainer, when at least one allowed CPU is left besides them; the other roles start on
     every CPU, and the launcher's :class:`PlacementGovernor` moves them off the trainers' CPUs while the trainers are
-    busy and back while they wait for data. ``'exclusive'``: the other roles are kept off the trainers' CPUs all along
-    (the learner never shares its core; collection gets the rest only).
+    busy and back while they wait for data.
     ``allowed`` / ``reserved`` default to this process's affinity and :func:`cpus_reserved_by_other_runs`."""
     if setting == "off":
         return None, "CPU placement off (system_config.cpu_affinity='off'): the OS places every role"
@@ -163,9 +144,7 @@ def plan_placement(setting: str, learners: list[str], threads_per_trainer: int =
         return None, (f"CPU placement: none ({len(allowed)} CPUs{held}; a core of its own for each of {len(learners)} "
                       f"training process(es) needs {need + 1}): the OS places every role")
     take = free[len(free) - need:]
-    trainers = {name: frozenset(take[i * threads:(i + 1) * threads]) for i, name in enumerate(learners)}
-    others = frozenset(set(free) - set(take)) if setting == "exclusive" else None
-    placement = CpuPlacement(trainers, others)
+    placement = CpuPlacement({name: frozenset(take[i * threads:(i + 1) * threads]) for i, name in enumerate(learners)})
     return placement, (f"CPU placement: {placement.describe()} (system_config.cpu_affinity={setting!r}; 'off' "
                        "leaves it to the OS)")
 
@@ -193,16 +172,13 @@ def pin_process(cpus: Iterable[int], pid: int | None = None) -> bool:
 
 def apply_placement(name: str, trains: bool, env: dict[str, str] | None = None) -> frozenset[int] | None:
     """Apply this process's part of the placement in :data:`PLACEMENT_ENV` (none set: nothing to do): the CPUs of
-    learner ``name``'s training when this process ``trains``, else the other roles' CPUs where the placement keeps
-    them apart. The CPUs applied, or None (nothing applied)."""
+    learner ``name``'s training when this process ``trains`` (the other roles are moved by the launcher's governor).
+    The CPUs applied, or None (nothing applied)."""
     text = (os.environ if env is None else env).get(PLACEMENT_ENV, "")
-    if not text:
+    if not text or not trains:
         return None
-    placement = CpuPlacement.from_env(text)
-    cpus = placement.trainers.get(name) if trains else None
-    if cpus is None:  # not a trainer (or a learner the plan did not count)
-        cpus = placement.others
-    if cpus is None:
+    cpus = CpuPlacement.from_env(text).trainers.get(name)
+    if cpus is None:  # a learner the plan did not count
         return None
     return cpus if pin_process(cpus) else None
 
@@ -255,16 +231,16 @@ def cpu_seconds(pid: int, proc: str = "/proc") -> float | None:
 
 
 class RunTree:
-    """The process tree under ``root`` (a launcher), split into the processes that train and the others (read again
-    at most once every ``max_age`` seconds: roles restart, collectors start env workers). A process trains when its
-    name says so (``ding-trainerN``, a group's ``ding-learnerN``) or when it pinned itself to a trainer's CPUs (a
-    ``learner0`` that trains in its own process: a group's leader, or ``train_process=False``)."""
+    """The run's processes: ``root`` (the launcher) and the role processes ``roles()`` names with what runs under
+    them (never the launcher's other children, e.g. a notebook's), split into the processes that train and the others
+    (read again at most once every ``max_age`` seconds: roles restart, collectors start env workers). A process trains
+    when its name says so (``ding-trainerN``, a group's ``ding-learnerN``) or when it pinned itself to a trainer's CPUs
+    (a ``learner0`` that trains in its own process: a group's leader, or ``train_process=False``)."""
 
-    def __init__(self, root: int, trainer_cpus: list[frozenset[int]], max_age: float = 1.0,
-                 proc: str = "/proc", roles: Callable[[], Iterable[int]] | None = None) -> None:
+    def __init__(self, root: int, trainer_cpus: list[frozenset[int]], roles: Callable[[], Iterable[int]],
+                 max_age: float = 1.0, proc: str = "/proc") -> None:
         self.root = int(root)
-        self._roles = roles  # the run's role processes: only they and what runs under them are the run's (a caller's
-        # other children, e.g. a notebook's, are not); None: everything under root
+        self._roles = roles
         self._trainer_cpus = list(trainer_cpus)
         self._max_age = float(max_age)
         self._proc = proc
@@ -276,10 +252,7 @@ class RunTree:
         if time.monotonic() - self._at < self._max_age:
             return
         self._at = time.monotonic()
-        if self._roles is None:
-            tree = process_tree(self.root, self._proc)
-        else:
-            tree = [self.root] + [p for pid in self._roles() for p in process_tree(int(pid), self._proc)]
+        tree = [self.root] + [p for pid in self._roles() for p in process_tree(int(pid), self._proc)]
         self._trainers = [p for p in tree if is_trainer(p, self._proc) or _affinity(p) in self._trainer_cpus]
         self._others = [p for p in tree if p not in self._trainers]
 
@@ -305,10 +278,8 @@ class PlacementGovernor:
     """``cpu_affinity='auto'``: keep the other processes of the run off the trainers' CPUs while the trainers are
     busy, and let them back while the trainers wait for data.
 
-    Measured on 2 cores (docs/benchmarks.md, Parallel mode): with the other roles always kept off the trainer's core,
-    the learner trained at 0.83x the update alone but a collection-bound run lost a core (2 ms of CPU per env step:
-    1.93x serial's time); with them always allowed on it, the reverse (0.68x; 0.56x). Which one a run needs changes
-    with its env and during the run, so the launcher looks every ``period`` seconds: a trainer that used at least
+    Whether the learner or collection is the bottleneck changes with the env and during the run, so the launcher
+    looks every ``period`` seconds: a trainer that used at least
     ``busy_above`` of a core since the last look is the bottleneck, and the others move off its CPUs; once it uses
     ``idle_below`` or less (it waits for data: collection is the bottleneck), they may use every CPU again.
 

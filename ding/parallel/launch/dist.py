@@ -20,7 +20,7 @@ from easydict import EasyDict
 
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
 from ding.parallel.launch.cpu_placement import apply_placement
-from ding.parallel.launch.role_process import die_with_parent, lower_priority, prefer_batch_scheduling, set_process_name
+from ding.parallel.launch.role_process import die_with_parent, set_process_name
 from ding.parallel.launch.slurm import ADDRESS_FILE, read_address
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
@@ -35,7 +35,7 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
                    host="127.0.0.1", port=0)
     keys = ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy")
-    for key in keys + (("collector_nice",) if role == "collector" else ()):
+    for key in keys:
         if system.get(key) is not None:
             cfg[key] = system[key]
     cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
@@ -67,9 +67,6 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
-    prefer_batch_scheduling()  # before any thread starts: they inherit it (so does the nice value below)
-    if role == "collector":
-        lower_priority(int(cfg.get("collector_nice", 0) or 0))
     setup_torch_threads()
     member = role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0
     apply_placement(name, trains=member)  # (ding -m parallel's CPU placement; a learner0 that trains itself: later)

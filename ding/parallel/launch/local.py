@@ -235,10 +235,10 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
 
 
 class _Placed:
-    """This process (it hosts the coordinator) and the roles under it placed by ``placement`` while the run lasts:
-    kept off the trainers' CPUs from the start ('exclusive'), or moved off and back by a :class:`PlacementGovernor`
-    once the roles run ('auto': :meth:`govern`; a thread, so not before the roles are forked). This process's threads
-    get their affinity back at the end (a caller of parallel_pipeline keeps its own)."""
+    """This process (it hosts the coordinator) and the run's roles placed by ``placement`` while the run lasts: moved
+    off the trainers' CPUs and back by a :class:`PlacementGovernor` once the roles run (:meth:`govern`; a thread, so
+    not before the roles are forked). This process's threads get their affinity back at the end (a caller of
+    parallel_pipeline keeps its own)."""
 
     def __init__(self, placement: CpuPlacement | None) -> None:
         self.placement = placement
@@ -246,14 +246,12 @@ class _Placed:
         self.governor: PlacementGovernor | None = None
 
     def __enter__(self) -> _Placed:
-        if self.placement is not None and self.placement.others is not None:
-            pin_process(self.placement.others)
         return self
 
     def govern(self, roles: Callable[[], list[int]]) -> None:
         """Start moving the run's processes: this one and ``roles()`` (the role processes) with what runs under them;
         nothing else this process started."""
-        if self.placement is None or self.placement.others is not None or self.governor is not None:
+        if self.placement is None or self.governor is not None:
             return
         tree = RunTree(os.getpid(), list(self.placement.trainers.values()), roles=roles)
         self.governor = PlacementGovernor(frozenset().union(*self.placement.trainers.values()), self._before,
