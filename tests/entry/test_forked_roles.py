@@ -1,5 +1,5 @@
 """Roles forked from the launcher (ding/parallel/launch/forked_roles.py):
-released, discarded, refused with threads running.
+released, discarded, refused with threads running (Python's or native ones).
 
 Each check runs in a fresh interpreter (the way ``ding -m parallel``'s launcher forks: before it starts a thread);
 the whole-run behaviour (names, kills, restarts, Ctrl-C) is covered by tests/e2e with the default role_start='fork'.
@@ -62,6 +62,34 @@ def test_no_fork_while_another_thread_runs(tmp_path):
     stdout, _ = _run(tmp_path, "threads")
     assert "REASON 2 threads run in the launcher already" in stdout
     assert "REFUSED fork_role: cannot fork a role (2 threads" in stdout
+
+
+NATIVE = textwrap.dedent('''
+    import os, sys, threading
+    from ding.parallel.launch.forked_roles import can_fork, os_thread_count
+    from ding.parallel.launch.local import LocalProcesses
+    print("BEFORE", can_fork())
+    import torch  # a torch op starts torch's native intra-op pool: Python's own count does not see it
+    torch.set_num_threads(2)
+    torch.ones(300, 300) @ torch.ones(300, 300)
+    print("PYTHON_THREADS", threading.active_count(), "OS_THREADS", os_thread_count())
+    print("REASON", can_fork())
+    with LocalProcesses(os.path.join(sys.argv[1], "cfg.py"), os.path.join(sys.argv[1], "exp"), "t" * 24, 0) as p:
+        p.prefork([("collector0", "collector")])
+        print("FORKED", sorted(p._forked))
+''')
+
+
+def test_a_native_thread_makes_the_launcher_start_its_roles_by_exec(tmp_path):
+    """Issue 36, item 14: can_fork() counted Python threads only, so the launcher forked while torch's native
+    intra-op pool ran; it counts the OS's threads (/proc/self/task) and starts the roles by exec instead, saying why."""
+    out = subprocess.run([sys.executable, "-c", NATIVE, str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "BEFORE None" in out.stdout, out.stdout  # numpy's BLAS pool alone does not stop a fork
+    assert "PYTHON_THREADS 1 " in out.stdout, out.stdout
+    assert "native thread(s) run in the launcher already" in out.stdout.split("REASON ", 1)[1], out.stdout
+    assert "ding: the roles start by exec, not fork (" in out.stdout and "FORKED []" in out.stdout, out.stdout
 
 
 PRELOAD = textwrap.dedent('''

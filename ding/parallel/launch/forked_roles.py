@@ -50,12 +50,48 @@ def preload_role_modules() -> None:
 
 
 def can_fork() -> str | None:
-    """Why this process cannot fork a role now (None: it can): not on Linux/macOS, or other threads run already."""
+    """Why this process cannot fork a role now (None: it can): not on Linux/macOS, or other threads run already.
+    Threads are counted by the OS (``/proc/self/task``), so native ones count too (torch's intra-op pool once an op
+    ran, a library's own threads), except the worker threads of numpy's OpenBLAS: they stop across a fork
+    (OpenBLAS's ``pthread_atfork`` handler) and are started again on the next call."""
     if not hasattr(os, "fork"):
         return "os.fork is not available here"
     if threading.active_count() != 1:
         return f"{threading.active_count()} threads run in the launcher already"
+    native = os_thread_count() - 1 - _blas_pool_threads()
+    if native > 0:
+        return f"{native} native thread(s) run in the launcher already (e.g. torch's intra-op pool after an op)"
     return None
+
+
+def os_thread_count() -> int:
+    """This process's threads as the OS counts them (Python's and native ones alike)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:  # (no /proc: Python's own count is all there is)
+        return threading.active_count()
+
+
+def _blas_pool_threads() -> int:
+    """The worker threads of the OpenBLAS numpy loaded (its pool: one thread fewer than its thread count), 0 where
+    there is none or it cannot be asked."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
+    except OSError:
+        return 0
+    for path in sorted(p for p in paths if p.startswith("/")):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
+            get = getattr(lib, symbol, None)
+            if get is not None:
+                return max(0, int(get()) - 1)
+    return 0
 
 
 class ForkedRole:

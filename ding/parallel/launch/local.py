@@ -107,11 +107,15 @@ class LocalProcesses:
     def prefork(self, roles: list[tuple[str, str]]) -> None:
         """Fork the first role processes now, while this process has no thread (see
         :mod:`ding.parallel.launch.forked_roles`): they skip the imports an exec'd role does. Where forking is not
-        possible now, they are exec'd at :meth:`start`, as restarts always are."""
-        if can_fork() is None:
-            preload_role_modules()
-            for name, role in roles:
-                self._forked[name] = fork_role(self._argv(name, role), self._env(), self._child(name, role).log_path)
+        possible now (other threads run: a fork would copy their locks half-held), they are exec'd at :meth:`start`,
+        as restarts always are, and one line says why."""
+        reason = can_fork()
+        if reason is not None:
+            print(f"ding: the roles start by exec, not fork ({reason})", flush=True)
+            return
+        preload_role_modules()
+        for name, role in roles:
+            self._forked[name] = fork_role(self._argv(name, role), self._env(), self._child(name, role).log_path)
 
     def listening_at(self, host: str, port: int) -> None:
         self._host, self._port = host, int(port)
