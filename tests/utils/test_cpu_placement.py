@@ -265,3 +265,22 @@ def test_only_the_runs_roles_and_what_runs_under_them_are_moved():
         for p in (role, unrelated):
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize("cpus, placed", [(8, False), (5, False), (4, True), (2, True)])
+def test_a_machine_with_a_cpu_for_every_process_of_the_run_places_nothing(monkeypatch, cpus, placed):
+    """Issue 37: with at least as many CPUs as the run has processes (the launcher and its 4 roles here), no process
+    is pinned or moved by default; the CPU count is faked where the launcher reads it (this process's affinity)."""
+    from easydict import EasyDict
+
+    from ding.parallel.launch.local import plan_run_placement
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(os, "listdir", lambda path: [])  # (no other run's trainer holds a CPU)
+    roles = [("learner0", "learner"), ("collector0", "collector"), ("collector1", "collector"),
+             ("collector2", "collector")]
+    placement, why = plan_run_placement(EasyDict(system=EasyDict()), roles)  # the default cpu_affinity, 'auto'
+    if placed:
+        assert placement == CpuPlacement({"learner0": frozenset({cpus - 1})}), why
+    else:
+        assert placement is None and f"{cpus} CPUs for the run's 5 processes: a CPU for each" in why, why

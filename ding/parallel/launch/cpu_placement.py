@@ -117,15 +117,16 @@ SETTINGS = ("auto", "off")
 
 
 def plan_placement(setting: str, learners: list[str], threads_per_trainer: int = 1,
-                   allowed: frozenset[int] | None = None,
-                   reserved: frozenset[int] | None = None) -> tuple[CpuPlacement | None, str]:
-    """The placement for a run whose training processes are ``learners`` (one per learner), each running
-    ``threads_per_trainer`` torch threads, and a line saying what was decided and why.
+                   allowed: frozenset[int] | None = None, reserved: frozenset[int] | None = None,
+                   processes: int = 0) -> tuple[CpuPlacement | None, str]:
+    """The placement for a run of ``processes`` processes whose training processes are ``learners`` (one per
+    learner), each running ``threads_per_trainer`` torch threads, and a line saying what was decided and why.
 
-    ``'off'``: none. ``'auto'``: each trainer is pinned to CPUs of its own, taken from the end of the allowed set and
-    not held by another run's trainer, when at least one allowed CPU is left besides them; the other roles start on
-    every CPU, and the launcher's :class:`PlacementGovernor` moves them off the trainers' CPUs while the trainers are
-    busy and back while they wait for data.
+    ``'off'``: none. ``'auto'``: none where the allowed CPUs are at least as many as the run's ``processes`` (each
+    can have a CPU: nothing to gain; 0: not counted); else each trainer is pinned to CPUs of its own, taken from the
+    end of the allowed set and not held by another run's trainer, when at least one allowed CPU is left besides them;
+    the other roles start on every CPU, and the launcher's :class:`PlacementGovernor` moves them off the trainers'
+    CPUs while the trainers are busy and back while they wait for data.
     ``allowed`` / ``reserved`` default to this process's affinity and :func:`cpus_reserved_by_other_runs`."""
     if setting == "off":
         return None, "CPU placement off (system_config.cpu_affinity='off'): the OS places every role"
@@ -135,6 +136,9 @@ def plan_placement(setting: str, learners: list[str], threads_per_trainer: int =
     allowed = allowed_cpus() if allowed is None else allowed
     if not allowed:
         return None, "CPU placement: this OS has no CPU affinity; the OS places every role"
+    if len(allowed) >= processes > 0:
+        return None, (f"CPU placement: none ({len(allowed)} CPUs for the run's {processes} processes: a CPU for each): "
+                      "the OS places every role")
     reserved = cpus_reserved_by_other_runs() if reserved is None else reserved
     threads = max(1, threads_per_trainer)
     need = len(learners) * threads

@@ -217,8 +217,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     roles = [(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
 
-    placement, why = plan_placement(str(cfg.system.get("cpu_affinity", "auto")),
-                                    [name for name, role in roles if role == "learner"], requested_torch_threads())
+    placement, why = plan_run_placement(cfg, roles)
     print(f"ding: {why}", flush=True)
     with LocalProcesses(os.path.join(exp, "total_config.py"), exp, token, cfg.system.max_restarts,
                         placement) as procs, _Placed(placement) as placed:
@@ -236,6 +235,14 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
         return drive_coordinator(
             cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
             resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
+
+
+def plan_run_placement(cfg: Any, roles: list[tuple[str, str]]) -> tuple[CpuPlacement | None, str]:
+    """The CPU placement of a local run of ``roles`` (:func:`plan_placement`): its processes are this launcher and
+    one per role, so a machine with a CPU for each places nothing."""
+    return plan_placement(str(cfg.system.get("cpu_affinity", "auto")),
+                          [name for name, role in roles if role == "learner"], requested_torch_threads(),
+                          processes=1 + len(roles))
 
 
 class _Placed:
