@@ -22,8 +22,9 @@ class BDQ(nn.Module):
     (each branch acts by its own argmax). ``num_branches`` is an int or a one-element shape such as ``(6,)``.
     """
 
-    config_ranges = {**DQN.config_ranges, "num_branches": at_least(1, integer=True),
-                     "action_bins_per_branch": at_least(1, integer=True)}
+    config_ranges = {**{k: v for k, v in DQN.config_ranges.items() if k not in ("action_shape", "head_layer_num")},
+                     "num_branches": at_least(1, integer=True), "action_bins_per_branch": at_least(1, integer=True),
+                     "layer_num": at_least(1, integer=True)}
 
     def __init__(self, obs_shape: int | Sequence[int], num_branches: int | Sequence[int] = 1,
                  action_bins_per_branch: int = 2, layer_num: int = 3, a_layer_num: int | None = None,

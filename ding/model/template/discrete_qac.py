@@ -26,7 +26,8 @@ class DiscreteQAC(nn.Module):
     the actor and one for the critic unless ``share_encoder``.
     """
 
-    config_ranges = {**DQN.config_ranges, "actor_head_hidden_size": at_least(1, integer=True),
+    config_ranges = {**{k: v for k, v in DQN.config_ranges.items() if not k.startswith("head_")},
+                     "actor_head_hidden_size": at_least(1, integer=True),
                      "critic_head_hidden_size": at_least(1, integer=True)}
 
     def __init__(self, obs_shape: int | Sequence[int], action_shape: int | Sequence[int], twin_critic: bool = False,
