@@ -91,17 +91,29 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
     from ding.parallel.launch.dist import role_config
 
     main, create, system = _configs()
-    system.learner0 = dict(prefetch_batches=2, sample_cache_size=0)
+    system.learner0 = dict(max_sample_mb=2, sample_cache_size=0)
     system.auth_token = "k" * 20
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     role = role_config(cfg.system, "learner", "learner0", coordinator_host="10.1.1.1", coordinator_port=9000)
-    assert role.prefetch_batches == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
+    assert role.max_sample_mb == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
     assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000
     assert role.path_data == cfg.system.path_data  # the role refuses tasks naming another directory
     main, create, system = _configs()
-    system.learner0 = dict(prefetch_batchs=2)
-    with pytest.raises(ConfigError, match=r"system_config\.learner0\.prefetch_batchs.*prefetch_batches"):
+    system.learner0 = dict(max_sample_mbs=2)
+    with pytest.raises(ConfigError, match=r"system_config\.learner0\.max_sample_mbs.*max_sample_mb"):
         compile_config_parallel(main, create, system, save_cfg=False)
+
+
+@pytest.mark.parametrize("key, value, replaced_by", [("train_process", False, "trains in its own process"),
+                                                      ("prefetch_batches", 32, "PREFETCH_BATCHES = 4")])
+def test_a_removed_learner_key_says_it_was_removed_and_what_replaced_it(in_tmp_dir, key, value, replaced_by):
+    main, create, system = _configs()
+    system.learner0 = {key: value}
+    with pytest.raises(ConfigError) as info:
+        compile_config_parallel(main, create, system, save_cfg=False)
+    message = str(info.value)
+    assert message.startswith(f"system_config.learner0.{key}: removed") and replaced_by in message
+    assert "delete the key" in message and "unknown key" not in message and "\n" not in message
 
 
 def test_collector_nice_reaches_collectors_only(in_tmp_dir):
