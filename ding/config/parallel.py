@@ -111,11 +111,17 @@ SYSTEM_CONFIG = dict(
     slurm=SLURM_CONFIG,
 )
 # ding-only system keys that were removed, and why (docs/benchmarks.md, Parallel mode: the A/B of each mechanism)
+PLATFORMS = ("local", "slurm")
+# Keys ding once took and no longer does (``learnerN``: any learner's entry), with what replaced them: a config that
+# still sets one is told so, not "unknown key". (DI-engine's configs never had these.)
 REMOVED_SYSTEM_KEYS = {
     "collector_nice": "reniced collectors made runs slower in the A/B (docs/benchmarks.md); collectors keep the "
                       "launcher's priority",
+    "learnerN.train_process": "the learner trains in its own process; a forked training process gained nothing in "
+                              "the A/B of docs/benchmarks.md",
+    "learnerN.prefetch_batches": "the coordinator keeps a fixed PREFETCH_BATCHES = 4 batches queued at a learner, "
+                                 "ding/parallel/roles/learner/flask_fs.py",
 }
-PLATFORMS = ("local", "slurm")
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
 _PORT = between(0, 65535, integer=True, hint="0 picks a free port")
 
@@ -261,7 +267,10 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
             problems.append(f"system_config.{name}: expected a dict of the {role}'s settings, got {entry!r} ({src})")
             continue
         for key in entry:
-            if key not in allowed[role]:
+            removed = REMOVED_SYSTEM_KEYS.get(f"{role}N.{key}")
+            if key not in allowed[role] and removed:
+                problems.append(f"system_config.{name}.{key}: this key was removed ({removed}); delete it (in {src})")
+            elif key not in allowed[role]:
                 close = difflib.get_close_matches(str(key), sorted(allowed[role]), n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(sorted(allowed[role]))}"
                 problems.append(f"system_config.{name}.{key}: unknown key ({src}); {hint}")

@@ -1,5 +1,5 @@
 """Small helpers for the processes ding starts: a process's name in ``ps``, and the two ends of a fork (the parallel
-launcher forks its roles, a learner role forks its training process)."""
+launcher forks its roles)."""
 from __future__ import annotations
 
 import ctypes

@@ -69,8 +69,6 @@ MECHANISMS = {m.name: m for m in (
               {"system.cpu_affinity": "auto"}, {"system.cpu_affinity": "off"}),
     Mechanism("role_start", "system.role_start 'fork' (forked roles) vs 'exec'",
               {"system.role_start": "fork"}, {"system.role_start": "exec"}),
-    Mechanism("train_process", "system.learner0.train_process True (forked training process) vs False",
-              {"system.learner0.train_process": True}, {"system.learner0.train_process": False}),
     Mechanism("eval_shards", "commander eval_shards None (an evaluation split over every collector) vs 1",
               {_COMMANDER + "eval_shards": None}, {_COMMANDER + "eval_shards": 1}),
     Mechanism("eval_split_gate", "commander eval_split_env_share 0.5 (split only where the env dominates) vs 0",
@@ -79,8 +77,6 @@ MECHANISMS = {m.name: m for m in (
               {_COMMANDER + "collect_ahead_samples": None}, {_COMMANDER + "collect_ahead_samples": "<batch_size>"}),
     Mechanism("sample_cache", "system.learner0.sample_cache_size None (sample store of the buffer's size) vs 0",
               {"system.learner0.sample_cache_size": None}, {"system.learner0.sample_cache_size": 0}),
-    Mechanism("prefetch", "system.learner0.prefetch_batches 32 (learn tasks of 8 batches) vs 4 (of 1)",
-              {"system.learner0.prefetch_batches": 32}, {"system.learner0.prefetch_batches": 4}),
 )}
 
 TEMPLATE = '''

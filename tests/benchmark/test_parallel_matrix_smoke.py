@@ -105,11 +105,11 @@ def test_suite_pairs_serial_and_parallel_per_seed_and_reports_medians_and_per_se
 
 def test_ab_interleaves_on_and_off_and_keeps_only_a_gain_of_ten_percent():
     def times(mode, name, seed, keys):
-        on = keys == pm.MECHANISMS["prefetch"].on
+        on = keys == pm.MECHANISMS["sample_cache"].on
         return (8.0 if name == "shipped" else 9.5) if on else 10.0
 
     runner, calls = _fake_runner(times)
-    recs = pm.ab("prefetch", [("shipped", "gil"), ("eval-often", "native")], [0, 1], pm.Budget(), runner,
+    recs = pm.ab("sample_cache", [("shipped", "gil"), ("eval-often", "native")], [0, 1], pm.Budget(), runner,
                  echo=lambda line: None)
     assert all(c[0] == "parallel" for c in calls) and len(calls) == 8
     v = pm.verdict(recs)
@@ -117,7 +117,7 @@ def test_ab_interleaves_on_and_off_and_keeps_only_a_gain_of_ten_percent():
     assert v["median_ratio"] == pytest.approx(0.875) and v["keep"]
     v_lost = pm.verdict([dict(r, time_to_stop_s_ratio=0.95) for r in recs])
     assert not v_lost["keep"]
-    assert "| prefetch | 0.80× | 0.95× | **0.88×**" in pm.ab_table([v], recs)
+    assert "| sample_cache | 0.80× | 0.95× | **0.88×**" in pm.ab_table([v], recs)
 
 
 @pytest.mark.benchmark
@@ -135,10 +135,10 @@ def test_the_command_runs_the_suite_and_each_named_mechanism_and_prints_their_ta
     monkeypatch.setattr(bench.pm, "one_run", runner)
     monkeypatch.setattr(bench, "throughput", lambda setups, seeds, iters: [])
     out = bench.main(["--suite", "--kinds", "wait", "--configs", "shipped", "--seeds", "2",
-                      "--ab", "prefetch,role_start", "--cases", "shipped:gil"])
+                      "--ab", "sample_cache,role_start", "--cases", "shipped:gil"])
     assert [r["bench"] for r in out] == ["parallel_suite", "parallel_ab", "parallel_ab"]
     assert len(calls) == 2 * 2 + 2 * 2 * 2  # suite: 2 seeds x 2 modes; A/B: 2 mechanisms x 2 seeds x on/off
     text = capsys.readouterr().out
-    assert "| wait | shipped |" in text and "| prefetch | 0.90× | **0.90×** |" in text and "| keep |" in text
+    assert "| wait | shipped |" in text and "| sample_cache | 0.90× | **0.90×** |" in text and "| keep |" in text
     with pytest.raises(SystemExit):
         bench.main(["--ab", "no_such_mechanism"])

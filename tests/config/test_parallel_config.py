@@ -91,16 +91,16 @@ def test_role_entries_are_checked_and_reach_the_role(in_tmp_dir):
     from ding.parallel.launch.dist import role_config
 
     main, create, system = _configs()
-    system.learner0 = dict(prefetch_batches=2, sample_cache_size=0)
+    system.learner0 = dict(max_sample_mb=2, sample_cache_size=0)
     system.auth_token = "k" * 20
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     role = role_config(cfg.system, "learner", "learner0", coordinator_host="10.1.1.1", coordinator_port=9000)
-    assert role.prefetch_batches == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
+    assert role.max_sample_mb == 2 and role.sample_cache_size == 0 and role.auth_token == "k" * 20
     assert role.coordinator_host == "10.1.1.1" and role.coordinator_port == 9000
     assert role.path_data == cfg.system.path_data  # the role refuses tasks naming another directory
     main, create, system = _configs()
-    system.learner0 = dict(prefetch_batchs=2)
-    with pytest.raises(ConfigError, match=r"system_config\.learner0\.prefetch_batchs.*prefetch_batches"):
+    system.learner0 = dict(max_sample_mbs=2)
+    with pytest.raises(ConfigError, match=r"system_config\.learner0\.max_sample_mbs.*max_sample_mb"):
         compile_config_parallel(main, create, system, save_cfg=False)
 
 
@@ -113,6 +113,18 @@ def test_a_removed_key_is_one_error_saying_it_was_removed(in_tmp_dir):
     assert text.startswith("system_config.collector_nice: this key was removed (") and "cfg.py" in text, text
     assert "unknown key" not in text and "\n" not in text, text
     assert not os.path.exists("removed"), "a refused config left a run directory behind"
+
+
+@pytest.mark.parametrize("key, value, replaced_by", [("train_process", False, "trains in its own process"),
+                                                      ("prefetch_batches", 32, "PREFETCH_BATCHES = 4")])
+def test_a_removed_learner_key_says_it_was_removed_and_what_replaced_it(in_tmp_dir, key, value, replaced_by):
+    main, create, system = _configs()
+    system.learner0 = {key: value}
+    with pytest.raises(ConfigError) as info:
+        compile_config_parallel(main, create, system, save_cfg=False)
+    message = str(info.value)
+    assert message.startswith(f"system_config.learner0.{key}: this key was removed (") and replaced_by in message
+    assert "delete it" in message and "unknown key" not in message and "\n" not in message
 
 
 def test_rename_experiment_moves_the_shared_directories(in_tmp_dir):

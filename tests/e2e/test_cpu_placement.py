@@ -37,14 +37,13 @@ def _placed_run(workdir, exp: str, setting: str, until=None) -> tuple[dict[str, 
     cfg = write_config(workdir, exp, main={"env": {"stop_value": 1e9}}, system={"cpu_affinity": setting})
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--train-iter", "100000"), workdir)
     try:
-        wait_for(lambda: role_pid(workdir, "trainer0"), 90, "learner0's training process", proc=proc)
-        pids = {name: wait_for(lambda n=name: role_pid(workdir, n), 30, name, proc=proc)
+        pids = {name: wait_for(lambda n=name: role_pid(workdir, n), 90, name, proc=proc)
                 for name in ("learner0", "collector0", "collector1")}
         wait_for(lambda: (os.path.exists(os.path.join(str(workdir), exp, "log", "eval.csv"))), 90,
                  "the first evaluation", proc=proc)  # the roles have started every thread they need by now
 
         def look() -> dict[str, frozenset[int] | None]:  # (the pids found again each time: see _cpus)
-            now = {name: role_pid(workdir, name) for name in (*pids, "trainer0")}
+            now = {name: role_pid(workdir, name) for name in pids}
             seen = {name: _cpus(pid) if pid else None for name, pid in now.items()}
             seen["launcher"] = _cpus(proc.pid)
             return seen
@@ -75,12 +74,12 @@ def test_auto_pins_the_trainer_and_moves_the_others_off_its_core_while_it_trains
     allowed = frozenset(os.sched_getaffinity(0))
 
     def others_apart(seen: dict[str, frozenset[int]]) -> bool:
-        trainer = seen["trainer0"]
-        return len(trainer) == 1 and all(cpus == allowed - trainer for k, cpus in seen.items() if k != "trainer0")
+        trainer = seen["learner0"]
+        return len(trainer) == 1 and all(cpus == allowed - trainer for k, cpus in seen.items() if k != "learner0")
 
     seen, log = _placed_run(workdir, "placed", "auto", until=others_apart)
     assert "ding: CPU placement: learner0's training on CPU" in log and "kept off it while it trains flat out" in log
-    trainer = seen.pop("trainer0")
+    trainer = seen.pop("learner0")
     assert len(trainer) == 1 and trainer <= allowed, (trainer, allowed)
     assert set(seen.values()) == {allowed - trainer}, seen
 

@@ -55,9 +55,9 @@ def test_budget_run_ends_cleanly_with_processes_named_by_role(workdir):
     exp = "budget"
     cfg = write_config(workdir, exp)
     proc = start(ding_cmd("-m", "parallel", "-c", cfg, "--env-step", "400"), workdir)
-    names = wait_for(lambda: _role_names(workdir) if len(_role_names(workdir)) == 4 else None, 60,
-                     "three role processes and the learner's training process", proc=proc)
-    assert names == {"ding-learner0", "ding-trainer0", "ding-collector0", "ding-collector1"}
+    names = wait_for(lambda: _role_names(workdir) if len(_role_names(workdir)) == 3 else None, 60,
+                     "the three role processes", proc=proc)
+    assert names == {"ding-learner0", "ding-collector0", "ding-collector1"}
     assert proc.wait(timeout=120) == 0, read_log(workdir)
     r = result(workdir, exp)
     assert r["env_step"] >= 400 and "max_env_step" in r["end_reason"]

@@ -190,15 +190,12 @@ def test_metadata_batches_travel_as_columns():
         from_columns({"data_id": ["a"], "IS": [1.0, 2.0]})
 
 
-@pytest.mark.parametrize("train_process", [False, True], ids=["one-process", "training-process"])
-def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch, train_process):
+def test_a_failing_training_thread_reports_its_own_traceback(main_json, master, monkeypatch):
     """Fault class 8: the training thread fails (here: samples whose obs do not fit the model); the learn task
     fails with that error and its traceback, and nothing in the error path raises a second error over it."""
     unhandled = []
     monkeypatch.setattr(threading, "excepthook", lambda args: unhandled.append(args))
-    # (the excepthook above sees the training thread only in one process; the training process's answer must carry
-    # the same error and traceback through its pipe)
-    learner, conn, paths = _started_learner(master, main_json, {"train_process": train_process})
+    learner, conn, paths = _started_learner(master, main_json)
     try:
         for i in range(8):
             write_data(paths["path_data"], f"d{i}", dict(_transition(i), obs=np.zeros(3, np.float32),
@@ -226,7 +223,7 @@ def test_wrong_shaped_and_huge_samples_fail_their_files_not_the_run(main_json, m
     import logging
 
     caplog.set_level(logging.WARNING)
-    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_mb": 1, "train_process": False})
+    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_mb": 1})
     try:
         for i in range(4):
             write_data(paths["path_data"], f"d{i}", _transition(i))

@@ -238,8 +238,8 @@ class RunTree:
     """The run's processes: ``root`` (the launcher) and the role processes ``roles()`` names with what runs under
     them (never the launcher's other children, e.g. a notebook's), split into the processes that train and the others
     (read again at most once every ``max_age`` seconds: roles restart, collectors start env workers). A process trains
-    when its name says so (``ding-trainerN``, a group's ``ding-learnerN``) or when it pinned itself to a trainer's CPUs
-    (a ``learner0`` that trains in its own process: a group's leader, or ``train_process=False``)."""
+    when its name says so (a group's ``ding-learnerN``, N >= 1) or when it pinned itself to a trainer's CPUs (a
+    ``learner0``)."""
 
     def __init__(self, root: int, trainer_cpus: list[frozenset[int]], roles: Callable[[], Iterable[int]],
                  max_age: float = 1.0, proc: str = "/proc") -> None:

@@ -2,7 +2,7 @@
 
 A policy's learn step starts by stacking, field by field, the B sample dicts it is given (``default_collate([d[k] for
 d in data])``). In a parallel run that stacking, and reading the samples, can happen before the batch reaches the
-training process: the learner's HTTP half reads the data files and hands over a :class:`ColumnBatch`, whose
+training thread: a learn task's thread reads the data files and hands over a :class:`ColumnBatch`, whose
 :meth:`~ColumnBatch.column` is exactly what that stack would have given, so the training thread spends its time on
 the update alone. Policies that take columns say so with ``_learn_takes_columns = True`` in their own class body (see
 :func:`learn_takes_columns`) and read fields with :func:`stack_field`; any other policy is given the sample dicts.

@@ -8,11 +8,10 @@ iteration, priorities); a ``LearnerCloseTask`` stops training and writes a check
 is reported, with its own traceback, by the next task.
 
 The training thread does nothing but train (the learner's speed in a parallel run is the run's speed): the data files
-a learn task names are read and decoded where the task arrives -- in the learner's HTTP half when the learner has a
-training process of its own (``train_process``), so that work runs on another core -- and the task's samples are
-stacked once there, field by field, into a :class:`~ding.utils.data.ColumnBatch` when the policy takes one (the
-built-in policies do; any other gets the sample dicts), so the training thread takes ready batches
-(:class:`ReadBatches` through the pipe); a learn task's thread is woken once, when its last batch is trained, and
+a learn task names are read and decoded by the task's own thread as it arrives, and the task's samples are stacked
+once there, field by field, into a :class:`~ding.utils.data.ColumnBatch` when the policy takes one (the built-in
+policies do; any other gets the sample dicts), so the training thread takes ready batches (:class:`ReadBatches`);
+a learn task's thread is woken once, when its last batch is trained, and
 turns the learn infos into records itself; the policy is published to ``path_policy/<policy_id>`` by a publisher
 thread from a snapshot, every ``send_policy_freq`` iterations but at most every ``send_policy_interval`` seconds.
 """
@@ -49,7 +48,6 @@ from ding.parallel.protocol import (
 from ding.parallel.roles.learner.base import BaseCommLearner
 from ding.parallel.roles.learner.policy_publisher import PolicyPublisher
 from ding.parallel.roles.learner.sample_store import SampleStore
-from ding.parallel.roles.learner.train_process import TrainProcess, can_split
 from ding.parallel.roles.role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.torch_utils import DecodeLimits
 from ding.utils import COMM_LEARNER_REGISTRY, DataFileError, deep_merge_dicts
@@ -61,6 +59,9 @@ from ding.worker.learner.checkpoint import find_latest_checkpoint
 from ding.worker.learner.learner_hook import LearnerHook
 
 _STOPPED = object()
+# Batches the coordinator keeps queued at a learner, sent in learn tasks of a quarter of this: 4 (tasks of one batch)
+# reached the stop value no slower than 32 in the A/B of docs/benchmarks.md (speed mechanisms on and off).
+PREFETCH_BATCHES = 4
 
 
 class _TaskSlot:
@@ -83,11 +84,9 @@ class _TaskSlot:
 
 @dataclass
 class ReadBatches:
-    """A learn task's batches as read where the data files are read (the learner's HTTP half when it has a training
-    process; the record goes through the pipe between the two halves, never to a peer): all their samples as one
-    :class:`~ding.utils.data.ColumnBatch` when the policy takes columns (a few arrays to pickle, whatever the number
-    of batches), else each batch's sample dicts; ``sizes`` says how many samples each batch has (0: every file of
-    the batch was missing or damaged)."""
+    """A learn task's batches as its thread read them: all their samples as one
+    :class:`~ding.utils.data.ColumnBatch` when the policy takes columns, else each batch's sample dicts; ``sizes``
+    says how many samples each batch has (0: every file of the batch was missing or damaged)."""
 
     sizes: list[int]
     envstep: int
@@ -103,11 +102,6 @@ class ReadBatches:
             return [next(parts) if n else None for n in self.sizes]
         samples = self.samples or [[] for _ in self.sizes]
         return [batch if batch else None for batch in samples]
-
-
-@dataclass
-class TrainerFacts:
-    """Asked of the training process once it started learning: whether its learner takes column batches."""
 
 
 class SendPolicyHook(LearnerHook):
@@ -156,42 +150,23 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        prefetch_batches=32,  # batches the coordinator keeps queued here, sent in learn tasks of a quarter of this
-        # (fewer, larger tasks: fewer round trips and wake-ups per iteration; priorities lag by at most this many)
         sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
         # decoded bytes those samples may hold (MiB; the oldest give way, a larger sample is skipped); None:
         # replay_buffer_size x 64 KiB, at least 256 MiB and at most 4096 MiB
         sample_cache_mb=None,
         max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
         max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
-        # run the learner's tasks (training, data files, policy, checkpoints) in a process of its own, apart from the
-        # HTTP server, so serving the coordinator never holds the training thread's GIL (train_process.py); False:
-        # one process (also where there is no fork)
-        train_process=True,
     )
-    _splittable = True  # a subclass whose tasks need this process (the learner group's leader) sets False
     _column_batches = True  # batches reach a policy that takes them as columns (False: always as sample lists)
 
-    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None, *, _serve: bool = True) -> None:
+    def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:
         super().__init__(deep_merge_dicts(self.default_config(), cfg))
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        self._trainer: TrainProcess | None = None
-        self.exit_code = 0  # the role's exit status once it ended (1: its training process died)
-        handlers = self._task_handlers()
-        if _serve and bool(cfg.train_process) and type(self)._splittable and can_split() is None:
-            # forked here, before this process starts any thread; the child builds its own unserved learner
-            child_cfg = EasyDict(dict(cfg, train_process=False))
-            self._trainer = TrainProcess(name, lambda: _handlers_of(type(self)(child_cfg, name, token, _serve=False)),
-                                         on_gone=self._trainer_gone)
-            handlers = {record: self._relay for record in handlers}
-            handlers[LearnerStartTask] = self._relay_start
-            handlers[LearnTask] = self._relay_learn
-        elif _serve:  # this process trains: it takes the training CPUs of ding -m parallel's placement, if any
-            apply_placement(name, trains=True)
-        self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(),
-                                     self._logger) if _serve else None
+        apply_placement(name, trains=True)  # this process trains: the training CPUs of ding -m parallel's placement
+        self._slave: Any = RoleSlave(cfg, name, "learner", token, self._task_handlers(), self.deal_with_resource(),
+                                     self._logger)
         self.send_policy_freq = 1  # set from the learner config by the start task
         self.send_policy_interval = 0.0
         self._publisher: PolicyPublisher | None = None
@@ -220,44 +195,13 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
         """Stop training (a checkpoint is written by the learner's after_run hooks), close the learner and the slave."""
-        if self._trainer is not None:
-            self._trainer.close(timeout=60.0)
         self._stop_learner(timeout=30.0)
-        if self._slave is not None:
-            self._slave.close()
+        self._slave.close()
         super().close()
-
-    def _trainer_gone(self, why: str) -> None:
-        """The training process died on its own: this learner cannot train any more, so the role ends with an error
-        (``ding -m parallel`` restarts it from its checkpoint, as after a crash of the whole learner)."""
-        self.exit_code = 1
-        self._logger.error(f"{why}; the learner '{self.name}' stops (a restarted one continues from its checkpoint)")
-        if self._slave is not None:
-            threading.Thread(target=self._slave.close, args=("training process gone",), name=f"ding-{self.name}-end",
-                             daemon=True).start()
 
     def _task_handlers(self) -> dict[type, Any]:
         return {LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,
                 LearnTask: self.deal_with_learner_learn, LearnerCloseTask: self.deal_with_learner_close}
-
-    def _relay(self, task: Any) -> Any:
-        """Run ``task`` in the training process; its answer record (or its error)."""
-        assert self._trainer is not None
-        waits = isinstance(task, (GetDataTask, LearnTask, LearnerCloseTask))  # tasks that bound their own wait
-        return self._trainer.call(task, timeout=float(task.wait_s) + 60.0 if waits else 3600.0)
-
-    def _relay_start(self, task: LearnerStartTask) -> LearnerStarted:
-        """Start learning in the training process; this process reads the learn tasks' data files from then on."""
-        assert self._trainer is not None
-        started = self._relay(task)
-        self._prepare_reading(task)
-        self._columns = bool(self._trainer.call(TrainerFacts(), timeout=60.0))
-        return started
-
-    def _relay_learn(self, task: LearnTask) -> LearnResult:
-        """Read the task's data files here (the HTTP half), then let the training process train on the batches."""
-        assert self._trainer is not None
-        return self._trainer.call(self._read_batches(task), timeout=float(task.wait_s) + 60.0)
 
     def _prepare_reading(self, task: LearnerStartTask) -> None:
         """Where the data files are and how many decoded samples to keep, from the start task."""
@@ -268,10 +212,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         cap_mb = self._cfg.get("sample_cache_mb")
         cap_mb = min(4096.0, max(256.0, buffer_size / 16)) if cap_mb is None else float(cap_mb)
         self._store = SampleStore(buffer_size if size is None else int(size), max_bytes=int(cap_mb * 2**20))
-
-    def deal_with_trainer_facts(self, task: TrainerFacts) -> bool:
-        self._check_alive()
-        return self._columns
 
     def _stop_learner(self, timeout: float) -> None:
         self._stop.set()
@@ -336,7 +276,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._columns = type(self)._column_batches and policy is not None and learn_takes_columns(policy)
         self.send_policy(learner.policy.state_dict())
         self._demand = LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
-                                     n_batches=int(self._cfg.prefetch_batches))
+                                     n_batches=PREFETCH_BATCHES)
         self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
@@ -469,7 +409,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         """The learner's data source: the next batch of samples, already read from the data files the coordinator
         sampled (by the learn task that brought it). None when stopping.
 
-        The coordinator keeps up to ``prefetch_batches`` batches queued here (the demand sent at start tells it the
+        The coordinator keeps up to :data:`PREFETCH_BATCHES` batches queued here (the demand sent at start tells it the
         batch size and that number), so training never waits for a round trip while data is available.
         """
         t0 = time.perf_counter()
@@ -595,15 +535,6 @@ def _laid_over(stored: list[dict], extra: dict[str, list]) -> list[dict]:
             sample[k] = col[j]
         samples.append(sample)
     return samples
-
-
-def _handlers_of(learner: FlaskFileSystemLearner) -> tuple[dict[type, Any], Any]:
-    """What the training process runs: the unserved learner's task handlers (with the two records only the learner's
-    halves exchange), and its close."""
-    return {**learner._task_handlers(), ReadBatches: learner.deal_with_read_batches,
-            TrainerFacts: learner.deal_with_trainer_facts}, learner.close
-
-
 
 
 def _written_by(data_id: str) -> str:

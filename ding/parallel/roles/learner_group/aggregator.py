@@ -257,7 +257,6 @@ class LearnerAggregator(FlaskFileSystemLearner):
     """``learner0`` of a group of learners (see the module docstring): the coordinator's one learner."""
 
     config = dict(FlaskFileSystemLearner.config, **GROUP_CONFIG)
-    _splittable = False  # the group's collectives and its keep-alives run beside the training thread, in this process
     _column_batches = False  # each batch is split into the ranks' shares of sample dicts
 
     def __init__(self, cfg: Any, name: str = "learner0", token: str | None = None) -> None:

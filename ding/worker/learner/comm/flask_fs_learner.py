@@ -4,9 +4,8 @@ from ding.parallel.roles.learner.flask_fs import (
     ReadBatches,
     SendLearnInfoHook,
     SendPolicyHook,
-    TrainerFacts,
 )
 
 __all__ = [
-    "ReadBatches", "TrainerFacts", "SendPolicyHook", "SendLearnInfoHook", "FlaskFileSystemLearner",
+    "ReadBatches", "SendPolicyHook", "SendLearnInfoHook", "FlaskFileSystemLearner",
 ]
