@@ -223,7 +223,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         if self._learner is not None and (self._thread is None or not self._thread.is_alive()):
             self._learner.close()
         if self._tracking is not None:
-            self._tracking.finish({"train_iter": self._learner.train_iter if self._learner else 0}, "finished")
+            self._tracking.finish({"learner_train_iter": self._learner.train_iter if self._learner else 0}, "finished")
             self._tracking.close()
             self._tracking = None
         if self._publisher is not None:
