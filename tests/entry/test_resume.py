@@ -127,14 +127,12 @@ def _ding(args, cwd, **kw):
 ])
 def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig, n, evals, seconds):
     """Three real `ding` processes: an unstopped run, one stopped by a signal after ``evals`` evaluations, and its
-    resume; the resumed run ends where the unstopped one did (the slow variants stop later in a longer run)."""
+    resume; the resumed run ends where the unstopped one did (the slow variants stop later in a longer run). The
+    unstopped run and the one to stop run side by side (each sleeps in its slow-down hook most of the time)."""
     for exp in ("full", "part"):
         with open(f"{exp}.py", "w") as f:
             f.write(_SUBPROCESS_CONFIG.format(exp=exp, seconds=seconds))
     full = _ding(["-m", "serial", "-c", "full.py", "--train-iter", str(n)], ".")
-    out_full, _ = full.communicate(timeout=300)
-    assert full.returncode == 0, out_full
-
     part = _ding(["-m", "serial", "-c", "part.py", "--train-iter", str(n)], ".")
     try:
         deadline = time.time() + 120
@@ -144,9 +142,13 @@ def test_signal_saves_a_checkpoint_and_resume_matches(in_tmp_dir, sig, n, evals,
             time.sleep(0.02)
         part.send_signal(sig)
         out_part, _ = part.communicate(timeout=120)
+        out_full, _ = full.communicate(timeout=300)
     finally:
-        if part.poll() is None:
-            part.kill()
+        for proc in (full, part):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert full.returncode == 0, out_full
     assert part.returncode == 130, out_part
     assert "checkpoint" in out_part
     stopped_at = read_result("part")["train_iter"]
