@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -30,29 +31,55 @@ main_config.policy.learn.learner = dict(
 )
 """
 
-# Imports everything first, then waits for the common start time, so the runs really start at the same moment.
+# Imports everything first, says so on the ready pipe, then waits for the common start time the test sends on the go
+# pipe, so the runs really start at the same moment however long each one's imports took.
 _AT_ONCE = """
-import sys, time
+import os, sys, time
 import ding.entry.serial_entry
 from ding.entry.cli import main
-start = float(sys.argv[1])
+ready, go = int(sys.argv[1]), int(sys.argv[2])
+os.write(ready, b"1")
+os.close(ready)
+start = float(os.read(go, 64).decode())
+os.close(go)
 time.sleep(max(0.0, start - time.time()))
-sys.exit(main(sys.argv[2:]))
+sys.exit(main(sys.argv[3:]))
 """
 
 
 def _start_together(argv_list: list[list[str]], cwd: str) -> list[tuple[int, str, int]]:
-    """Run the ``ding`` commands at one moment; return ``(returncode, output, pid)`` of each."""
+    """Run the ``ding`` commands at one moment, once every process has done its imports; return ``(returncode,
+    output, pid)`` of each."""
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONUNBUFFERED="1")
-    start = time.time() + 3.0
-    procs = [subprocess.Popen([sys.executable, "-c", _AT_ONCE, str(start), *argv], cwd=cwd, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for argv in argv_list]
-    results = []
+    procs, readies, gos = [], [], []
     try:
+        for argv in argv_list:
+            ready_r, ready_w = os.pipe()
+            go_r, go_w = os.pipe()
+            readies.append(ready_r)
+            gos.append(go_w)
+            try:
+                procs.append(subprocess.Popen([sys.executable, "-c", _AT_ONCE, str(ready_w), str(go_r), *argv],
+                                              cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                              text=True, pass_fds=(ready_w, go_r)))
+            finally:
+                os.close(ready_w)
+                os.close(go_r)
+        for p, ready in zip(procs, readies):
+            if not select.select([ready], [], [], 120)[0]:
+                pytest.fail("a ding process did not finish its imports within 120 s")
+            if os.read(ready, 1) != b"1":  # it closed the pipe without a word: it ended during its imports
+                pytest.fail(f"a ding process ended before it was ready:\n{p.communicate(timeout=60)[0]}")
+        start = str(time.time() + 0.2).encode()
+        for go in gos:
+            os.write(go, start)
+        results = []
         for p in procs:
             out, _ = p.communicate(timeout=300)
             results.append((p.returncode, out, p.pid))
     finally:
+        for fd in readies + gos:
+            os.close(fd)
         for p in procs:
             if p.poll() is None:
                 p.kill()
