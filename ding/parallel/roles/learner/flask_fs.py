@@ -170,9 +170,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
     def deal_with_learner_learn(self, task: LearnTask) -> LearnResult:
         """Read the batches' data files (here, in the task's thread: the training thread only trains), queue them for
         the learner, answer with the learn info of each once the learner trained on all of them."""
-        self._trainer.check()
-        if self._reader is None:
-            raise RuntimeError(f"learner '{self.name}' has no learner task yet (a LearnerStartTask first)")
+        self._trainer.check()  # (a learner means a start task came: the reader is set)
+        assert self._reader is not None
         return self.deal_with_read_batches(self._reader.read(task, self._columns))
 
     def deal_with_read_batches(self, read: ReadBatches) -> LearnResult:
@@ -227,8 +226,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
     @property
     def hooks4call(self) -> list:
-        """The hooks the learner this comm learner builds gets (registered at the start task): publish the policy
-        every ``send_policy_freq`` iterations (at most every ``send_policy_interval`` seconds), hand each iteration's
-        learn info to the learn task waiting for it."""
+        """The hooks the learner gets at the start task: :class:`SendPolicyHook`, :class:`SendLearnInfoHook`."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
 
