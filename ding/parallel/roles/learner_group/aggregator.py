@@ -97,6 +97,15 @@ def _merge(values: list[Any], n: int | None) -> Any:
     return first
 
 
+def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str]:
+    """A group member's rendezvous file (next to the run's data directory) and the run's token."""
+    if not cfg.get("path_data"):
+        raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
+                          "rendezvous file goes next to it)")
+    token = resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+    return rendezvous_path(str(cfg.path_data)), token
+
+
 class _GroupHook(LearnerHook):
     """Before the run: every rank takes rank 0's model tensors and averages its gradients over the group before each
     optimizer step. After each iteration: the shares' priority infos go to rank 0, which merges them."""
@@ -150,11 +159,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
         if self._size < 2 or int(self._cfg.learner_rank) != 0:
             raise ConfigError(f"{name}: a LearnerAggregator is rank 0 of 2 or more learners (got learner_num "
                               f"{self._size}, learner_rank {self._cfg.learner_rank})")
-        if not self._cfg.get("path_data"):
-            raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
-                              "rendezvous file goes next to it)")
-        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
-        self._token = resolve_token(token or self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._rendezvous, self._token = _group_link(self._cfg, name, token)
         self._group: LearnerGroup | None = None
         self._last_sent = 0.0
         self._stopped_members = False
@@ -249,10 +254,7 @@ class LearnerGroupMember:
         if not 1 <= self.rank < self.size:
             raise ConfigError(f"{name}: learner_rank must be in 1..{self.size - 1} (learner_num {self.size}), got "
                               f"{self.rank}")
-        if not self._cfg.get("path_data"):
-            raise ConfigError(f"{name}: several learners need path_data in the learner's config")
-        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
-        self._token = resolve_token(self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._rendezvous, self._token = _group_link(self._cfg, name)
         self._logger = logging.getLogger(f"ding.learner_member.{name}")
         self._group: LearnerGroup | None = None
         self.learner: BaseLearner | None = None
