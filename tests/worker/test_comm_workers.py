@@ -244,6 +244,6 @@ def test_wrong_shaped_and_huge_samples_fail_their_files_not_the_run(main_json, m
                 f"'{wrong}' has shape (3,) and dtype float32, the run's samples have shape (4,) and dtype "
                 "float32") in text, text
         assert "field 'obs' of sample 'huge' has shape (524304,)" in text, text
-        assert 0 < learner._store.held_bytes <= 2**20
+        assert 0 < learner._reader.store.held_bytes <= 2**20
     finally:
         learner.close()

@@ -25,7 +25,8 @@ PARALLEL_MODULES = (
     "ding/parallel/roles/collector/zergling.py", "ding/parallel/roles/learner/base.py",
     "ding/parallel/roles/learner/flask_fs.py", "ding/parallel/roles/collector/marine.py",
     "ding/parallel/commanders/one_vs_one.py", "ding/parallel/roles/learner_group/aggregator.py",
-    "ding/parallel/roles/learner_group/group.py",
+    "ding/parallel/roles/learner_group/group.py", "ding/parallel/roles/learner/batch_reader.py",
+    "ding/parallel/roles/learner/trainer.py", "ding/parallel/roles/learner_group/policy_sync.py",
 )
 # (module, literal) -> why that string is not a payload key there.
 ALLOWED = {
@@ -33,7 +34,7 @@ ALLOWED = {
     ("ding/parallel/commanders/solo.py", "n_sample"): "the config key policy.collect.n_sample",
     ("ding/parallel/coordinator/coordinator.py", "path_data"): "the system_config key, checked first",
     ("ding/parallel/coordinator/coordinator.py", "path_policy"): "the system_config key, checked first",
-    ("ding/parallel/roles/learner/flask_fs.py", "path_data"): "the role config's own path_data (confinement)",
+    ("ding/parallel/roles/learner/batch_reader.py", "path_data"): "the role config's own path_data (confinement)",
     ("ding/parallel/roles/learner/flask_fs.py", "path_policy"): "the role config's own path_policy (confinement)",
     ("ding/parallel/roles/collector/flask_fs.py", "path_data"): "the role config's own path_data (confinement)",
     ("ding/parallel/roles/learner_group/aggregator.py", "path_data"): "the role config's path_data (rendezvous)",

@@ -11,11 +11,10 @@ from ding.utils.torch_threads import torch_threads_in_this_thread
 class PolicyPublisher:
     """Publish ``{'model': tensors, 'iter': n}`` at ``path`` (written to a temporary name, then renamed).
 
-    :meth:`publish_soon` takes a snapshot of the model's tensors (tens of microseconds for a small network) and hands
-    it to a writer thread, so the training thread never waits for serialization or the file system; when the writer
-    is behind, only the newest snapshot is written. :meth:`publish_now` writes at once (the first policy, the final
-    one). A write that fails is raised by the next :meth:`publish_soon` or :meth:`publish_now`, so the training
-    thread stops with it and the learner reports it as before.
+    :meth:`publish_soon` hands a snapshot of the model's tensors to a writer thread, so the training thread never
+    waits for serialization or the file system; when the writer is behind, only the newest snapshot is written.
+    :meth:`publish_now` writes at once (the first policy, the final one). A write that fails is raised by the next
+    publish, so the training thread stops with it.
     """
 
     def __init__(self, path: str) -> None:

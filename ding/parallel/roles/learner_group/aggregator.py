@@ -26,19 +26,18 @@ A learner lost mid-run ends the run with one error; the group is not rebuilt (do
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import os
 import time
 from typing import Any
 
 import numpy as np
 from easydict import EasyDict
 
-from ding.parallel.files import learner_load_path, run_dir
+from ding.parallel.files import run_dir
 from ding.parallel.protocol import LearnerStarted, LearnerStartTask
 from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner
+from ding.parallel.roles.learner.trainer import build_task_learner
 from ding.parallel.roles.learner_group.group import (
     KIND_DATA,
     KIND_KEEPALIVE,
@@ -48,12 +47,21 @@ from ding.parallel.roles.learner_group.group import (
     pick_backend,
     rendezvous_path,
 )
+from ding.parallel.roles.learner_group.policy_sync import (
+    attach_policy,
+    check_digests,
+    member_seed,
+    params_digest,
+    policy_buffers,
+)
 from ding.parallel.transport.base import resolve_token
 from ding.torch_utils import decode, encode
 from ding.utils import ConfigError, DataFileError, set_pkg_seed
 from ding.worker.learner.base_learner import BaseLearner
-from ding.worker.learner.checkpoint import find_latest_checkpoint
 from ding.worker.learner.learner_hook import LearnerHook, LogReduceHook
+
+__all__ = ["GROUP_CONFIG", "LearnerAggregator", "LearnerGroupMember", "attach_policy", "check_digests", "member_seed",
+           "params_digest", "policy_buffers", "run_group_member", "split_batch"]
 
 GROUP_CONFIG = dict(
     learner_num=1,  # the group's size (policy.learn.learner.learner_num; set per learner by the config compiler)
@@ -87,6 +95,15 @@ def _merge(values: list[Any], n: int | None) -> Any:
         flat = [x for v in values for x in (v or [])]
         return flat[:n] if n is not None else flat
     return first
+
+
+def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str]:
+    """A group member's rendezvous file (next to the run's data directory) and the run's token."""
+    if not cfg.get("path_data"):
+        raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
+                          "rendezvous file goes next to it)")
+    token = resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+    return rendezvous_path(str(cfg.path_data)), token
 
 
 class _GroupHook(LearnerHook):
@@ -130,129 +147,6 @@ class _StopMembersHook(LearnerHook):
         self._aggregator.stop_members()
 
 
-def _policy_object(view: Any) -> Any:
-    """The policy instance behind a learn-mode view (a namedtuple of bound methods), or ``view`` itself."""
-    forward = getattr(view, "forward", None)
-    return getattr(forward, "__self__", view)
-
-
-def _policy_values(view: Any) -> list:
-    """The policy's attribute values (list and tuple attributes flattened), in the order of its attribute names
-    (the same in every rank)."""
-    policy = _policy_object(view)
-    out: list = []
-    for key in sorted(vars(policy)):
-        value = getattr(policy, key)
-        out.extend(value if isinstance(value, (list, tuple)) else [value])
-    return out
-
-
-def _policy_modules(view: Any) -> list:
-    """The policy's torch modules (models, and the models inside model wrappers)."""
-    import torch
-
-    modules = []
-    for v in _policy_values(view):
-        module = v if isinstance(v, torch.nn.Module) else getattr(v, "_model", None)
-        if isinstance(module, torch.nn.Module):
-            modules.append(module)
-    return modules
-
-
-def _policy_parts(view: Any) -> tuple[list, list]:
-    """The tensors of every model of the policy (parameters and buffers, each once) and its optimizers."""
-    import torch
-
-    tensors: list[torch.Tensor] = []
-    seen: set[int] = set()
-    for module in _policy_modules(view):
-        for t in module.state_dict(keep_vars=True).values():
-            if isinstance(t, torch.Tensor) and id(t) not in seen:
-                seen.add(id(t))
-                tensors.append(t)
-    return tensors, [v for v in _policy_values(view) if isinstance(v, torch.optim.Optimizer)]
-
-
-def params_digest(view: Any) -> str:
-    """sha256 of the policy's model tensors (see :func:`_policy_parts`): equal digests, bit-identical models."""
-    tensors, _ = _policy_parts(view)
-    h = hashlib.sha256()
-    for t in tensors:
-        h.update(t.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
-class _GradientMean:
-    """The gradients of one optimizer's parameters averaged over the group once per step: before the step, or
-    earlier when the policy asks (``Policy._sync_gradients``, before it clips them by hand)."""
-
-    def __init__(self, group: LearnerGroup, params: list) -> None:
-        self._group, self.params, self._done = group, params, False
-        self.ids = {id(p) for p in params}
-
-    def average(self) -> None:
-        if not self._done:
-            self._group.average_gradients(self.params)
-            self._done = True
-
-    def before_step(self, *_: Any) -> None:
-        self.average()
-        self._done = False  # the next step's gradients are new
-
-
-def attach_policy(view: Any, group: LearnerGroup) -> int:
-    """Give every model of the policy rank 0's tensors and make each of its optimizers average the gradients over
-    the group before it steps (or before the policy clips them). Returns the number of optimizers hooked."""
-    policy = _policy_object(view)
-    tensors, optimizers = _policy_parts(view)
-    if not optimizers:
-        raise LearnerGroupError(f"{type(policy).__name__} has no torch optimizer among its attributes: several "
-                                "learners (learner_num > 1) cannot average its gradients")
-    group.broadcast_tensors(tensors)
-    means = [_GradientMean(group, [p for g in opt.param_groups for p in g["params"]]) for opt in optimizers]
-    for opt, mean in zip(optimizers, means):
-        opt.register_step_pre_hook(lambda o, args, kwargs, m=mean: m.before_step())
-
-    def sync(params: Any) -> None:
-        ids = {id(p) for p in params}
-        for m in means:
-            if m.ids & ids:
-                m.average()
-
-    policy.gradient_sync = sync
-    return len(optimizers)
-
-
-def policy_buffers(view: Any) -> list:
-    """The buffers of every model of the policy (BatchNorm's running statistics), each once, in a fixed order."""
-    import torch
-
-    tensors, _ = _policy_parts(view)
-    buffers = {id(b) for m in _policy_modules(view) for b in m.buffers()}
-    return [t for t in tensors if id(t) in buffers and isinstance(t, torch.Tensor)]
-
-
-def member_seed(seed: int, rank: int, train_iter: int) -> int:
-    """The package-RNG seed of learner ``rank`` (>= 1) of a group, from the run's seed: each member draws its own
-    noise (target noise, sampling) for its share; rank 0 keeps the run's RNGs (restored on resume)."""
-    return int(np.random.SeedSequence([int(seed), int(rank), int(train_iter)]).generate_state(1)[0] & 0x7FFFFFFF)
-
-
-def check_digests(group: LearnerGroup, learner: BaseLearner) -> None:
-    """Every rank's :func:`params_digest`, compared at rank 0 (a mismatch is a :class:`LearnerGroupError`); each rank
-    logs its own."""
-    digest = params_digest(learner.policy)
-    learner.info(f"learner group: final parameters sha256 {digest} at train_iter {learner.train_iter}")
-    parts = group.gather(digest.encode())
-    if parts is None:
-        return
-    digests = [p.decode(errors="replace") for p in parts]
-    if len(set(digests)) != 1:
-        raise LearnerGroupError(f"the {group.size} learners ended with different parameters (sha256 per rank: "
-                                f"{', '.join(d[:12] for d in digests)}): gradients were not averaged the same way")
-    learner.info(f"learner group: parameters identical on all {group.size} learners")
-
-
 class LearnerAggregator(FlaskFileSystemLearner):
     """``learner0`` of a group of learners (see the module docstring): the coordinator's one learner."""
 
@@ -265,22 +159,14 @@ class LearnerAggregator(FlaskFileSystemLearner):
         if self._size < 2 or int(self._cfg.learner_rank) != 0:
             raise ConfigError(f"{name}: a LearnerAggregator is rank 0 of 2 or more learners (got learner_num "
                               f"{self._size}, learner_rank {self._cfg.learner_rank})")
-        if not self._cfg.get("path_data"):
-            raise ConfigError(f"{name}: several learners need path_data in the learner's config (the learner group's "
-                              "rendezvous file goes next to it)")
-        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
-        self._token = resolve_token(token or self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._rendezvous, self._token = _group_link(self._cfg, name, token)
         self._group: LearnerGroup | None = None
         self._last_sent = 0.0
         self._stopped_members = False
         self._batch_len: int | None = None
         self._sent: tuple[list, int] | None = None  # rank 0's share of the last batch sent, and train_iter then
 
-    # the seed's interface: start / close / merge_info
-    def start(self) -> None:
-        """Join the coordinator (as its learner); the group forms when the coordinator's start task arrives."""
-        super().start()
-
+    # DI-engine's interface: start (inherited: the group forms on the coordinator's start task) / close / merge_info
     def close(self) -> None:
         """Stop training, stop the other learners, leave the group (removing the rendezvous file), close the slave."""
         try:
@@ -315,7 +201,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
 
     def get_data(self, batch_size: int) -> list | None:
         samples = super().get_data(batch_size)  # sample dicts: this class sets _column_batches = False
-        learner = self._learner
+        learner = self._trainer.learner
         if samples is None or learner is None or learner.stop_requested:  # (a batch sent must be trained)
             self.stop_members()
             return None
@@ -345,8 +231,8 @@ class LearnerAggregator(FlaskFileSystemLearner):
         if self._group is not None and not self._stopped_members:
             self._stopped_members = True
             self._group.send(KIND_STOP)
-            if self._learner is not None:
-                check_digests(self._group, self._learner)
+            if self._trainer.learner is not None:
+                check_digests(self._group, self._trainer.learner)
 
     @property
     def hooks4call(self) -> list:
@@ -368,10 +254,7 @@ class LearnerGroupMember:
         if not 1 <= self.rank < self.size:
             raise ConfigError(f"{name}: learner_rank must be in 1..{self.size - 1} (learner_num {self.size}), got "
                               f"{self.rank}")
-        if not self._cfg.get("path_data"):
-            raise ConfigError(f"{name}: several learners need path_data in the learner's config")
-        self._rendezvous = rendezvous_path(str(self._cfg.path_data))
-        self._token = resolve_token(self._cfg.get("auth_token"), where=f"{name}: system_config.auth_token")
+        self._rendezvous, self._token = _group_link(self._cfg, name)
         self._logger = logging.getLogger(f"ding.learner_member.{name}")
         self._group: LearnerGroup | None = None
         self.learner: BaseLearner | None = None
@@ -379,8 +262,6 @@ class LearnerGroupMember:
 
     def run(self) -> int:
         """Join the group, build the learner from rank 0's start task, train until rank 0 stops; 0 when it did."""
-        from ding.worker.builder import build_learning  # the one builder; lazy: it imports workers
-
         self._group = LearnerGroup.join(self._rendezvous, self.rank, self.size, float(self._cfg.group_timeout),
                                         self.name, self._token)
         try:
@@ -388,20 +269,11 @@ class LearnerGroupMember:
             if kind != KIND_DATA:
                 return 0  # stopped before it started (no digest exchange: rank 0 had no learner)
             task = LearnerStartTask.from_json(json.loads(payload), peer="learner0 (through the learner group)")
-            cfg = EasyDict(task.main_config)
             run_dir(task.path_data, self._cfg.get("path_data"), "LearnerStartTask.path_data")
-            ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
-            load_path = learner_load_path(task.load_path, ckpt_dir)
-            learner = build_learning(cfg, seed=task.seed, learner_cfg=EasyDict(dict(cfg.policy.learn.learner)),
-                                     exp_name=cfg.exp_name, instance_name=self.name, data_source=self._get_data,
-                                     ckpt_dir=ckpt_dir, log_dir=os.path.join(cfg.exp_name, "log", self.name)).learner
+            hooks = [_GroupHook(self._group, "before_run", seed=task.seed), _GroupHook(self._group, "after_iter")]
+            # (the same checkpoint rank 0 loads: the optimizer state matches too)
+            learner, _ = build_task_learner(task, self.name, self._get_data, hooks)
             self.learner = learner
-            if load_path:  # the same checkpoint rank 0 loads: the optimizer state matches too
-                path = find_latest_checkpoint(load_path, learner.logger) if os.path.isdir(load_path) else load_path
-                if path:
-                    learner.load_checkpoint(path, allow_pickle=False)
-            learner.register_hook(_GroupHook(self._group, "before_run", seed=task.seed))
-            learner.register_hook(_GroupHook(self._group, "after_iter"))
             learner.info(f"rank {self.rank} of {self.size} learners ({self._group.backend}) starts at train_iter "
                          f"{learner.train_iter}")
             learner.start()

@@ -1,0 +1,175 @@
+"""BatchReader: a learn task's batches read from their data files, through the learner's sample store.
+
+A learn task names its samples by data id; their files are read and decoded by the task's own thread (never the
+training thread) and kept in a :class:`SampleStore`. A file that is missing or damaged is skipped and counted; a
+damaged one is remembered and not read again (data files never change).
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from easydict import EasyDict
+
+from ding.parallel.files import read_data_file, run_dir, task_of
+from ding.parallel.protocol import DATA_ID, LearnerStartTask, LearnTask
+from ding.parallel.roles.learner.sample_store import SampleStore
+from ding.torch_utils import DecodeLimits
+from ding.utils import DataFileError
+from ding.utils.data import ColumnBatch
+from ding.utils.torch_threads import torch_threads_in_this_thread
+
+_Batch = tuple[list[str], dict[str, list]]  # a batch's data ids at hand, and its metadata columns of those
+
+
+@dataclass
+class ReadBatches:
+    """A learn task's batches as read: all their samples as one :class:`~ding.utils.data.ColumnBatch` when the policy
+    takes columns, else each batch's sample dicts; ``sizes`` per batch (0: every file of the batch was skipped)."""
+
+    sizes: list[int]
+    envstep: int
+    wait_s: float
+    skipped_files: int = 0
+    columns: ColumnBatch | None = None
+    samples: list[list[dict]] | None = None
+
+    def batches(self) -> list[ColumnBatch | list[dict] | None]:
+        """Per batch: a ColumnBatch (a view of ``columns``), its sample dicts, or None (nothing to train)."""
+        if self.columns is not None:
+            parts = iter(self.columns.split([n for n in self.sizes if n]))
+            return [next(parts) if n else None for n in self.sizes]
+        samples = self.samples or [[] for _ in self.sizes]
+        return [batch if batch else None for batch in samples]
+
+
+class BatchReader:
+    """Reads learn tasks' batches for one learner (see the module docstring); thread-safe."""
+
+    def __init__(self, path_data: str, store: SampleStore, limits: DecodeLimits, logger: logging.Logger) -> None:
+        self.path_data = path_data
+        self.store = store
+        self._limits = limits
+        self._logger = logger
+        self._lock = threading.Lock()  # learn tasks' threads share the store
+        self._bad: collections.OrderedDict = collections.OrderedDict()  # ids of damaged/crafted files (oldest first)
+        self._skipped = 0
+
+    @classmethod
+    def for_task(cls, task: LearnerStartTask, cfg: Any, logger: logging.Logger) -> BatchReader:
+        """The reader a start task asks for: its data directory, a store sized from the replay buffer (or
+        ``cfg.sample_cache_size`` / ``cfg.sample_cache_mb``), the decode limits of ``cfg``."""
+        path_data = run_dir(task.path_data, cfg.get("path_data"), "LearnerStartTask.path_data")
+        replay = EasyDict(task.main_config).policy.other.replay_buffer
+        buffer_size = int(replay.get("replay_buffer_size", 0) or 0)
+        size, cap_mb = cfg.get("sample_cache_size"), cfg.get("sample_cache_mb")
+        cap_mb = min(4096.0, max(256.0, buffer_size / 16)) if cap_mb is None else float(cap_mb)
+        store = SampleStore(buffer_size if size is None else int(size), max_bytes=int(cap_mb * 2**20))
+        limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
+                              max_decoded_bytes=int(float(cfg.max_sample_mb) * (1 << 20)))
+        return cls(path_data, store, limits, logger)
+
+    def read(self, task: LearnTask, columns: bool) -> ReadBatches:
+        """The task's batches, as one ColumnBatch (``columns``) or as sample dicts."""
+        torch_threads_in_this_thread()  # (this thread decodes the data files and stacks the batches)
+        with self._lock:
+            fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
+            read = [self._load(meta, fresh) for meta in task.data]
+            gone = set()
+            # (only reading files puts samples in the store, so only then can it have let go of one this task needs)
+            lost = self.store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh) if fresh else []
+            for data_id in lost:
+                if data_id not in fresh and data_id not in gone:  # let go by a store smaller than one task's reads
+                    try:
+                        fresh.update(self._read_file(data_id))
+                    except DataFileError as e:
+                        gone.add(data_id)
+                        self._logger.warning(f"skipped a training sample: {e}")
+            if gone:
+                self._skipped += len(gone)
+                read = [_without(r, gone) for r in read]
+            skipped, self._skipped = self._skipped, 0
+            out = ReadBatches(sizes=[len(r[0]) if r else 0 for r in read], envstep=task.envstep, wait_s=task.wait_s,
+                              skipped_files=skipped)
+            if not columns:
+                out.samples = [_laid_over([self._sample(i, fresh) for i in r[0]], r[1]) if r else [] for r in read]
+            elif any(read):  # one ColumnBatch for the whole task: a gather per field, not a stack per field and batch
+                keys = list(dict.fromkeys(k for r in read if r for k in r[1]))
+                missing = ColumnBatch.MISSING
+                extra = {k: list(chain.from_iterable(r[1].get(k, [missing] * len(r[0])) for r in read if r))
+                         for k in keys}
+                out.columns = self.store.batch(list(chain.from_iterable(r[0] for r in read if r)), extra, fresh)
+        return out
+
+    def _read_file(self, data_id: str) -> dict[str, Any]:
+        found = read_data_file(self.path_data, data_id, self._limits)
+        task = task_of(data_id)
+        self.store.check(found, f"data file '{data_id}'" + (f" (written by collector task '{task}')" if task else ""))
+        return found
+
+    def _sample(self, data_id: str, fresh: dict[str, Any]) -> Any:
+        sample = self.store.get(data_id)
+        return fresh[data_id] if sample is None else sample
+
+    def _load(self, meta: dict[str, list], fresh: dict[str, Any]) -> _Batch | None:
+        """A batch's data ids whose samples are at hand (kept, or read now into ``fresh``) and its metadata of those;
+        None when every file of the batch was skipped."""
+        ids, kept = self._read_samples(meta[DATA_ID], fresh)
+        if not ids:
+            return None
+        whole = len(kept) == len(meta[DATA_ID])
+        return ids, {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
+
+    def _read_samples(self, data_ids: list, fresh: dict[str, Any]) -> tuple[list[str], list[int]]:
+        """The ids of ``data_ids`` at hand and their positions, reading missing ones' whole files into the store (a
+        collect task's other samples are in the buffer too) and into ``fresh``."""
+        store = self.store
+        if not store.missing(data_ids, fresh):  # (the common case: every sample is kept)
+            return list(data_ids), list(range(len(data_ids)))
+        ids, kept = [], []
+        for pos, raw_id in enumerate(data_ids):
+            data_id = str(raw_id)
+            if data_id not in store and data_id not in fresh:
+                if data_id in self._bad:  # a bad file is not read (nor logged) again
+                    self._skipped += 1
+                    continue
+                try:
+                    found = self._read_file(data_id)
+                except DataFileError as e:
+                    self._skipped += 1
+                    if not isinstance(e.__cause__, FileNotFoundError):
+                        self._bad[data_id] = True
+                        if len(self._bad) > max(store.capacity, 10_000):
+                            self._bad.popitem(last=False)
+                    self._logger.warning(f"skipped a training sample: {e}")
+                    continue
+                fresh.update(found)
+                store.put(found)
+            ids.append(data_id)
+            kept.append(pos)
+        return ids, kept
+
+
+def _without(read: _Batch | None, gone: set) -> _Batch | None:
+    """A batch without the samples of ``gone`` (None: none left)."""
+    if read is None or not gone.intersection(read[0]):
+        return read
+    keep = [j for j, i in enumerate(read[0]) if i not in gone]
+    if not keep:
+        return None
+    return [read[0][j] for j in keep], {k: [col[j] for j in keep] for k, col in read[1].items()}
+
+
+def _laid_over(stored: list[dict], extra: dict[str, list]) -> list[dict]:
+    """Sample dicts: each stored sample with its metadata laid over it (the stored sample is not changed)."""
+    samples = []
+    for j, sample in enumerate(stored):
+        sample = dict(sample)
+        for k, col in extra.items():
+            sample[k] = col[j]
+        samples.append(sample)
+    return samples
