@@ -73,21 +73,19 @@ class SlurmStarter:
                                     env=self.env, start_new_session=True)
 
     def listed(self, names: set[str] | None = None) -> list[str]:
-        """Slurm ids (``job`` or ``job.step``) of this run's steps and jobs (or those of step ``names``) that Slurm
-        still lists."""
-        names = self._names if names is None else names
+        """Slurm ids of this run's steps that Slurm still lists (``job.step``; outside an allocation also a pending
+        srun's ``job``), or of the steps named ``names`` (``job.step`` only)."""
+        found = self._squeue(["-s"], names or self._names)
+        return found + self._squeue([], self._names) if names is None and self.job is None else found
+
+    def _squeue(self, extra: list[str], names: set[str]) -> list[str]:
         if not names:
             return []
         where = ["-j", self.job.job_id] if self.job is not None else ["-u", str(os.getuid())]
-        found = []
-        for extra in (["-s"], []) if self.job is None else (["-s"],):  # steps; outside a job also a pending srun's
-            out = self._run(["squeue", "-h", *extra, *where, "-o", "%i %j"], capture_output=True, text=True,
-                            timeout=30, env=self.env)
-            for line in (out.stdout or "").splitlines():
-                parts = line.split(None, 1)
-                if len(parts) == 2 and parts[1].strip() in names:
-                    found.append(parts[0])
-        return found
+        out = self._run(["squeue", "-h", *extra, *where, "-o", "%i %j"], capture_output=True, text=True, timeout=30,
+                        env=self.env)
+        return [p[0] for p in (line.split(None, 1) for line in (out.stdout or "").splitlines())
+                if len(p) == 2 and p[1].strip() in names]
 
     def signal_step(self, name: str, sig: str = "TERM") -> bool:
         """Send ``sig`` to the processes of step ``name`` (not a cancel: the role handles it, e.g. an orderly end)."""
