@@ -30,11 +30,10 @@ from ding.parallel.launch.cpu_placement import (
 )
 from ding.parallel.launch.driver import check_resumable, drive_coordinator, read_state
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
-from ding.parallel.launch.role_process import PARENT_PID_ENV
+from ding.parallel.launch.role_process import PARENT_PID_ENV, role_env
 from ding.parallel.launch.supervisor import Role, RoleId, RoleSupervisor, role_log
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
-from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 from ding.utils.torch_threads import requested_torch_threads
 
 
@@ -54,16 +53,11 @@ class LocalStarter:
         self._forked: dict[str, ForkedRole] = {}  # forked before the coordinator listened, not released yet
 
     def _env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env[TOKEN_ENV] = self._token
+        env = role_env(self._token)
         env[PARENT_PID_ENV] = str(os.getpid())
-        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
-        env["PYTHONUNBUFFERED"] = "1"
         env.pop(PLACEMENT_ENV, None)  # (a placement of an outer run is not this run's)
         if self._placement is not None:
             env[PLACEMENT_ENV] = self._placement.to_env()
-        if config_dir():  # every role looks for the config's import_names where the launcher does
-            env[CONFIG_DIR_ENV] = str(config_dir())
         return env
 
     def _argv(self, role: Role) -> list[str]:

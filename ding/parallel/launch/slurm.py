@@ -30,6 +30,7 @@ from typing import Any
 
 from ding.engine.training_view import GracefulStop, TrainingInterrupted
 from ding.parallel.launch.driver import ParallelRunError
+from ding.parallel.launch.role_process import role_env
 from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
 from ding.parallel.launch.supervisor import Role, RoleSupervisor
 from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
@@ -126,19 +127,6 @@ def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | 
     return cmd + ["--module-name", spec.name, "--coordinator-host", address[0], "--coordinator-port", str(address[1])]
 
 
-def _step_env(token: str) -> dict[str, str]:
-    from ding.parallel.transport import TOKEN_ENV
-    from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
-
-    env = dict(os.environ)
-    env[TOKEN_ENV] = token
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
-    if config_dir():
-        env[CONFIG_DIR_ENV] = str(config_dir())
-    return env
-
-
 def write_address(exp_dir: str, host: str, port: int, token: str) -> str:
     """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically, once the coordinator listens: where the
     roles join this run (the launcher waits for it; a person can read it). The record is signed with the run's token
@@ -197,7 +185,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     where = f"job {job.job_id} ({len(job.nodes)} node(s))" if job is not None else "new Slurm jobs"
     print(f"ding: run {shown_dir(exp)} on Slurm: {len(specs)} steps in {where}; step names ding-<tag>-<role>",
           flush=True)
-    starter = SlurmStarter(job, _step_env(token), total, (max_env_step, max_train_iter))
+    starter = SlurmStarter(job, role_env(token), total, (max_env_step, max_train_iter))
     with RoleSupervisor(starter, exp, int(cfg.system.max_restarts)) as steps, GracefulStop() as stop:
         coordinator = steps.start(coordinator_spec, log=False)
         deadline = time.monotonic() + start_timeout
