@@ -67,16 +67,18 @@ def test_no_fork_while_another_thread_runs(tmp_path):
 NATIVE = textwrap.dedent('''
     import os, sys, threading
     from ding.parallel.launch.forked_roles import can_fork, os_thread_count
-    from ding.parallel.launch.local import LocalProcesses
+    from ding.parallel.launch.local import LocalStarter
+    from ding.parallel.launch.supervisor import RoleId
     print("BEFORE", can_fork())
     import torch  # a torch op starts torch's native intra-op pool: Python's own count does not see it
     torch.set_num_threads(2)
     torch.ones(300, 300) @ torch.ones(300, 300)
     print("PYTHON_THREADS", threading.active_count(), "OS_THREADS", os_thread_count())
     print("REASON", can_fork())
-    with LocalProcesses(os.path.join(sys.argv[1], "cfg.py"), os.path.join(sys.argv[1], "exp"), "t" * 24, 0) as p:
-        p.prefork([("collector0", "collector")])
-        print("FORKED", sorted(p._forked))
+    starter = LocalStarter(os.path.join(sys.argv[1], "cfg.py"), "t" * 24)
+    starter.prefork([RoleId("collector0", "collector")], os.path.join(sys.argv[1], "exp"))
+    print("FORKED", sorted(starter._forked))
+    starter.close()
 ''')
 
 

@@ -171,25 +171,29 @@ def test_a_lost_learner_group_member_stops_the_rest_of_the_group_at_once(tmp_pat
     import subprocess
     import sys
 
-    from ding.parallel.launch.slurm import SlurmSteps, _Step, _watch
+    from ding.parallel.launch.slurm import SlurmStarter
     from ding.parallel.launch.slurm_env import StepSpec
+    from ding.parallel.launch.supervisor import RoleSupervisor
 
-    steps = SlurmSteps(str(tmp_path), None, {}, runner=lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
-    specs = [StepSpec("learner0", "learner"), StepSpec("learner1", "learner"), StepSpec("learner2", "learner"),
-             StepSpec("collector0", "collector")]
-    for spec in specs:
-        step = steps.steps[spec.name] = _Step(spec, f"ding-t-{spec.name}", None)
-        code = "import sys; sys.exit(3)" if spec.name == "learner1" else "import time; time.sleep(120)"
-        step.proc = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        steps.steps["learner1"].proc.wait(timeout=30)
-        failure = _watch(steps, specs, "total_config.py", ("127.0.0.1", 1), max_restarts=3)
-        assert failure is not None and "learner step 'learner1' (one of 3 learners" in failure
+    class Local(SlurmStarter):  # Slurm's policy (SIGTERM to a step's srun), a plain process for the srun
+        def start(self, role, log_path):
+            code = "import sys; sys.exit(3)" if role.name == "learner1" else "import time; time.sleep(120)"
+            return subprocess.Popen([sys.executable, "-c", code])
+
+    starter = Local(None, {}, "total_config.py", runner=lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    said, failed = [], []
+    with RoleSupervisor(starter, str(tmp_path), max_restarts=3) as steps:
+        steps.report_to(said.append, failed.append, lambda: False)
+        for name in ("learner0", "learner1", "learner2", "collector0"):
+            steps.start(StepSpec(name, name.rstrip("012")))
+        steps.children["learner1"].proc.wait(timeout=30)
+        steps.tick()
+        assert len(failed) == 1 and "learner step 'learner1' (one of 3 learners" in failed[0]
+        assert "exited with code 3" in failed[0] and steps.failure == failed[0]
+        assert said == [f"stopping learner step '{n}' (its learner group lost 'learner1')" for n in ("learner0",
+                                                                                                     "learner2")]
         for name in ("learner0", "learner2"):
-            assert steps.steps[name].proc.wait(timeout=10) != 0  # stopped, not left waiting
-        assert steps.steps["collector0"].running()  # the coordinator ends the collectors in order
-    finally:
-        for step in steps.steps.values():
-            if step.proc is not None and step.proc.poll() is None:
-                step.proc.kill()
-                step.proc.wait()
+            assert steps.children[name].proc.wait(timeout=10) == -15  # SIGTERM (srun's cancel), not left waiting
+        assert steps.children["collector0"].running()  # the coordinator ends the collectors in order
+        steps.stop(grace=0.0)
+        assert not steps.alive()

@@ -89,11 +89,11 @@ def _fake_proc(root, pid: int, comm: str, cpus: str) -> None:
 
 def test_other_runs_trainers_are_read_from_proc(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    _fake_proc(tmp_path, 101, "ding-trainer0", "7")  # another run's trainer: held
-    _fake_proc(tmp_path, 102, "ding-learner1", "5-6")  # a learner group's member trains in its role process: held
-    _fake_proc(tmp_path, 103, "ding-collector0", "0-4")  # not a trainer
-    _fake_proc(tmp_path, 104, "ding-learner0", "0-4")  # learner0's HTTP half (its trainer is a separate process)
-    _fake_proc(tmp_path, 105, "ding-trainer1", "0-7")  # not pinned: holds nothing
+    _fake_proc(tmp_path, 101, "ding-learner0", "7")  # another run's learner, pinned to its training CPU: held
+    _fake_proc(tmp_path, 102, "ding-learner1", "5-6")  # a learner group's member: held
+    _fake_proc(tmp_path, 103, "ding-collector0", "0-4")  # not a learner
+    _fake_proc(tmp_path, 104, "ding-learner2", "0-7")  # not pinned: holds nothing
+    _fake_proc(tmp_path, 105, "python", "3")  # not a ding learner, pinned or not
     (tmp_path / "self").mkdir()  # (not a pid)
     assert cpus_reserved_by_other_runs(str(tmp_path)) == frozenset({5, 6, 7})
 
@@ -223,8 +223,8 @@ def test_the_governor_needs_a_cpu_for_the_others():
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="pinning needs Linux and two CPUs")
 def test_a_process_pinned_to_a_trainers_cpu_trains_whatever_its_name():
-    """A learner0 that trains in its own process keeps its role's name (``ding-learner0``): the governor must still
-    count it as a trainer (and never move it off its core), by the CPUs it pinned itself to."""
+    """A process on a trainer's CPUs alone (one a learner started inherits them) trains whatever its name: the
+    governor counts it as a trainer and never moves it off its core."""
     cpu = max(os.sched_getaffinity(0))
     code = (f"import os, sys, time; os.sched_setaffinity(0, {{{cpu}}}); sys.stdout.write('ready\\n'); "
             "sys.stdout.flush(); time.sleep(30)")
@@ -274,11 +274,11 @@ def test_a_machine_with_a_cpu_for_every_process_of_the_run_places_nothing(monkey
     from easydict import EasyDict
 
     from ding.parallel.launch.local import plan_run_placement
+    from ding.parallel.launch.supervisor import RoleId
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
     monkeypatch.setattr(os, "listdir", lambda path: [])  # (no other run's trainer holds a CPU)
-    roles = [("learner0", "learner"), ("collector0", "collector"), ("collector1", "collector"),
-             ("collector2", "collector")]
+    roles = [RoleId("learner0", "learner")] + [RoleId(f"collector{i}", "collector") for i in range(3)]
     placement, why = plan_run_placement(EasyDict(system=EasyDict()), roles)  # the default cpu_affinity, 'auto'
     if placed:
         assert placement == CpuPlacement({"learner0": frozenset({cpus - 1})}), why

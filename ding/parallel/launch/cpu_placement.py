@@ -21,7 +21,7 @@ __all__ = ["PLACEMENT_ENV", "SETTINGS", "CpuPlacement", "plan_placement", "apply
            "cpus_reserved_by_other_runs", "format_cpus", "PlacementGovernor", "RunTree", "process_tree", "is_trainer"]
 
 PLACEMENT_ENV = "DING_CPU_PLACEMENT"
-_TRAINER_COMM = re.compile(r"^ding-(trainer|learner[1-9]\d*$)")  # processes that train: see module docstring
+_LEARNER_COMM = re.compile(r"^ding-learner\d+$")  # a learner's role process, which trains
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,8 @@ def _comm(pid: int, proc: str = "/proc") -> str:
 
 
 def is_trainer(pid: int, proc: str = "/proc") -> bool:
-    """Whether process ``pid`` trains (a learner's training process, or a member of a learner group)."""
-    return bool(_TRAINER_COMM.match(_comm(pid, proc)))
+    """Whether process ``pid`` trains: a learner's role process (``ding-learnerN``)."""
+    return bool(_LEARNER_COMM.match(_comm(pid, proc)))
 
 
 def process_tree(root: int, proc: str = "/proc") -> list[int]:
@@ -238,8 +238,7 @@ class RunTree:
     """The run's processes: ``root`` (the launcher) and the role processes ``roles()`` names with what runs under
     them (never the launcher's other children, e.g. a notebook's), split into the processes that train and the others
     (read again at most once every ``max_age`` seconds: roles restart, collectors start env workers). A process trains
-    when its name says so (a group's ``ding-learnerN``, N >= 1) or when it pinned itself to a trainer's CPUs (a
-    ``learner0``)."""
+    when its name says so (``ding-learnerN``) or when it runs on a trainer's CPUs alone (pinned there)."""
 
     def __init__(self, root: int, trainer_cpus: list[frozenset[int]], roles: Callable[[], Iterable[int]],
                  max_age: float = 1.0, proc: str = "/proc") -> None:

@@ -32,7 +32,8 @@ class ParallelRunError(DingError, RuntimeError):
 
 
 class Supervisor(Protocol):
-    """What a door adds to the wait loop once the coordinator listens (e.g. the launcher's child processes)."""
+    """What a door adds to the wait loop once the coordinator listens (the local launcher's
+    :class:`~ding.parallel.launch.supervisor.RoleSupervisor`)."""
 
     def tick(self) -> None:
         """Called every 0.2 s while the run goes on."""

@@ -1,19 +1,16 @@
 """Role processes forked from ``ding -m parallel``'s launcher, so they start without importing torch and ding again.
 
-A role started as ``python -m ding -m dist --module ...`` spends about 2.4 s of CPU importing torch and ding before it
-does anything; ``ding -m parallel`` starts three or more of them at once, so on a 2-core machine a run's first
-seconds go to imports (measured in ``tests/benchmark/bench_parallel.py``; see docs/parallel.md, 'How roles start').
-The launcher has imported all of that already. :func:`fork_role` forks it *before it starts any thread* (the
-coordinator's server, its loggers and writers come later): a forked child is a copy of a single-threaded process, so
-no lock can be held by a thread that does not exist in it. The child then waits on a pipe for the coordinator's
-address, which exists only once the coordinator listens; :meth:`ForkedRole.release` sends it, and the child runs
-exactly what ``ding -m dist --module <role>`` runs (``python -m ding`` with the same argv), in its own
-session, with its output in its log file and the environment the launcher gives an exec'd role.
+Forking is how a local role starts by default (``role_start='fork'``; figures in docs/benchmarks.md). A role is
+exec'd (``python -m ding -m dist --module ...``) only where a fork cannot be used: a config with ``policy.cuda``
+(CUDA does not survive a fork), an OS without ``fork``, and a launcher where another thread runs already (a fork
+would copy its locks half-held) -- which is always so for a restart, since the coordinator's threads run by then.
 
-A child whose launcher dies before releasing it reads end-of-file and exits; :meth:`ForkedRole.discard` ends one
-that is no longer needed. :class:`ForkedRole` answers ``poll``/``wait``/``send_signal``/``returncode`` like
-:class:`subprocess.Popen`, so the launcher watches forked and exec'd children alike (restarts are exec'd: by then the
-launcher has threads).
+:func:`fork_role` forks the launcher before it starts any thread. The child waits on a pipe for the coordinator's
+address (:meth:`ForkedRole.release` sends it once the coordinator listens), then runs exactly what ``python -m ding``
+runs with the role's argv, in its own session, with its output in its log file and an exec'd role's environment. A
+child whose launcher dies before releasing it reads end-of-file and exits; :meth:`ForkedRole.discard` ends one that
+is no longer needed. :class:`ForkedRole` answers ``poll``/``wait``/``send_signal``/``returncode`` like
+:class:`subprocess.Popen`, so the supervisor watches forked and exec'd roles alike.
 """
 from __future__ import annotations
 
@@ -31,12 +28,9 @@ from ding.utils.process_helper import end_forked_child, flush_std_streams
 
 _OPEN_PIPES: set[int] = set()  # write ends of unreleased children: a later child closes them (it must not hold them)
 
-# What every role imports on its way to its first task that the launcher has not imported yet when it forks: the HTTP
-# server's Flask (with werkzeug, jinja2, click, itsdangerous and blinker: about 0.1 s of CPU in each process) and the
-# loggers' tensorboardX. Each is imported lazily where it is used (a serial run never loads Flask); the launcher
-# imports them once before it forks, so the four to six roles of a local run do not each import them again, at the
-# same time, on the same cores. (tests/entry/test_forked_roles.py checks that a role's server and logger then import
-# nothing more of them.)
+# What every role imports on its way to its first task that the launcher has not imported yet when it forks (each
+# lazily where it is used: a serial run never loads Flask); imported once before the fork, so the roles of a local run
+# do not each import them again at the same time (tests/entry/test_forked_roles.py checks nothing more is imported).
 ROLE_MODULES = ("flask", "werkzeug.serving", "tensorboardX", "ding.worker.builder")
 
 

@@ -8,11 +8,10 @@ where it runs), then starts one step per learner and collector with that address
 outside, each ``srun`` asks for its own allocation. The shared secret travels in the steps' environment, never on a
 command line.
 
-It restarts a collector or learner step that ends while the run goes on (``max_restarts`` times, as ``ding -m
-parallel`` does with its processes), ends the run when one keeps failing, and on Ctrl-C / SIGTERM asks the
-coordinator for its orderly end (``scancel --signal=TERM`` of its step: the learner writes its checkpoint, every role
-exits); a second one cancels every step at once. Whatever happens, no step it started is left: on the way out the
-launcher cancels (``scancel``) every step or job still listed under its step names, and waits until none is.
+Its steps are run by :class:`~ding.parallel.launch.supervisor.RoleSupervisor`, as ``ding -m parallel``'s processes
+are. On Ctrl-C / SIGTERM the launcher asks the coordinator for its orderly end (``scancel --signal=TERM`` of its step:
+the learner writes its checkpoint, every role exits); a second one stops every step at once. On the way out it cancels
+every step or job Slurm still lists under the run's step names, until none is.
 """
 from __future__ import annotations
 
@@ -26,153 +25,78 @@ import signal
 import subprocess
 import sys
 import time
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ding.engine.training_view import GracefulStop, TrainingInterrupted
 from ding.parallel.launch.driver import ParallelRunError
+from ding.parallel.launch.role_process import role_env
 from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
+from ding.parallel.launch.supervisor import Role, RoleSupervisor
 from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
 
 ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens (ding.entry.dist_entry)
 _MAX_ADDRESS_BYTES = 4096
 
 
-class _Step:
-    """One role's ``srun`` process and its log."""
+class SlurmStarter:
+    """How ``-P slurm`` starts a role: an ``srun`` of ``ding -m dist --module <role>`` as a step named
+    ``ding-<tag>-<name>`` (learners and collectors with the coordinator's :attr:`address`); :meth:`close` cancels
+    (``scancel``) whatever Slurm still lists under this run's step names."""
 
-    def __init__(self, spec: StepSpec, step_name: str, log_path: str | None) -> None:
-        self.spec, self.step_name, self.log_path = spec, step_name, log_path
-        self.proc: subprocess.Popen | None = None
-        self.restarts = 0
+    what = " step"
+    clean_exit_ends = True  # the coordinator runs elsewhere: a step ending with 0 was told to, or lost it
+    end_now: int = signal.SIGTERM  # srun cancels its step on SIGTERM; a SIGKILL of srun would leave the step running
 
-    def running(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def tail(self, n: int = 12) -> str:
-        if self.log_path is None:
-            return "(its output is above)"
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(deque(f, maxlen=n)).rstrip()
-        except OSError:
-            return "(no log)"
-
-
-class SlurmSteps:
-    """The steps of one run: start, watch, signal and cancel them. A context manager: leaving it cancels every step
-    still running and sweeps Slurm's queue for any left under this run's step names (also after an error)."""
-
-    def __init__(self, exp_dir: str, job: SlurmJob | None, env: Mapping[str, str], tag: str | None = None,
+    def __init__(self, job: SlurmJob | None, env: Mapping[str, str], total_config: str,
+                 limits: tuple[int | None, int | None] = (None, None), tag: str | None = None,
                  runner: Any = subprocess.run) -> None:
-        self.exp_dir, self.job, self.env = exp_dir, job, dict(env)
+        self.job, self.env, self.total_config, self.limits = job, dict(env), total_config, limits
         self.tag = tag or secrets.token_hex(3)
-        self.steps: dict[str, _Step] = {}
+        self.address: tuple[str, int] | None = None  # the coordinator's: set once it announced it
+        self._names: set[str] = set()
         self._run = runner
-
-    def __enter__(self) -> SlurmSteps:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.cancel_all()
 
     def step_name(self, name: str) -> str:
         return f"ding-{self.tag}-{name}"
 
-    def start(self, spec: StepSpec, command: Sequence[str], log_to_file: bool = True) -> _Step:
-        step = self.steps.get(spec.name)
-        if step is None:
-            log = None
-            if log_to_file:
-                log_dir = os.path.join(self.exp_dir, "log", spec.name)
-                os.makedirs(log_dir, exist_ok=True)
-                log = os.path.join(log_dir, "process.log")
-            step = self.steps[spec.name] = _Step(spec, self.step_name(spec.name), log)
-        cmd = srun_command(spec, step.step_name, self.job, command)
-        if step.log_path is None:
-            step.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
-        else:
-            with open(step.log_path, "ab") as log_file:
-                log_file.write(f"ding: {describe(cmd)}\n".encode())
-                log_file.flush()
-                step.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file,
-                                             stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
-        return step
+    def start(self, role: Role, log_path: str | None) -> subprocess.Popen:
+        assert isinstance(role, StepSpec)
+        self._names.add(self.step_name(role.name))
+        cmd = srun_command(role, self.step_name(role.name), self.job,
+                           _role_command(self.total_config, role, self.address, *self.limits))
+        if log_path is None:
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+        with open(log_path, "ab") as log_file:
+            log_file.write(f"ding: {describe(cmd)}\n".encode())
+            log_file.flush()
+            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                                    env=self.env, start_new_session=True)
 
-    def alive(self) -> list[_Step]:
-        return [s for s in self.steps.values() if s.running()]
+    def listed(self, names: set[str] | None = None) -> list[str]:
+        """Slurm ids of this run's steps that Slurm still lists (``job.step``; outside an allocation also a pending
+        srun's ``job``), or of the steps named ``names`` (``job.step`` only)."""
+        found = self._squeue(["-s"], names or self._names)
+        return found + self._squeue([], self._names) if names is None and self.job is None else found
 
-    def listed(self) -> list[str]:
-        """Slurm ids (``job`` or ``job.step``) of this run's steps and jobs that Slurm still lists."""
-        names = {s.step_name for s in self.steps.values()}
+    def _squeue(self, extra: list[str], names: set[str]) -> list[str]:
         if not names:
             return []
         where = ["-j", self.job.job_id] if self.job is not None else ["-u", str(os.getuid())]
-        found = []
-        for extra in (["-s"], []):  # steps (in an allocation, or a running srun's), then jobs (a pending srun's)
-            if extra == [] and self.job is not None:
-                continue
-            out = self._run(["squeue", "-h", *extra, *where, "-o", "%i %j"], capture_output=True, text=True,
-                            timeout=30, env=self.env)
-            for line in (out.stdout or "").splitlines():
-                parts = line.split(None, 1)
-                if len(parts) == 2 and parts[1].strip() in names:
-                    found.append(parts[0])
-        return found
-
-    def stop_step(self, name: str) -> bool:
-        """End step ``name`` now: SIGTERM to its ``srun``, which cancels the step (True if it was running)."""
-        step = self.steps.get(name)
-        if step is None or not step.running():
-            return False
-        assert step.proc is not None
-        step.proc.terminate()
-        return True
+        out = self._run(["squeue", "-h", *extra, *where, "-o", "%i %j"], capture_output=True, text=True, timeout=30,
+                        env=self.env)
+        return [p[0] for p in (line.split(None, 1) for line in (out.stdout or "").splitlines())
+                if len(p) == 2 and p[1].strip() in names]
 
     def signal_step(self, name: str, sig: str = "TERM") -> bool:
         """Send ``sig`` to the processes of step ``name`` (not a cancel: the role handles it, e.g. an orderly end)."""
-        step = self.steps.get(name)
-        if step is None or not step.running():
-            return False
-        ids = [i for i in self._listed_for(step.step_name)]
-        if not ids:
-            return False
-        self._run(["scancel", f"--signal={sig}", *ids], capture_output=True, text=True, timeout=30, env=self.env)
-        return True
+        ids = self.listed({self.step_name(name)})
+        if ids:
+            self._run(["scancel", f"--signal={sig}", *ids], capture_output=True, text=True, timeout=30, env=self.env)
+        return bool(ids)
 
-    def _listed_for(self, step_name: str) -> list[str]:
-        where = ["-j", self.job.job_id] if self.job is not None else ["-u", str(os.getuid())]
-        out = self._run(["squeue", "-h", "-s", *where, "-o", "%i %j"], capture_output=True, text=True, timeout=30,
-                        env=self.env)
-        return [p[0] for p in (line.split(None, 1) for line in (out.stdout or "").splitlines())
-                if len(p) == 2 and p[1].strip() == step_name]
-
-    def wait_all(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return not self.alive()
-
-    def cancel_all(self, grace: float = 0.0) -> None:
-        """Wait ``grace`` seconds for the steps to end by themselves; then cancel what is left (srun's SIGTERM
-        cancels its step; SIGKILL after 10 s), ``scancel`` whatever Slurm still lists, and wait until it lists
-        none (up to 30 s). A Ctrl-C during the grace period cuts it short, not the cancelling."""
-        try:
-            self.wait_all(grace)
-        except KeyboardInterrupt:
-            pass
-        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-            left = self.alive()
-            if not left:
-                break
-            for step in left:
-                try:
-                    assert step.proc is not None
-                    step.proc.send_signal(sig)
-                except ProcessLookupError:
-                    pass
-            self.wait_all(wait)
+    def close(self) -> None:
+        """``scancel`` whatever Slurm still lists of this run, until it lists none (up to 30 s)."""
         deadline = time.monotonic() + 30.0
         while True:
             try:
@@ -201,19 +125,6 @@ def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | 
         return cmd
     assert address is not None
     return cmd + ["--module-name", spec.name, "--coordinator-host", address[0], "--coordinator-port", str(address[1])]
-
-
-def _step_env(token: str) -> dict[str, str]:
-    from ding.parallel.transport import TOKEN_ENV
-    from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
-
-    env = dict(os.environ)
-    env[TOKEN_ENV] = token
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
-    if config_dir():
-        env[CONFIG_DIR_ENV] = str(config_dir())
-    return env
 
 
 def write_address(exp_dir: str, host: str, port: int, token: str) -> str:
@@ -274,16 +185,11 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     where = f"job {job.job_id} ({len(job.nodes)} node(s))" if job is not None else "new Slurm jobs"
     print(f"ding: run {shown_dir(exp)} on Slurm: {len(specs)} steps in {where}; step names ding-<tag>-<role>",
           flush=True)
-    interrupted = False
-    with SlurmSteps(exp, job, _step_env(token)) as steps, GracefulStop() as stop:
-        coordinator = steps.start(coordinator_spec, _role_command(total, coordinator_spec, None, max_env_step,
-                                                                  max_train_iter), log_to_file=False)
+    starter = SlurmStarter(job, role_env(token), total, (max_env_step, max_train_iter))
+    with RoleSupervisor(starter, exp, int(cfg.system.max_restarts)) as steps, GracefulStop() as stop:
+        coordinator = steps.start(coordinator_spec, log=False)
         deadline = time.monotonic() + start_timeout
-        address = None
-        while address is None:
-            address = read_address(exp, token)
-            if address is not None:
-                break
+        while (address := read_address(exp, token)) is None:
             if not coordinator.running():
                 raise ParallelRunError(f"the coordinator's step ended (srun exit code {_code(coordinator)}) before it "
                                        "listened; its output is above")
@@ -292,33 +198,36 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
             if time.monotonic() > deadline:
                 raise ParallelRunError(f"the coordinator's step did not announce its address within "
                                        f"system_config.slurm.start_timeout ({start_timeout:g} s): is it pending "
-                                       f"(squeue -n {steps.step_name('coordinator')})? A partition with room, or a "
+                                       f"(squeue -n {starter.step_name('coordinator')})? A partition with room, or a "
                                        "larger start_timeout")
             time.sleep(0.2)
         print(f"ding: coordinator listening on {address[0]}:{address[1]}; starting "
               f"{', '.join(s.name for s in role_specs)}", flush=True)
+        starter.address = address
+
+        def fail(message: str) -> None:
+            print(f"ding: {message}", file=sys.stderr, flush=True)
+            starter.signal_step("coordinator", "TERM")
+
+        steps.report_to(lambda m: print(f"ding: {m}", file=sys.stderr, flush=True), fail, lambda: stop.requested)
         for spec in role_specs:
-            steps.start(spec, _role_command(total, spec, address, None, None))
-        failure = None
+            steps.start(spec)
+        interrupted = False
         try:
             while coordinator.running():
                 if stop.requested and not interrupted:
                     interrupted = True
-                    steps.signal_step("coordinator", "TERM")  # its orderly end: checkpoint, every role told to exit
-                if failure is None and not interrupted:
-                    failure = _watch(steps, role_specs, total, address, int(cfg.system.max_restarts))
-                    if failure is not None:
-                        print(f"ding: {failure}", file=sys.stderr, flush=True)
-                        steps.signal_step("coordinator", "TERM")
+                    starter.signal_step("coordinator", "TERM")  # its orderly end: checkpoint, every role told to exit
+                steps.tick()
                 time.sleep(0.2)
         except KeyboardInterrupt:  # a second Ctrl-C: cancel every step now
-            steps.cancel_all()
+            steps.stop(grace=0.0)
             raise
-        steps.cancel_all(grace=60.0)  # the roles were told to exit; this only cancels stragglers
+        steps.stop(grace=60.0)  # the roles were told to exit; this only cancels stragglers
     code = _code(coordinator)
     result = _read_result(exp)
-    if failure is not None:
-        raise ParallelRunError(failure)
+    if steps.failure is not None:
+        raise ParallelRunError(steps.failure)
     if code not in (0, 130) or (result is not None and result.get("error")):
         raise ParallelRunError((result or {}).get("error") or f"the coordinator's step ended with exit code {code}; "
                                "its output is above")
@@ -329,45 +238,8 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     return result
 
 
-def _watch(steps: SlurmSteps, specs: Sequence[StepSpec], total: str, address: tuple[str, int],
-           max_restarts: int) -> str | None:
-    """Restart a role step that ended while the run goes on; the failure's text once one ran out of restarts."""
-    for spec in specs:
-        step = steps.steps[spec.name]
-        if step.running() or step.proc is None:
-            continue
-        if step.proc.returncode == 0:  # told to exit by the coordinator (or it lost the coordinator): not a crash
-            step.proc = None
-            continue
-        how = f"ended with srun exit code {_code(step)}"
-        group = [s for s in specs if s.role == "learner"]
-        if spec.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
-            step.proc = None
-            for other in group:  # the rest of the group would wait in a collective until group_timeout: end it now
-                if other.name != spec.name and steps.stop_step(other.name):
-                    print(f"ding: stopping learner step '{other.name}' (its learner group lost '{spec.name}')",
-                          file=sys.stderr, flush=True)
-            return (f"learner step '{spec.name}' (one of {len(group)} learners sharing gradients) {how}; a learner "
-                    "group is not rebuilt (docs/distributed.md, Several learners). Last lines of "
-                    f"{step.log_path}:\n{step.tail()}")
-        if step.restarts >= max_restarts:
-            others = [s for s in steps.alive() if s.spec.role == spec.role]
-            step.proc = None
-            if spec.role == "collector" and others:
-                print(f"ding: collector step '{spec.name}' {how}; not restarted (max_restarts {max_restarts}); the "
-                      "other collectors go on", file=sys.stderr, flush=True)
-                continue
-            return (f"{spec.role} step '{spec.name}' {how} and was restarted {step.restarts} times already; giving "
-                    f"up. Last lines of {step.log_path}:\n{step.tail()}")
-        step.restarts += 1
-        print(f"ding: {spec.role} step '{spec.name}' {how}; restarting it ({step.restarts}/{max_restarts})",
-              file=sys.stderr, flush=True)
-        steps.start(spec, _role_command(total, spec, address, None, None))
-    return None
-
-
-def _code(step: _Step) -> int | None:
-    return None if step.proc is None else step.proc.poll()
+def _code(child: Any) -> int | None:
+    return None if child.proc is None else child.proc.poll()
 
 
 def _read_result(exp: str) -> dict[str, Any] | None:

@@ -62,8 +62,8 @@ class Slave:
         self._lock = threading.Lock()
         self._master: HttpClient | None = None
         self._master_info: dict[str, Any] = {}
-        self._seen_tasks: set[str] = set()  # recent task ids (a retried task/new must not run twice)
-        self._seen_order: collections.deque[str] = collections.deque()
+        self._seen_tasks: collections.OrderedDict[str, None] = collections.OrderedDict()  # recent task ids: a
+        # retried task/new must not run twice (retries come within seconds: the last 10000 are kept)
         self._running: set[str] = set()
         self._cancelled: set[str] = set()  # running tasks the master gave up on (their deadline passed)
         self._current = threading.local()  # the task id a worker thread runs
@@ -75,7 +75,6 @@ class Slave:
         self._contact = False  # joined or was connected once: from then on a missing master is a timeout
         self.close_reason = ""
 
-    # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         self._server.start()
         self._heartbeat = threading.Thread(target=self._beat, name=f"ding-{self.name}-heartbeat", daemon=True)
@@ -126,7 +125,6 @@ class Slave:
         """Close from a request or task thread (the server cannot be shut down from inside its own request)."""
         threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
 
-    # ---------------------------------------------------------------- joining
     def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
         """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase). ``contact=False``
         (a re-join): an accepted request does not count as contact with the master -- only its connect does."""
@@ -140,7 +138,6 @@ class Slave:
             self._last_master_ok = time.monotonic()
             self._contact = True
 
-    # ---------------------------------------------------------------- endpoints
     def _on_ping(self, payload: dict) -> dict:
         return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
                 "cancelled": len(self._cancelled)}
@@ -211,10 +208,9 @@ class Slave:
         with self._lock:
             if task_id in self._seen_tasks:  # a retried request: the task already runs
                 return {"accepted": True, "duplicate": True}
-            self._seen_tasks.add(task_id)
-            self._seen_order.append(task_id)
-            if len(self._seen_order) > 10000:  # retries come within seconds: old ids need not be kept
-                self._seen_tasks.discard(self._seen_order.popleft())
+            self._seen_tasks[task_id] = None
+            if len(self._seen_tasks) > 10000:
+                self._seen_tasks.popitem(last=False)
             self._running.add(task_id)
         self._submit(task_id, name, body)
         return {"accepted": True}
@@ -280,7 +276,6 @@ class Slave:
         except (PeerUnreachable, RequestRejected) as e:
             self._logger.warning(f"could not report task {body['task_id']} to the master: {e}")
 
-    # ---------------------------------------------------------------- heartbeats
     def _beat(self) -> None:
         unknown = 0
         while not self._stopping.wait(self.heartbeat_interval):
@@ -327,9 +322,3 @@ class Slave:
                                    f"{silent:.0f} s (master_lost_timeout {self.master_lost_timeout:g} s): closing")
                 self._close_soon("master lost")
                 return
-
-    def __enter__(self) -> Slave:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
