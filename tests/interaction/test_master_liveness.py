@@ -80,3 +80,29 @@ def test_master_that_forgot_the_slave_connects_it_again_and_the_slave_stays():
         master.close()
         if new is not None:
             new.close()
+
+
+def test_a_slave_declared_lost_is_told_to_shut_down_when_the_master_closes():
+    """A slave that was only frozen or cut off (declared lost, then back) ends with the run, not at its own
+    master_lost_timeout: the launcher waits for every role to exit."""
+    master = Master("coordinator", token=TOKEN)
+    lost = Slave("collector0", "collector", token=TOKEN, heartbeat_interval=0.05, master_lost_timeout=30.0)
+    dead = Slave("collector1", "collector", token=TOKEN, heartbeat_interval=0.05, master_lost_timeout=30.0)
+    try:
+        master.start()
+        for s in (lost, dead):
+            s.start()
+            master.connect(s.name, "127.0.0.1", s.port)
+        dead.close()  # gone for good
+        for name in ("collector0", "collector1"):
+            conn = master.get_slave(name)
+            assert conn is not None
+            master._lose(conn, "no heartbeat (test)")
+        assert not lost.wait(0.5), "the lost slave closed before the master did"
+        master.close(reason="run finished")  # the dead one costs one refused connection
+        assert lost.wait(5), "the slave declared lost was not told to shut down when the master closed"
+        assert "shut down by master" in str(lost.close_reason)
+    finally:
+        lost.close()
+        dead.close()
+        master.close()

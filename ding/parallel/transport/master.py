@@ -152,6 +152,8 @@ class Master:
             for conn in self.slaves():
                 if conn.alive:
                     self.disconnect(conn, reason, shutdown=shutdown)
+            if shutdown:
+                self._shut_down_lost(reason)
         self._stop.set()
         if self._monitor is not None:
             self._monitor.join(timeout=5.0)
@@ -192,6 +194,23 @@ class Master:
         except (PeerUnreachable, RequestRejected) as e:
             self._logger.info(f"disconnect of '{conn.name}' not acknowledged: {e}")
         self._lose(conn, f"disconnected: {reason}", notify=False)
+
+    def _shut_down_lost(self, reason: str) -> None:
+        """Tell the slaves declared lost to shut down too: one that was only frozen or cut off for a while would
+        otherwise live on until its own ``master_lost_timeout``, and its launcher would wait for it. Best effort, all
+        at once, one short try each (a dead or unreachable slave costs at most that try)."""
+        def tell(conn: SlaveConnection) -> None:
+            try:
+                conn.client.post("disconnect", {"reason": reason, "shutdown": True}, timeout=2.0, retries=0)
+            except (PeerUnreachable, RequestRejected):
+                pass
+
+        threads = [threading.Thread(target=tell, args=(c,), name=f"ding-shutdown-{c.name}", daemon=True)
+                   for c in self.slaves() if not c.alive]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=3.0)
 
     def slaves(self, role: str | None = None, alive_only: bool = False) -> list[SlaveConnection]:
         with self._lock:
