@@ -1,7 +1,6 @@
 """SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
 from __future__ import annotations
 
-import bisect
 import copy
 import itertools
 import math
@@ -13,6 +12,7 @@ from typing import Any
 from ding.config.ranges import at_least, between, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
 from ding.parallel.commanders.eval_shards import ShardedEvaluation, SplitGate
+from ding.parallel.commanders.policy_steps import PolicySteps
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
     CollectResult,
@@ -155,9 +155,7 @@ class SoloCommander(BaseCommander):
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
         self._evaluated_policy = -1
-        # (published policy iteration, env steps collected by then), ascending: an evaluation is recorded at the env
-        # steps its policy was trained with, as in serial mode, not counting what collectors gathered meanwhile
-        self._policy_envstep: list[tuple[int, int]] = []
+        self._policy_steps = PolicySteps()  # an evaluation is recorded at the env steps its policy was trained with
         self._best_return = -math.inf
         self._end_reason: str | None = None
         self._buffer_id = "buffer0"
@@ -184,7 +182,7 @@ class SoloCommander(BaseCommander):
             self._learner_step = max(self._learner_step, info.learner_step)
             if info.policy_iter > self._policy_iter:
                 self._policy_iter = info.policy_iter
-                self._published(info.policy_iter)
+                self._policy_steps.published(info.policy_iter, self._envstep)
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
@@ -194,24 +192,11 @@ class SoloCommander(BaseCommander):
             self._learner_step = info.learner_step
             if info.policy_iter >= 0:
                 self._policy_iter = info.policy_iter
-                self._policy_envstep.clear()  # a restarted learner's iterations may go back
-                self._published(info.policy_iter)
+                self._policy_steps.clear()  # a restarted learner's iterations may go back
+                self._policy_steps.published(info.policy_iter, self._envstep)
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
                 self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
-
-    def _published(self, policy_iter: int) -> None:
-        self._policy_envstep.append((policy_iter, self._envstep))
-        if len(self._policy_envstep) > 4096:  # no evaluation for long: older policies map to a later (higher) count
-            del self._policy_envstep[:2048]
-
-    def _envstep_of_policy(self, policy_iter: int) -> int:
-        """The env steps collected when ``policy_iter`` was published (at most: what trained it); the current count
-        for a policy not heard of yet."""
-        i = bisect.bisect_left(self._policy_envstep, (policy_iter, -1))
-        step = self._policy_envstep[i][1] if i < len(self._policy_envstep) else self._envstep
-        del self._policy_envstep[:i]  # evaluations go forward: older policies are not asked for again
-        return min(step, self._envstep)
 
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
@@ -341,7 +326,7 @@ class SoloCommander(BaseCommander):
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
         self.eval_history.append(EvalRecord(train_iter=finished.policy_iter,
-                                            env_step=self._envstep_of_policy(finished.policy_iter),
+                                            env_step=self._policy_steps.of(finished.policy_iter, self._envstep),
                                             eval_return_mean=mean, eval_return_std=finished.eval_return_std))
         if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
