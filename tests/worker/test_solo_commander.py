@@ -277,7 +277,7 @@ def test_split_episodes_sizes_differ_by_at_most_one():
 
 def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_share_of_its_time(commander):
     c = commander
-    c._split_env_share = 0.5  # the default: split only where the envs' steps dominate an evaluation
+    c._split_gate.min_env_share = 0.5  # the default: split only where the envs' steps dominate an evaluation
     c.snapshot_policy = lambda pid: f"{pid}.eval"
     c.drop_snapshot = lambda sid, best: None
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
@@ -304,7 +304,6 @@ def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_sh
 
 def test_eval_split_env_share_must_be_a_share(commander):
     from ding.config import compile_config_parallel
-    from ding.parallel.commanders.solo import SoloCommander
     from ding.utils import ConfigError
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
@@ -314,9 +313,9 @@ def test_eval_split_env_share_must_be_a_share(commander):
 
     main = copy.deepcopy(main_config)
     main.policy.other.commander.eval_split_env_share = 1.5
-    cfg = compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
-    with pytest.raises(ConfigError, match="eval_split_env_share.*between 0 and 1, got 1.5"):
-        SoloCommander(cfg.main)
+    with pytest.raises(ConfigError, match=r"policy.other.commander.eval_split_env_share: must be in \[0, 1\], got 1.5"):
+        # the commander's config_ranges are checked when the config compiles, before any commander is built
+        compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
 
 
 @pytest.mark.parametrize("key, value, match", [
@@ -351,7 +350,7 @@ def test_settings_under_which_the_learner_never_gets_a_batch_are_config_errors(i
 
 def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander):
     c = commander
-    c._split_after = 1.0  # as with eval_split_after_s=1.0
+    c._split_gate.after_s = 1.0  # as with eval_split_after_s=1.0
     c.snapshot_policy = lambda pid: f"{pid}.eval"
     c.drop_snapshot = lambda sid, best: None
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
@@ -365,3 +364,26 @@ def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander)
     c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
     a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
     assert a["eval_flag"] and b["eval_flag"] and a["policy_id"] == b["policy_id"] == "policy.eval"  # 1.5 s: split
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("eval_shards", 0, r"policy.other.commander.eval_shards: must be >= 1, got 0"),
+    ("eval_task_space", 1.5, r"policy.other.commander.eval_task_space: expected an int >= 1, got 1.5"),
+    ("eval_lead", -1, r"policy.other.commander.eval_lead: must be >= 0, got -1"),
+    ("eval_split_after_s", -1.0, r"policy.other.commander.eval_split_after_s: must be >= 0, got -1.0"),
+    ("learner_iter_per_sample", -0.5, r"policy.other.commander.learner_iter_per_sample: must be >= 0, got -0.5"),
+])
+def test_the_commanders_declared_ranges_are_checked_when_the_config_compiles(in_tmp_dir, key, value, match):
+    """SoloCommander declares its ranges in ``config_ranges`` (no hand checks): a bad value fails the compile."""
+    from ding.config import compile_config_parallel
+    from ding.utils import ConfigError
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    main = copy.deepcopy(main_config)
+    main.policy.other.commander[key] = value
+    with pytest.raises(ConfigError, match=match):
+        compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)

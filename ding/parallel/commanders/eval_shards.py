@@ -44,6 +44,35 @@ class EnvShare:
         return self.env / total if total > 0 else None
 
 
+class SplitGate:
+    """How many collectors the next evaluation is split over (the commander's ``eval_shards``, ``eval_split_after_s``
+    and ``eval_split_env_share``), judged from the evaluations so far: splitting pays only where the envs' steps,
+    which the shards divide, outweigh the forward passes, which every shard repeats."""
+
+    def __init__(self, shards: int | None, after_s: float, min_env_share: float) -> None:
+        self.shards = shards  # None: every connected collector
+        self.after_s = after_s  # split only once an evaluation took this long on one collector
+        self.min_env_share = min_env_share  # ... and while the envs' share of its stepping time is at least this
+        self.last_cost = 0.0  # seconds the last evaluation took on one collector (its shards' times summed)
+        self.env_share = EnvShare()
+
+    def shards_for(self, collectors: int) -> int:
+        if self.last_cost < self.after_s or not self._env_bound():
+            return 1
+        return self.shards if self.shards is not None else max(1, collectors)
+
+    def _env_bound(self) -> bool:
+        if self.min_env_share <= 0:
+            return True
+        share = self.env_share.value  # unknown before the first evaluation: not split
+        return share is not None and share >= self.min_env_share
+
+    def record(self, results: Iterable[EvalResult]) -> None:
+        results = list(results)
+        self.last_cost = sum(r.duration for r in results)
+        self.env_share.add(results)
+
+
 @dataclass
 class ShardedEvaluation:
     """The state of one evaluation: shards to hand out, shards running (task id -> episodes), results so far."""

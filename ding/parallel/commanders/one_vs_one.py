@@ -11,6 +11,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from ding.config.ranges import at_least
 from ding.parallel.commanders.solo import SoloCommander
 from ding.parallel.files import POLICY_MAX_BYTES
 from ding.parallel.protocol import (
@@ -57,6 +58,8 @@ class OneVsOneCommander(SoloCommander):
         snapshot_check_iters=10,  # judge a snapshot of the main player at most every this many train iterations
     )
 
+    config_ranges = {"snapshot_check_iters": at_least(1, integer=True)}
+
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         league_cfg = cfg.policy.other.get("league")
@@ -64,10 +67,7 @@ class OneVsOneCommander(SoloCommander):
             raise ConfigError("policy.other.league: the one_vs_one commander needs a league section (e.g. "
                               "league=dict(active_players=dict(main_player=1), ...)); see docs/league.md")
         self._league_cfg = copy.deepcopy(dict(league_cfg))
-        every = self._commander_cfg.get("snapshot_check_iters", 10)
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise ConfigError(f"policy.other.commander.snapshot_check_iters: expected an int >= 1, got {every!r}")
-        self._snapshot_every = every
+        self._snapshot_every = int(self._commander_cfg.get("snapshot_check_iters", 10))  # range: config_ranges
         self._league: Any = None
         self._main_id = ""
         self._path_policy = ""

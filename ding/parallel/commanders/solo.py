@@ -1,7 +1,6 @@
 """SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
 from __future__ import annotations
 
-import bisect
 import copy
 import itertools
 import math
@@ -10,9 +9,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ding.config.ranges import check_batch_fits_buffer
+from ding.config.ranges import at_least, between, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
-from ding.parallel.commanders.eval_shards import EnvShare, ShardedEvaluation
+from ding.parallel.commanders.eval_shards import ShardedEvaluation, SplitGate
+from ding.parallel.commanders.policy_steps import PolicySteps
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
     CollectResult,
@@ -82,6 +82,18 @@ class SoloCommander(BaseCommander):
         eval_split_env_share=0.5,
     )
 
+    # checked when the config compiles (ding/config/ranges.py); None means "derived" and is never checked
+    config_ranges = {
+        "learner_task_space": at_least(1, integer=True),
+        "eval_interval": greater_than(0),
+        "learner_iter_per_sample": at_least(0),
+        "eval_lead": at_least(0, hint="eval_freq periods"),
+        "eval_task_space": at_least(1, integer=True, hint="evaluations at once; None: one per two collectors"),
+        "eval_shards": at_least(1, integer=True, hint="collectors one evaluation is split over; None: all"),
+        "eval_split_after_s": at_least(0, hint="seconds"),
+        "eval_split_env_share": between(0, 1, hint="a share of an evaluation's stepping time"),
+    }
+
     def __init__(self, cfg: Any) -> None:
         super().__init__(cfg)
         from ding.policy import create_policy
@@ -98,12 +110,8 @@ class SoloCommander(BaseCommander):
                               f"be a positive int (got {self._n_sample!r})")
         learn = cfg.policy.learn
         self._batch_size = int(learn.batch_size)
-        ratio = self._commander_cfg.get("learner_iter_per_sample")
-        if ratio is None:
-            ratio = float(learn.get("update_per_collect", 1)) / self._n_sample
-        if ratio < 0:
-            raise ConfigError(f"policy.other.commander.learner_iter_per_sample: must be >= 0, got {ratio}")
-        self._ratio = float(ratio)
+        ratio = self._commander_cfg.get("learner_iter_per_sample")  # its range is declared in config_ranges
+        self._ratio = float(learn.get("update_per_collect", 1)) / self._n_sample if ratio is None else float(ratio)
         self._ahead = self._commander_cfg.get("collect_ahead_samples")
         # settings under which the learner could never get a batch: the run would wait for ever, not fail
         check_batch_fits_buffer(cfg)
@@ -119,33 +127,13 @@ class SoloCommander(BaseCommander):
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
-        lead = self._commander_cfg.get("eval_lead", 2)
-        if isinstance(lead, bool) or not isinstance(lead, (int, float)) or not lead >= 0:
-            raise ConfigError(f"policy.other.commander.eval_lead: expected a number >= 0 of eval_freq periods, "
-                              f"got {lead!r}")
-        self._eval_lead_batches = float(lead) * self._eval_freq  # 0: the learner never waits for an evaluation
+        # eval_lead 0: the learner never waits for an evaluation
+        self._eval_lead_batches = float(self._commander_cfg.get("eval_lead", 2)) * self._eval_freq
         self._served_at_eval = 0  # batches served when the last evaluation was handed out
-        evals = self._commander_cfg.get("eval_task_space")
-        if evals is not None and (isinstance(evals, bool) or not isinstance(evals, int) or evals < 1):
-            raise ConfigError(f"policy.other.commander.eval_task_space: expected an int >= 1 (evaluations at once) or "
-                              f"None (one per two collectors), got {evals!r}")
-        self._eval_space: int | None = evals
-        shards = self._commander_cfg.get("eval_shards")
-        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
-            raise ConfigError(f"policy.other.commander.eval_shards: expected an int >= 1 (collectors one evaluation is "
-                              f"split over) or None (every collector), got {shards!r}")
-        self._eval_shards: int | None = shards
-        split_after = self._commander_cfg.get("eval_split_after_s", 0.0)
-        if isinstance(split_after, bool) or not isinstance(split_after, (int, float)) or not split_after >= 0:
-            raise ConfigError(f"policy.other.commander.eval_split_after_s: expected seconds >= 0, got {split_after!r}")
-        self._split_after = float(split_after)
-        self._last_eval_cost = 0.0  # seconds the last evaluation took on one collector (its shards' times summed)
-        share = self._commander_cfg.get("eval_split_env_share", 0.5)
-        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-            raise ConfigError(f"policy.other.commander.eval_split_env_share: expected a share of an evaluation's time "
-                              f"between 0 and 1, got {share!r}")
-        self._split_env_share = float(share)
-        self._env_share = EnvShare()  # the envs' share of the evaluations' stepping time so far
+        self._eval_space: int | None = self._commander_cfg.get("eval_task_space")
+        self._split_gate = SplitGate(self._commander_cfg.get("eval_shards"),
+                                     float(self._commander_cfg.get("eval_split_after_s", 0.0)),
+                                     float(self._commander_cfg.get("eval_split_env_share", 0.5)))
         n_episode = cfg.env.get("n_evaluator_episode")
         self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
         self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
@@ -167,9 +155,7 @@ class SoloCommander(BaseCommander):
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
         self._evaluated_policy = -1
-        # (published policy iteration, env steps collected by then), ascending: an evaluation is recorded at the env
-        # steps its policy was trained with, as in serial mode, not counting what collectors gathered meanwhile
-        self._policy_envstep: list[tuple[int, int]] = []
+        self._policy_steps = PolicySteps()  # an evaluation is recorded at the env steps its policy was trained with
         self._best_return = -math.inf
         self._end_reason: str | None = None
         self._buffer_id = "buffer0"
@@ -196,7 +182,7 @@ class SoloCommander(BaseCommander):
             self._learner_step = max(self._learner_step, info.learner_step)
             if info.policy_iter > self._policy_iter:
                 self._policy_iter = info.policy_iter
-                self._published(info.policy_iter)
+                self._policy_steps.published(info.policy_iter, self._envstep)
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
@@ -206,24 +192,11 @@ class SoloCommander(BaseCommander):
             self._learner_step = info.learner_step
             if info.policy_iter >= 0:
                 self._policy_iter = info.policy_iter
-                self._policy_envstep.clear()  # a restarted learner's iterations may go back
-                self._published(info.policy_iter)
+                self._policy_steps.clear()  # a restarted learner's iterations may go back
+                self._policy_steps.published(info.policy_iter, self._envstep)
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
                 self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
-
-    def _published(self, policy_iter: int) -> None:
-        self._policy_envstep.append((policy_iter, self._envstep))
-        if len(self._policy_envstep) > 4096:  # no evaluation for long: older policies map to a later (higher) count
-            del self._policy_envstep[:2048]
-
-    def _envstep_of_policy(self, policy_iter: int) -> int:
-        """The env steps collected when ``policy_iter`` was published (at most: what trained it); the current count
-        for a policy not heard of yet."""
-        i = bisect.bisect_left(self._policy_envstep, (policy_iter, -1))
-        step = self._policy_envstep[i][1] if i < len(self._policy_envstep) else self._envstep
-        del self._policy_envstep[:i]  # evaluations go forward: older policies are not asked for again
-        return min(step, self._envstep)
 
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
@@ -313,22 +286,12 @@ class SoloCommander(BaseCommander):
         self._last_eval_iter = self._learner_step
         self._last_eval_time = time.monotonic()
         self._served_at_eval = self._served_batches
-        shards = self._eval_shards if self._eval_shards is not None else max(1, self._collectors)
-        if self._last_eval_cost < self._split_after or not self._env_bound():
-            shards = 1
+        shards = self._split_gate.shards_for(self._collectors)
         snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
         evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
                                           shards)
         self._active.append(evaluation)
         return evaluation
-
-    def _env_bound(self) -> bool:
-        """Whether splitting the next evaluation pays: the envs' steps took at least ``eval_split_env_share`` of the
-        evaluations' stepping time so far (unknown before the first: not split)."""
-        if self._split_env_share <= 0:
-            return True
-        share = self._env_share.value
-        return share is not None and share >= self._split_env_share
 
     def _end_evaluation(self, evaluation: ShardedEvaluation, best: bool) -> None:
         if evaluation in self._active:
@@ -346,8 +309,7 @@ class SoloCommander(BaseCommander):
                 if not evaluation.finished(task_id, finished_task):
                     return False
                 combined = evaluation.combined()
-                self._last_eval_cost = sum(r.duration for r in evaluation.results)
-                self._env_share.add(evaluation.results)
+                self._split_gate.record(evaluation.results)
                 best = evaluation.sharded and combined.eval_return_mean > self._best_return
                 reached = self._finish_eval(combined)
                 self._end_evaluation(evaluation, best)
@@ -364,7 +326,7 @@ class SoloCommander(BaseCommander):
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
         self.eval_history.append(EvalRecord(train_iter=finished.policy_iter,
-                                            env_step=self._envstep_of_policy(finished.policy_iter),
+                                            env_step=self._policy_steps.of(finished.policy_iter, self._envstep),
                                             eval_return_mean=mean, eval_return_std=finished.eval_return_std))
         if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"
