@@ -28,6 +28,8 @@ PACKAGE_MODULES = {"ding": "utils", "ding.__main__": "entry"}
 EXCEPTIONS: dict[tuple[str, str], str] = {
     ("ding", "ding.entry.trainer"): "ding.Trainer, imported on first attribute access only (no import-time cycle)",
     ("ding", "ding.entry.deploy"): "ding.load_policy, imported on first attribute access only",
+    ("ding.utils", "ding.worker.replay_buffer"): "DI-engine's ding.utils.SumSegmentTree / MinSegmentTree, imported on "
+                                                 "first attribute access only",
 }
 
 # Parallel mode's wing (ding/parallel): besides its own modules, only its doors import it, and the re-export modules

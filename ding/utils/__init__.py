@@ -1,3 +1,5 @@
+from typing import Any
+
 from .data_split import split_data_generator
 from .default_helper import (
     EasyTimer,
@@ -53,3 +55,13 @@ from .running_mean_std import RunningMeanStd
 from .scheduler_helper import Scheduler
 from .torch_threads import apply_default_torch_threads, setup_torch_threads
 from .worker_logs import WorkerLogs
+
+
+def __getattr__(name: str) -> Any:
+    # DI-engine's ``from ding.utils import SumSegmentTree, MinSegmentTree``: the trees live with the replay buffers
+    # (beside their C extension) and are imported on first access only, so ding.utils imports nothing above itself.
+    if name in ("SumSegmentTree", "MinSegmentTree"):
+        from ding.worker.replay_buffer import segment_tree
+
+        return getattr(segment_tree, name)
+    raise AttributeError(f"module 'ding.utils' has no attribute {name!r}")

@@ -5,6 +5,7 @@ forms (``DING_NATIVE_TREES=0``); the two must agree with brute force, so they ag
 """
 from __future__ import annotations
 
+import math
 import shutil
 import sysconfig
 
@@ -271,3 +272,34 @@ def test_trees_pickle_and_copy_in_either_form(tree_form):
         np.testing.assert_array_equal(clone.find_prefixsum_idx(r), s.find_prefixsum_idx(r))
     for clone in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
         assert clone.native == m.native and clone.min() == m.min()
+
+
+def test_di_engine_tree_api() -> None:
+    """DI-engine's form of the trees: item assignment, reduce over non-empty ranges, the checked prefix search and
+    the ``ding.utils`` import path."""
+    from ding.utils import MinSegmentTree as UtilsMin
+    from ding.utils import SumSegmentTree as UtilsSum
+
+    assert UtilsSum is SumSegmentTree and UtilsMin is MinSegmentTree
+    with pytest.raises(AssertionError, match="power of two"):
+        SumSegmentTree(capacity=12)
+    tree = SumSegmentTree(8)
+    assert (tree.operation, tree.neutral_element, max(tree.value)) == ("sum", 0.0, 0.0)
+    for i, v in enumerate([0.0, 0.1, 0.5, 0.0, 0.0, 0.2, 0.8, 0.0]):
+        tree[i] = v
+    assert tree[2] == 0.5
+    assert tree.reduce() == pytest.approx(1.6) and tree.reduce(1, 3) == pytest.approx(0.6)
+    with pytest.raises(AssertionError, match="non-empty"):
+        tree.reduce(2, 2)
+    assert tree.find_prefixsum_idx(0.6, trust_caller=False).tolist() == [5]
+    with pytest.raises(AssertionError, match="outside"):
+        tree.find_prefixsum_idx(tree.reduce() + 1e-3, trust_caller=False)
+    with pytest.raises(ValueError, match="outside"):
+        tree.find_prefixsum_idx(-1e-6, trust_caller=False)
+    low = MinSegmentTree(4)
+    assert (low.operation, low.neutral_element, min(low.value)) == ("min", math.inf, math.inf)
+    for i, v in enumerate([1.0, -10.0, 10.0, 7.0]):
+        low[i] = v
+    assert low.reduce() == -10.0 and low.reduce(2, 4) == 7.0 and low[3] == 7.0
+    with pytest.raises(AssertionError, match="non-empty"):
+        low.reduce(3, 1)

@@ -79,10 +79,24 @@ _TILED_LEAVES = 256  # an update of up to this many leaves shifts one flat array
 _ENTRY_LEVEL = 10  # the sum-tree search starts at the level of 2^10 nodes (measured fastest at 2^17 leaves)
 
 
+class SegmentTreeArgumentError(ValueError, AssertionError):
+    """A bad capacity or range given to a segment tree: a ``ValueError`` for ding's callers, and an
+    ``AssertionError`` for code written against DI-engine's trees, which ``assert`` these conditions."""
+
+
 def _check_capacity(capacity: int) -> int:
     if not isinstance(capacity, (int, np.integer)) or capacity < 1 or capacity & (capacity - 1):
-        raise ValueError(f"segment tree capacity must be a positive power of two, got {capacity!r}")
+        raise SegmentTreeArgumentError(f"segment tree capacity must be a positive power of two, got {capacity!r}")
     return int(capacity)
+
+
+def _check_reduce_range(start: int, end: int | None, capacity: int) -> int:
+    """DI-engine's ``reduce(start, end)`` range: ``end`` defaults to ``capacity`` and must lie past ``start``."""
+    end = capacity if end is None else end
+    if not 0 <= start < end <= capacity:
+        raise SegmentTreeArgumentError(f"segment tree reduce range [{start}, {end}) must be non-empty and inside "
+                                       f"[0, {capacity}]")
+    return end
 
 
 def _unique_last(idx: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -104,7 +118,14 @@ def _as_batch(idx: Any, values: Any, capacity: int) -> tuple[np.ndarray, np.ndar
 
 
 class SumSegmentTree:
-    """Sum over ``capacity`` non-negative leaves with batched update and batched prefix-sum search."""
+    """Sum over ``capacity`` non-negative leaves with batched update and batched prefix-sum search.
+
+    DI-engine's tree API is kept beside the batched one: ``tree[i] = v``, :meth:`reduce`, ``operation``,
+    ``neutral_element`` and ``value`` (the leaves).
+    """
+
+    operation = "sum"
+    neutral_element = 0.0
 
     def __init__(self, capacity: int, native: bool | None = None) -> None:
         self.capacity = _check_capacity(capacity)
@@ -134,8 +155,17 @@ class SumSegmentTree:
         view.flags.writeable = False
         return view
 
+    value = values  # DI-engine's name
+
     def __getitem__(self, idx: Any) -> Any:
         return self._leaves[idx]
+
+    def __setitem__(self, idx: Any, values: Any) -> None:
+        self.update(idx, values)
+
+    def reduce(self, start: int = 0, end: int | None = None) -> float:
+        """DI-engine's form of :meth:`sum`: the sum of leaves ``[start, end)``, a non-empty range."""
+        return self.sum(start, _check_reduce_range(start, end, self.capacity))
 
     def update(self, idx: Any, values: Any) -> None:
         """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
@@ -197,12 +227,17 @@ class SumSegmentTree:
         out[~full] = acc
         return out
 
-    def find_prefixsum_idx(self, prefixsum: Any) -> np.ndarray:
+    def find_prefixsum_idx(self, prefixsum: Any, trust_caller: bool = True) -> np.ndarray:
         """For each ``r``, the leaf ``i`` with ``sum[0, i) <= r < sum[0, i+1)``, skipping zero leaves.
 
         ``r`` should lie in ``[0, sum())``; values at or beyond the total map to the last non-zero leaf.
+        ``trust_caller=False`` (DI-engine's flag) checks first that every ``r`` lies in ``[0, sum()]``.
         """
-        return self.find(np.ascontiguousarray(prefixsum, dtype=np.float64).reshape(-1))
+        target = np.ascontiguousarray(prefixsum, dtype=np.float64).reshape(-1)
+        if not trust_caller and target.size and (target.min() < 0 or target.max() > self._tree[1]):
+            raise SegmentTreeArgumentError(f"prefix sums {target[(target < 0) | (target > self._tree[1])][:5]} lie "
+                                           f"outside [0, {float(self._tree[1])}], this tree's total")
+        return self.find(target)
 
     def find(self, target: np.ndarray) -> np.ndarray:
         """:meth:`find_prefixsum_idx` for a 1-D float64 array (not checked; read only: the walk works on a copy)."""
@@ -268,7 +303,11 @@ class MinSegmentTree:
     leaves hold it. An update lowers the minimum or adds to its holders in a few numpy calls; only when every holder
     of the minimum is raised is it found again by one pass over the leaves (rare in prioritized replay: the item of
     the lowest priority is the least likely to be sampled). Ranges other than the whole are read from the leaves.
+    DI-engine's tree API is kept too: ``tree[i] = v``, :meth:`reduce`, ``operation``, ``neutral_element``, ``value``.
     """
+
+    operation = "min"
+    neutral_element = math.inf
 
     def __init__(self, capacity: int, native: bool | None = None) -> None:
         self.capacity = _check_capacity(capacity)
@@ -289,8 +328,17 @@ class MinSegmentTree:
         view.flags.writeable = False
         return view
 
+    value = values  # DI-engine's name
+
     def __getitem__(self, idx: Any) -> Any:
         return self._leaves[idx]
+
+    def __setitem__(self, idx: Any, values: Any) -> None:
+        self.update(idx, values)
+
+    def reduce(self, start: int = 0, end: int | None = None) -> float:
+        """DI-engine's form of :meth:`min`: the minimum of leaves ``[start, end)``, a non-empty range."""
+        return self.min(start, _check_reduce_range(start, end, self.capacity))
 
     def update(self, idx: Any, values: Any) -> None:
         """Set leaves ``idx`` to ``values`` (a repeated index keeps its last value)."""
