@@ -298,3 +298,44 @@ def test_the_reexport_check_catches_a_definition(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", str(tmp_path))
     found = _reexport_problems("ding.worker.shim", lazy=False)
     assert any("defines helper" in p for p in found) and any("line 3" in p for p in found)
+
+
+# Classes in ding/parallel over the house size (docs/architecture.md: one sitting, <= ~300 lines, <= ~25 methods),
+# name -> (file under ding/parallel, lines, methods) today. Shrinks only: remove an entry when its class is split.
+CLASS_LINES, CLASS_METHODS = 300, 25
+CLASS_SIZE_ALLOWLIST: dict[str, tuple[str, int, int]] = {
+    "Coordinator": ("coordinator/coordinator.py", 726, 57),
+    "SoloCommander": ("commanders/solo.py", 390, 30),
+}
+
+
+def _parallel_class_sizes() -> dict[str, tuple[str, int, int]]:
+    sizes = {}
+    base = os.path.join(ROOT, "ding", "parallel")
+    for folder, _, files in os.walk(base):
+        for name in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef):
+                    methods = sum(isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) for b in node.body)
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    sizes[node.name] = (os.path.relpath(path, base).replace(os.sep, "/"), lines, methods)
+    return sizes
+
+
+def test_no_parallel_class_outgrows_one_sitting_and_the_allowlist_stays_honest():
+    problems = []
+    for cls, (path, lines, methods) in sorted(_parallel_class_sizes().items()):
+        too_big = lines > CLASS_LINES or methods > CLASS_METHODS
+        if too_big and cls not in CLASS_SIZE_ALLOWLIST:
+            problems.append(f"{cls} ({path}) has {lines} lines and {methods} methods, over {CLASS_LINES} lines "
+                            f"or {CLASS_METHODS} methods: split it by concern")
+        elif not too_big and cls in CLASS_SIZE_ALLOWLIST:
+            problems.append(f"{cls} ({path}) is now {lines} lines and {methods} methods, within the limit: remove "
+                            "it from CLASS_SIZE_ALLOWLIST in tests/test_architecture.py")
+    missing = set(CLASS_SIZE_ALLOWLIST) - set(_parallel_class_sizes())
+    problems += [f"{cls} of CLASS_SIZE_ALLOWLIST is no class in ding/parallel any more: remove its entry"
+                 for cls in sorted(missing)]
+    assert not problems, "\n".join(problems)
