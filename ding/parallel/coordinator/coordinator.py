@@ -204,7 +204,7 @@ class Coordinator:
                 target(*args)
             except Exception as e:  # noqa: BLE001 -- reported as the run's error, with the traceback in the log
                 self._logger.exception(f"coordinator thread {name} failed")
-                self._fatal(f"internal error in {name}: {type(e).__name__}: {e}")
+                self.fail(f"internal error in {name}: {type(e).__name__}: {e}")
 
         t = threading.Thread(target=guarded, name=name, daemon=True)
         with self._lock:
@@ -219,7 +219,7 @@ class Coordinator:
                 return
             if time.monotonic() > deadline:
                 missing = "learner" if status.policy_iter < 0 else "collector"
-                self._fatal(f"no {missing} came up within startup_timeout "
+                self.fail(f"no {missing} came up within startup_timeout "
                             f"({self._coor_cfg.startup_timeout:g} s); see the role logs under "
                             f"{shown_dir(self._exp_name)}log/")
                 return
@@ -268,12 +268,17 @@ class Coordinator:
         self._notify(everyone=True)
         threading.Thread(target=self._shutdown, name="ding-coordinator-shutdown", daemon=True).start()
 
-    def _fatal(self, message: str) -> None:
+    def fail(self, message: str) -> None:
+        """End the run with an error (the first one given is the run's ``fatal_error``)."""
         with self._lock:
             if self.fatal_error is None:
                 self.fatal_error = message
         self.error(message)
         self.end(f"error: {message}")
+
+    def refused_requests(self) -> int:
+        """Requests the coordinator's server refused for a missing or wrong token."""
+        return self._comm.master.refused_requests()
 
     def _shutdown(self) -> None:
         try:
@@ -550,7 +555,7 @@ class Coordinator:
         except TaskFailed as e:
             self._commander.notify_fail_learner_task(slot)
             if conn.alive:  # (a learner that died meanwhile is restarted or rejoins; that is not this error)
-                self._fatal(f"learner '{conn.name}' could not start: {e}")
+                self.fail(f"learner '{conn.name}' could not start: {e}")
             return
         except ProtocolError as e:
             self._commander.notify_fail_learner_task(slot)
@@ -574,7 +579,7 @@ class Coordinator:
             lost = True
         except TaskFailed as e:
             if not self._ending.is_set() and conn.alive:
-                self._fatal(f"learner '{conn.name}' failed: {e}")
+                self.fail(f"learner '{conn.name}' failed: {e}")
         if lost or not conn.alive:
             self._commander.notify_fail_learner_task(slot)
             self._check_role_left("learner")
@@ -639,7 +644,7 @@ class Coordinator:
             self._take_learn_result(conn, slot, task, link, ids, handle)
         except Exception as e:  # noqa: BLE001 -- runs in an HTTP thread: report it as the run's error
             self._logger.exception("handling a learn result failed")
-            self._fatal(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
+            self.fail(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
 
     def _writers(self, data_ids: list[str]) -> str:
         """The collectors that wrote data files ``data_ids``, in words."""
@@ -655,7 +660,7 @@ class Coordinator:
                 return
             link.failed_tasks += 1
             if link.failed_tasks >= _MAX_TASK_FAILURES:  # the learner itself, not one task's data
-                self._fatal(f"learner '{conn.name}' failed: {err} ({link.failed_tasks} learn tasks in a row)")
+                self.fail(f"learner '{conn.name}' failed: {err} ({link.failed_tasks} learn tasks in a row)")
                 return
             self._logger.error(f"learner '{conn.name}': a learn task failed ({err}); its {len(task.data)} batch(es) "
                                f"are dropped (data from {self._writers(ids)}); the run goes on")
@@ -696,7 +701,7 @@ class Coordinator:
             return
         except TaskFailed as e:
             if conn.alive:
-                self._fatal(f"collector '{conn.name}' could not start: {e}")
+                self.fail(f"collector '{conn.name}' could not start: {e}")
             return
         except ProtocolError as e:
             self._malformed(conn, e, "the collector's start failed")
@@ -804,7 +809,7 @@ class Coordinator:
             if self._comm.master.slaves(role=role, alive_only=True):
                 return
             if time.monotonic() > deadline:
-                self._fatal(f"every {role} is gone and none joined within startup_timeout "
+                self.fail(f"every {role} is gone and none joined within startup_timeout "
                             f"({self._coor_cfg.startup_timeout:g} s)")
                 return
             self._ending.wait(0.5)

@@ -166,7 +166,7 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
         drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter,
                           supervise=announce)
     except ParallelRunError as e:
-        refused = _refused_requests(seen[0]) if seen else 0
+        refused = seen[0].refused_requests() if seen else 0
         if not refused:
             raise
         raise ParallelRunError(f"{e}; {refused} request(s) reached this coordinator with a missing or wrong auth "
@@ -180,14 +180,6 @@ def token_source_for(system: Mapping, config_path: str | None) -> str:
     from ding.parallel.transport import token_source
 
     return token_source(system.get("auth_token"), f"system_config.auth_token in {config_path}")
-
-
-def _refused_requests(coordinator: Any) -> int:
-    """Requests the coordinator's server refused for their token (0 when it cannot tell)."""
-    server = getattr(getattr(getattr(coordinator, "_comm", None), "master", None), "_server", None)
-    counts = getattr(getattr(server, "refusals", None), "counts", {})
-    return int(counts.get("rejected request", 0)) if isinstance(counts, dict) else 0
-
 
 
 def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:

@@ -146,7 +146,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
         @contextmanager
         def local_roles(coordinator: Any) -> Iterator[RoleSupervisor]:
             starter.address = (coordinator.host, int(coordinator.port))
-            procs.report_to(coordinator.notice, coordinator._fatal, lambda: coordinator.end_reason is not None)
+            procs.report_to(coordinator.notice, coordinator.fail, lambda: coordinator.end_reason is not None)
             for role in roles:
                 procs.start(role)
             placed.govern(procs.pids)  # (a thread: after the forks)

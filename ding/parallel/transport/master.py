@@ -166,6 +166,10 @@ class Master:
         for conn in self.slaves():
             conn.client.close()
 
+    def refused_requests(self) -> int:
+        """Requests the server refused for a missing or wrong token."""
+        return int(self._server.refusals.counts.get("rejected request", 0))
+
     # ---------------------------------------------------------------- slaves
     def connect(self, name: str, host: str, port: int, role: str | None = None) -> SlaveConnection:
         """Connect the slave at ``host:port`` (it learns where to send heartbeats and results)."""
