@@ -24,7 +24,8 @@ class gae_data(NamedTuple):  # noqa: N801 - DI-engine's public name
 
 
 def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Tensor:
-    """Advantages, same shape as ``data.value``.
+    """Advantages, same shape as ``data.value``. A value with more axes than the reward, e.g. (T, B, A) per agent
+    against a team reward (T, B), gets the reward, ``done`` and ``traj_flag`` broadcast over the extra axes.
 
     ``delta_t = r_t + gamma * (1 - done_t) * V(s'_t) - V(s_t)`` and ``A_t = delta_t + gamma * lambda_ * (1 -
     traj_flag_t) * A_{t+1}``. A step truncated by a time limit has ``done=False`` (it bootstraps from the value of its
@@ -33,6 +34,7 @@ def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Ten
     value, next_value, reward, done, traj_flag = data
     if traj_flag is None:
         traj_flag = done
+    reward, done, traj_flag = (_trailing_axes(x, value.dim()) for x in (reward, done, traj_flag))
     not_done = 1.0 - done.to(value.dtype)
     delta = (reward + gamma * not_done * next_value - value).detach().cpu().double().numpy()
     factor = (gamma * lambda_ * (1.0 - traj_flag.to(value.dtype))).detach().cpu().double().numpy()
@@ -51,3 +53,8 @@ def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Ten
             last_row = delta[t] + factor[t] * last_row
             adv[t] = last_row
     return torch.as_tensor(adv, dtype=value.dtype, device=value.device)
+
+
+def _trailing_axes(x: torch.Tensor, ndim: int) -> torch.Tensor:
+    """``x`` with size-1 axes appended up to ``ndim`` axes (broadcast against per-agent values)."""
+    return x.reshape(*x.shape, *([1] * (ndim - x.dim()))) if x.dim() < ndim else x

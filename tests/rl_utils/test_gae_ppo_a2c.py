@@ -44,6 +44,22 @@ def _logits(p):  # logits of a 2-action distribution with P(action 0) = p
     return [math.log(p), math.log(1 - p)]
 
 
+def test_gae_per_agent_values_share_the_team_reward_and_done():
+    """DI-engine's multi-agent form: value (T, B, A), reward and done (T, B); each agent's column is the GAE of its
+    own values with the team's reward."""
+    T, B, A = 6, 2, 3
+    g = torch.Generator().manual_seed(0)
+    value, next_value = torch.randn(T, B, A, generator=g), torch.randn(T, B, A, generator=g)
+    reward = torch.randn(T, B, generator=g)
+    done = torch.zeros(T, B)
+    done[2, 1] = 1.0
+    adv = gae(gae_data(value, next_value, reward, done, None), gamma=0.9, lambda_=0.8)
+    assert adv.shape == (T, B, A)
+    for a in range(A):
+        one = gae(gae_data(value[..., a], next_value[..., a], reward, done, None), gamma=0.9, lambda_=0.8)
+        assert torch.allclose(adv[..., a], one)
+
+
 def test_ppo_clip_loss_by_hand():
     """Sample 0: ratio 0.75/0.5 = 1.5, adv +1 -> clipped to 1.2. Sample 1: ratio 0.25/0.5 = 0.5, adv -1 ->
     min(-0.5, 0.8 * -1) = -0.8. policy_loss = -mean(1.2, -0.8) = -0.2; both ratios left [0.8, 1.2]."""
