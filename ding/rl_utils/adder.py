@@ -1,9 +1,13 @@
 """Turning a trajectory chunk (list of transitions) into train samples: n-step windows and unroll sequences."""
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
+import torch
+
+from ding.utils.default_helper import lists_to_dicts
 
 
 def get_nstep_return_data(transitions: list[dict[str, Any]], nstep: int, gamma: float = 0.99) -> list[dict[str, Any]]:
@@ -76,20 +80,60 @@ def _stack_rewards(transitions: list[dict[str, Any]]) -> np.ndarray:
     return rewards.reshape(n_trans)
 
 
-def get_train_sample(data: list[Any], unroll_len: int, last_fn_type: str = "last") -> list[Any]:
+def get_train_sample(data: list[Any], unroll_len: int, last_fn_type: str = "last",
+                     null_transition: dict | None = None) -> list[Any]:
     """Group consecutive samples into sequences of ``unroll_len`` (``unroll_len == 1`` returns ``data`` unchanged).
 
-    A short final group is filled with the preceding samples (``'last'``: the last ``unroll_len`` samples form the
-    final sequence) or dropped (``'drop'``).
+    A sequence of dict samples is one dict of lists (``{'obs': [o_0, ..., o_{n-1}], ...}``, as DI-engine gives it);
+    other samples stay a list. A short final group is ``'last'``: completed in front with copies of the samples
+    before it (with null transitions behind it when there are none); ``'null_padding'``: completed behind with null
+    transitions; ``'drop'``: dropped. A null transition is a copy of ``null_transition`` or, by default, of the
+    group's first sample with zero obs, action and reward, ``done=True`` and ``null=True``.
     """
     if unroll_len < 1:
         raise ValueError(f"get_train_sample: unroll_len must be >= 1, got {unroll_len}")
     if unroll_len == 1:
         return data
-    if last_fn_type not in ("last", "drop"):
-        raise ValueError(f"get_train_sample: last_fn_type must be 'last' or 'drop', got {last_fn_type!r}")
+    if last_fn_type not in ("last", "drop", "null_padding"):
+        raise ValueError(f"get_train_sample: last_fn_type must be 'last', 'drop' or 'null_padding', got "
+                         f"{last_fn_type!r}")
     n_full = len(data) // unroll_len
-    sequences = [data[i * unroll_len:(i + 1) * unroll_len] for i in range(n_full)]
-    if len(data) % unroll_len and last_fn_type == "last" and len(data) >= unroll_len:
-        sequences.append(data[-unroll_len:])
+    sequences = [list(data[i * unroll_len:(i + 1) * unroll_len]) for i in range(n_full)]
+    residual = list(data[n_full * unroll_len:])
+    if residual and last_fn_type != "drop":
+        missing = unroll_len - len(residual)
+        if last_fn_type == "last" and sequences:
+            sequences.append(copy.deepcopy(sequences[-1][-missing:]) + residual)
+        else:
+            sequences.append(residual + [_null_transition(residual[0], null_transition) for _ in range(missing)])
+    if sequences and isinstance(sequences[0][0], dict):
+        return [lists_to_dicts(seq, recursive=True) for seq in sequences]
     return sequences
+
+
+def _zeros_like(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return torch.zeros_like(x)
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
+    if isinstance(x, dict):
+        return {k: _zeros_like(v) for k, v in x.items()}
+    return type(x)(0) if isinstance(x, (int, float, np.number)) and not isinstance(x, bool) else x
+
+
+def _null_transition(template: Any, null_transition: dict | None) -> Any:
+    """A padding step: a copy of ``null_transition``, or ``template`` zeroed (see :func:`get_train_sample`)."""
+    if null_transition is not None:
+        return copy.deepcopy(null_transition)
+    if not isinstance(template, dict):
+        raise TypeError(f"get_train_sample: padding needs dict samples (or a null_transition), got "
+                        f"{type(template).__name__}")
+    null = copy.deepcopy(template)
+    for key in ("obs", "action", "reward"):
+        if key in null:
+            null[key] = _zeros_like(null[key])
+    null["done"] = True
+    null["null"] = True
+    if "value_gamma" in null:
+        null["value_gamma"] = 0.0
+    return null

@@ -15,17 +15,20 @@ def _as_tensor(x: Any) -> torch.Tensor:
 
 def get_gae(data: list[dict[str, Any]], last_value: torch.Tensor, gamma: float = 0.99, gae_lambda: float = 0.97,
             cuda: bool = False) -> list[dict[str, Any]]:
-    """Set ``adv`` on each transition of one trajectory segment, in time order, from the transitions' ``value`` and
-    ``reward`` and ``last_value`` (the value after the segment's last step: zero when the episode ended there).
-    ``done`` inside the segment stops bootstrapping there; ``cuda`` is accepted for DI-engine's signature (the
-    computation runs where the values are)."""
+    """Set ``adv`` (of the shape of the transition's ``value``) on each transition of one trajectory segment, in time
+    order, from the transitions' ``value`` and ``reward`` and ``last_value`` (the value after the segment's last step:
+    zero when the episode ended there). ``done`` inside the segment stops bootstrapping there; ``cuda`` is accepted
+    for DI-engine's signature (the computation runs where the values are)."""
     if not data:
         return data
-    value = torch.stack([_as_tensor(d["value"]).reshape(-1)[0] if _as_tensor(d["value"]).numel() == 1
-                         else _as_tensor(d["value"]) for d in data]).float()
-    last = _as_tensor(last_value).to(value.dtype).reshape(value.shape[1:])
+    value = torch.stack([_as_tensor(d["value"]) for d in data]).float()  # (T, *the value's shape)
+    shape = value.shape[1:]
+    last = _as_tensor(last_value).to(value.dtype).reshape(shape)
     next_value = torch.cat([value[1:], last.unsqueeze(0)])
-    reward = torch.stack([_as_tensor(d["reward"]).to(value.dtype).reshape(value.shape[1:]) for d in data])
+    # a reward with the value's size takes its shape; a team reward against per-agent values, e.g. (1, 1) against
+    # (1, n_agent), broadcasts
+    reward = torch.stack([r.reshape(shape) if r.numel() == shape.numel() else r
+                          for r in (_as_tensor(d["reward"]).to(value.dtype) for d in data)])
     done = torch.tensor([bool(d["done"]) for d in data], dtype=value.dtype)
     if value.dim() > 1:
         done = done.view(-1, *([1] * (value.dim() - 1))).expand_as(value)

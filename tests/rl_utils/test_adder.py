@@ -142,5 +142,27 @@ def test_get_train_sample_unroll():
     assert get_train_sample(data, 3, "drop") == [[0, 1, 2], [3, 4, 5]]
     with pytest.raises(ValueError, match="unroll_len must be >= 1"):
         get_train_sample(data, 0)
-    with pytest.raises(ValueError, match="last_fn_type must be 'last' or 'drop'"):
+    with pytest.raises(ValueError, match="last_fn_type must be 'last', 'drop' or 'null_padding'"):
         get_train_sample(data, 2, "pad")
+    with pytest.raises(TypeError, match="padding needs dict samples"):
+        get_train_sample(data, 3, "null_padding")
+
+
+def test_get_train_sample_of_dicts_gives_dicts_of_lists_and_pads_with_null_steps():
+    """DI-engine's form for recurrent policies: one dict per sequence, each key a list of unroll_len values."""
+    data = [{"obs": np.full(2, i, np.float32), "action": np.array(i), "reward": np.array([1.0]), "done": False}
+            for i in range(5)]
+    full = get_train_sample(data, 2, "drop")
+    assert len(full) == 2 and [o.tolist() for o in full[1]["obs"]] == [[2, 2], [3, 3]]
+    last = get_train_sample(data, 2, "last")
+    assert [int(a) for a in last[-1]["action"]] == [3, 4]
+    assert last[-1]["obs"][0] is not last[-2]["obs"][1], "the filled-in step is a copy"
+    padded = get_train_sample(data, 2, "null_padding")
+    tail = padded[-1]
+    assert tail["obs"][1].tolist() == [0, 0] and float(tail["reward"][1][0]) == 0.0 and tail["done"] == [False, True]
+    assert data[4]["done"] is False and "null" not in data[4], "the samples themselves are not changed"
+    short = get_train_sample(data[:1], 3, "last")  # no full sequence before: null steps behind the residual
+    assert len(short) == 1 and short[0]["done"] == [False, True, True]
+    given = get_train_sample(data[:1], 2, "null_padding", null_transition={"obs": np.ones(2), "action": np.array(-1),
+                                                                            "reward": np.array([0.0]), "done": True})
+    assert int(given[0]["action"][1]) == -1
