@@ -115,8 +115,10 @@ def diff_shape_collate(batch: Sequence[Any]) -> Any:
 
 
 def timestep_collate(batch: Sequence[Any]) -> Any:
-    """Batch samples that are sequences in time (each field of each sample has T steps first) into time-major
-    tensors ``(T, B, ...)``. ``prev_state`` (a recurrent model's initial state per sample) stays a list of B."""
+    """Batch B samples whose fields each hold T steps (a list of T values, or an array with T first) step by step:
+    a field whose steps collate to tensors of one shape becomes one time-major tensor ``(T, B, ...)``, any other a
+    list of T per-step batches. ``prev_state`` (a recurrent model's state before each step) stays as it is, regrouped
+    as T lists of B, since states of different shapes do not stack."""
     if len(batch) == 0:
         raise ValueError("timestep_collate: got an empty batch")
     elem = batch[0]
@@ -125,21 +127,14 @@ def timestep_collate(batch: Sequence[Any]) -> Any:
     out: dict[str, Any] = {}
     for key in elem:
         values = [sample[key] for sample in batch]
+        lengths = {len(v) for v in values}
+        if len(lengths) != 1:
+            raise ValueError(f"timestep_collate: field {key!r} has different numbers of steps across the batch: "
+                             f"{sorted(lengths)}")
         if key == "prev_state":
-            out[key] = [v[0] if isinstance(v, (list, tuple)) and v else v for v in values]
+            out[key] = [list(step) for step in zip(*values)]
             continue
-        collated = default_collate(values, cat_1dim=False)
-        out[key] = _time_major(collated)
+        steps = [default_collate([v[t] for v in values]) for t in range(lengths.pop())]
+        same = steps and all(isinstance(x, torch.Tensor) and x.shape == steps[0].shape for x in steps)
+        out[key] = torch.stack(steps, 0) if same else steps
     return out
-
-
-def _time_major(x: Any) -> Any:
-    if isinstance(x, torch.Tensor) and x.dim() >= 2:
-        return x.transpose(0, 1).contiguous()
-    if isinstance(x, list):  # a list of per-step batches (B,) -> stack them time-major
-        if x and all(isinstance(v, torch.Tensor) for v in x):
-            return torch.stack(x, 0)
-        return [_time_major(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _time_major(v) for k, v in x.items()}
-    return x
