@@ -490,3 +490,18 @@ def test_compiled_and_numpy_trees_give_the_same_samples(monkeypatch):
     for (items_a, weights_a), (items_b, weights_b) in zip(*runs):
         assert items_a == items_b
         np.testing.assert_allclose(weights_a, weights_b, rtol=1e-9)
+
+
+def test_a_state_of_items_alone_is_pushed_as_new_items():
+    """DI-engine's demonstration files are ``{'data': [items]}``: loading one empties the buffer and pushes them."""
+    buffer = _buffer(replay_buffer_size=8)
+    buffer.push(_items(3, reward=-1.0), 0)
+    demo = [{"obs": np.full(4, i, np.float32), "reward": float(i)} for i in range(5)]
+    buffer.load_state_dict({"data": demo}, deepcopy=True)
+    assert buffer.count() == 5
+    batch = buffer.sample(5, 0)
+    assert sorted(b["reward"] for b in batch) == [0.0, 1.0, 2.0, 3.0, 4.0], "the items from before the load are gone"
+    assert all(META <= set(b) for b in batch)
+    assert "replay_unique_id" not in demo[0], "deepcopy=True leaves the caller's items alone"
+    with pytest.raises(ReplayBufferError, match="needs a list of items"):
+        buffer.load_state_dict({"data": "not items"})

@@ -157,7 +157,7 @@ def test_state_dict_errors():
     with pytest.raises(ReplayBufferError, match="replay_buffer_size=6 but this buffer has 7"):
         _buffer(replay_buffer_size=7).load_state_dict(state)
     with pytest.raises(ReplayBufferError, match="needs a dict returned by state_dict"):
-        _buffer().load_state_dict({"data": []})
+        _buffer().load_state_dict({"items": []})
 
 
 def test_save_and_load_data(tmp_path):

@@ -508,7 +508,10 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
             return state
 
     def load_state_dict(self, _state_dict: Mapping[str, Any], deepcopy: bool = False) -> None:
-        """Restore a :meth:`state_dict`; ``deepcopy=True`` copies the items instead of sharing them."""
+        """Restore a :meth:`state_dict` (or push the items of ``{'data': [...]}``); ``deepcopy=True`` copies the
+        items instead of sharing them."""
+        if self._load_items_only(_state_dict, deepcopy):
+            return
         with self._lock:
             super().load_state_dict(_state_dict)
             state = _state_dict

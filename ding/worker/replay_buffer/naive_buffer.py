@@ -248,6 +248,8 @@ class NaiveReplayBuffer(IBuffer):
             }
 
     def load_state_dict(self, _state_dict: Mapping[str, Any]) -> None:
+        if self._load_items_only(_state_dict):
+            return
         with self._lock:
             self._check_open("load_state_dict")
             self._check_state(_state_dict)
@@ -258,6 +260,19 @@ class NaiveReplayBuffer(IBuffer):
                                         f"damaged ({type(e).__name__}: {e}); resume from another checkpoint or start "
                                         "with an empty buffer") from e
             self._rng.bit_generator.state = copy.deepcopy(_state_dict["rng"])
+
+    def _load_items_only(self, state: Any, deepcopy: bool = False) -> bool:
+        """A state of items alone, ``{'data': [item, ...]}`` (DI-engine's demonstration files): the buffer is emptied
+        and the items pushed as new ones (with the default priority). False for any other state."""
+        if not (isinstance(state, Mapping) and set(state) == {"data"}):
+            return False
+        items = state["data"]
+        if not isinstance(items, list):
+            raise ReplayBufferError(f"buffer '{self._instance_name}': load_state_dict({{'data': ...}}) needs a list of "
+                                    f"items, got {type(items).__name__}")
+        self.clear()
+        self.push(copy.deepcopy(items) if deepcopy else items)
+        return True
 
     def _check_state(self, state: Mapping[str, Any]) -> None:
         if not isinstance(state, Mapping) or "storage" not in state or "rng" not in state:
