@@ -170,7 +170,7 @@ def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(command
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
     assert ev["eval_flag"] is True  # handed out at 0 batches served
-    c._pushed = 1000  # plenty of data: only the evaluation gate can stop the learner
+    c._pacing.pushed = 1000  # plenty of data: only the evaluation gate can stop the learner
     served = 0
     while c.learner_may_train(buffer_count=1000):
         c.batch_served()

@@ -12,6 +12,7 @@ from typing import Any
 from ding.config.ranges import at_least, between, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
 from ding.parallel.commanders.eval_shards import ShardedEvaluation, SplitGate
+from ding.parallel.commanders.pacing import Pacing
 from ding.parallel.commanders.policy_steps import PolicySteps
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
@@ -36,12 +37,8 @@ _uid = itertools.count()
 class SoloCommander(BaseCommander):
     """Collect tasks with the current collect setting (e.g. epsilon), evaluation tasks, the learner's start task.
 
-    **Pacing.** Left alone, a fast learner would replay each sample far more often than the serial pipeline does (and
-    a fast collector would fill the buffer with data the learner never sees), so a config would learn differently in
-    parallel mode. The commander keeps the serial ratio of ``policy.learn.update_per_collect`` train iterations per
-    ``policy.collect.n_sample`` samples: the learner gets a batch only while it is below that ratio, and collectors
-    run at most ``collect_ahead_samples`` ahead of what the learner has consumed. ``learner_iter_per_sample=0``
-    turns pacing off (everyone runs flat out, as in Ape-X-style setups).
+    **Pacing** (:mod:`.pacing`) keeps the serial ratio of ``policy.learn.update_per_collect`` train iterations per
+    ``policy.collect.n_sample`` samples, so a config learns in parallel mode as it does in serial mode.
 
     **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
     ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
@@ -61,25 +58,12 @@ class SoloCommander(BaseCommander):
         eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
         collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
-        # the learner waits for the next evaluation to start once it is this many eval_freq periods past the last one
-        # (serial mode evaluates every eval_freq iterations; a run can only stop at a policy that was evaluated);
-        # 0: never waits (evaluations then come as often as a free collector allows)
-        eval_lead=2,
-        # evaluations running at once, each on its own collector; None: one per two connected collectors (at least 1)
-        eval_task_space=None,
-        # collectors one evaluation is split over (each runs its share of the episodes on the same policy snapshot);
-        # None: every connected collector; 1: one collector runs all the episodes
-        eval_shards=None,
-        # split only once an evaluation took at least this long on one collector (seconds; the sum of its shards'
-        # times); 0: always. Splitting pauses collection while every collector evaluates: with a cheap env (plain
-        # CartPole) 1.0 keeps more throughput, with a slow one (2 ms a step) 0 reached 195 sooner (docs/benchmarks.md)
-        eval_split_after_s=0.0,
-        # split only while the envs' steps take at least this share of an evaluation's stepping time (the envs' wall
-        # time + the CPU time of the policy's forward passes, over the evaluations so far; the first is never split):
-        # every shard repeats a forward pass for each step of its episodes while the envs' time is divided among the
-        # shards, so with a cheap env (plain CartPole: ~0.1) splitting costs CPU and saves nothing, with a slow one
-        # (2 ms a step: ~0.95) it divides the evaluation's time by the shards; 0: split whatever the envs cost
-        eval_split_env_share=0.5,
+        # the evaluation keys below are described in docs/parallel.md (Evaluation, Pacing)
+        eval_lead=2,  # eval_freq periods the learner may run past the last evaluation; 0: it never waits
+        eval_task_space=None,  # evaluations at once; None: one per two connected collectors (at least 1)
+        eval_shards=None,  # collectors one evaluation is split over; None: every connected collector
+        eval_split_after_s=0.0,  # split only once an evaluation took this long on one collector; 0: always
+        eval_split_env_share=0.5,  # split only while the envs take this share of an evaluation's stepping time
     )
 
     # checked when the config compiles (ding/config/ranges.py); None means "derived" and is never checked
@@ -109,27 +93,17 @@ class SoloCommander(BaseCommander):
             raise ConfigError(f"policy.collect.n_sample: parallel mode sizes collector tasks by n_sample, which must "
                               f"be a positive int (got {self._n_sample!r})")
         learn = cfg.policy.learn
-        self._batch_size = int(learn.batch_size)
         ratio = self._commander_cfg.get("learner_iter_per_sample")  # its range is declared in config_ranges
-        self._ratio = float(learn.get("update_per_collect", 1)) / self._n_sample if ratio is None else float(ratio)
-        self._ahead = self._commander_cfg.get("collect_ahead_samples")
+        ratio = float(learn.get("update_per_collect", 1)) / self._n_sample if ratio is None else float(ratio)
         # settings under which the learner could never get a batch: the run would wait for ever, not fail
         check_batch_fits_buffer(cfg)
-        if self._ahead is not None and self._ratio > 0 and (
-                isinstance(self._ahead, bool) or not isinstance(self._ahead, int) or self._ahead < self._batch_size):
-            raise ConfigError(
-                f"policy.other.commander.collect_ahead_samples: {self._ahead!r} is below a batch "
-                f"(policy.learn.batch_size={self._batch_size}): the learner trains only once the buffer holds a full "
-                f"batch, so collectors paced to run at most {self._ahead!r} samples ahead of it would wait for it and "
-                f"it for them; use an int >= {self._batch_size}, or None (max(batch_size, 2 * n_sample * "
-                f"collectors))")
         self._stop_value = float(cfg.env.get("stop_value", math.inf))
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
-        # eval_lead 0: the learner never waits for an evaluation
-        self._eval_lead_batches = float(self._commander_cfg.get("eval_lead", 2)) * self._eval_freq
-        self._served_at_eval = 0  # batches served when the last evaluation was handed out
+        self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample,
+                              self._commander_cfg.get("collect_ahead_samples"),
+                              float(self._commander_cfg.get("eval_lead", 2)) * self._eval_freq)
         self._eval_space: int | None = self._commander_cfg.get("eval_task_space")
         self._split_gate = SplitGate(self._commander_cfg.get("eval_shards"),
                                      float(self._commander_cfg.get("eval_split_after_s", 0.0)),
@@ -148,9 +122,6 @@ class SoloCommander(BaseCommander):
         self._learner_step = 0
         self._policy_iter = -1  # newest published policy; -1: none yet (collectors wait for it)
         self._envstep = 0
-        self._pushed = 0
-        self._served_batches = 0
-        self._in_flight: dict[str, int] = {}  # collect task id -> samples it will bring
         self._handed_policy = -1  # newest published policy when the last evaluation was handed out
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
@@ -199,26 +170,17 @@ class SoloCommander(BaseCommander):
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
 
     def learner_may_train(self, buffer_count: int) -> bool:
-        """Whether the learner may get one more batch now (enough data, and pacing allows it)."""
+        """Whether the learner may get one more batch now (enough data, and pacing allows it). Once it is
+        ``eval_lead`` eval periods past the last evaluation it waits for the next one, if one is running or can start
+        (a newer policy is published): the run evaluates about as many policies per train iteration as serial mode
+        and never trains past a policy that reached the stop value without looking at it."""
         with self._lock:
-            if self._end_reason is not None or buffer_count < self._batch_size:
-                return False
-            if self._waits_for_eval():
-                return False
-            return self._ratio == 0 or self._served_batches < self._ratio * self._pushed
-
-    def _waits_for_eval(self) -> bool:
-        """The learner is ``eval_lead`` eval periods past the last evaluation and one is running or can start (a
-        newer policy is published): it waits until the next one is handed out, so the run evaluates about as many
-        policies per train iteration as serial mode and does not train past a policy that reached the stop value
-        without looking at it. Never waits for an evaluation that cannot come (nothing newer to evaluate)."""
-        if self._eval_lead_batches <= 0 or self._served_batches - self._served_at_eval < self._eval_lead_batches:
-            return False
-        return bool(self._active) or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+            eval_can_come = bool(self._active) or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+            return self._end_reason is None and self._pacing.learner_may_train(buffer_count, eval_can_come)
 
     def batch_served(self) -> None:
         with self._lock:
-            self._served_batches += 1
+            self._pacing.batch_served()
 
     # ---------------------------------------------------------------- collectors
     def increase_collector_task_space(self) -> None:
@@ -240,25 +202,13 @@ class SoloCommander(BaseCommander):
         return (self._learner_step - self._last_eval_iter >= self._eval_freq
                 or time.monotonic() - self._last_eval_time >= self._eval_interval)
 
-    def _collect_allowed(self) -> bool:
-        if self._ratio == 0:
-            return True
-        ahead = self._ahead
-        if ahead is None:
-            # two tasks per collector (one running, one waiting for the learner): collectors never wait on a busy
-            # learner's round trip, and the data they collect is at most that far ahead of the policy that collects
-            # it (policy lag); at least a batch, so the learner can start
-            ahead = max(self._batch_size, 2 * self._n_sample * max(1, self._collectors))
-        planned = self._pushed + sum(self._in_flight.values())
-        return planned < self._served_batches / self._ratio + ahead
-
     def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:
         with self._lock:
             if self._end_reason is not None or self._policy_iter < 0:
                 return None
             shard_of = next((e for e in self._active if e.pending), None)  # shards first: the evaluation ends sooner
             eval_flag = shard_of is not None or self._eval_due()
-            if not eval_flag and not self._collect_allowed():
+            if not eval_flag and not self._pacing.collect_allowed(self._collectors):
                 return None
             if not self._collector_space.acquire_space():
                 return None
@@ -275,7 +225,7 @@ class SoloCommander(BaseCommander):
                                 best_return=None if self._best_return == -math.inf else self._best_return,
                                 eval_setting=dict(self._command.get_setting_eval(info)), n_episode=n_episode,
                                 save_best=not shard_of.sharded)
-            self._in_flight[task_id] = self._n_sample
+            self._pacing.collect_sent(task_id)
             return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
                                collect_setting=dict(self._command.get_setting_collect(info)))
@@ -285,7 +235,7 @@ class SoloCommander(BaseCommander):
         self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
         self._last_eval_iter = self._learner_step
         self._last_eval_time = time.monotonic()
-        self._served_at_eval = self._served_batches
+        self._pacing.evaluation_handed_out()
         shards = self._split_gate.shards_for(self._collectors)
         snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
         evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
@@ -314,9 +264,8 @@ class SoloCommander(BaseCommander):
                 reached = self._finish_eval(combined)
                 self._end_evaluation(evaluation, best)
                 return reached
-            self._in_flight.pop(task_id, None)
+            self._pacing.collect_ended(task_id, finished_task.sample_count)
             self._envstep += finished_task.envstep
-            self._pushed += finished_task.sample_count
             if self._envstep >= self.max_env_step and self._end_reason is None:
                 self._end_reason = f"reached max_env_step ({self.max_env_step:g})"
             return False
@@ -341,7 +290,7 @@ class SoloCommander(BaseCommander):
                 if evaluation is not None:
                     evaluation.failed(task.task_id)  # that shard goes to the next free collector
             else:
-                self._in_flight.pop(task.task_id, None)
+                self._pacing.collect_ended(task.task_id)
 
     # ---------------------------------------------------------------- status
     def get_policy_id(self) -> str:
@@ -362,7 +311,7 @@ class SoloCommander(BaseCommander):
 
     def _status(self) -> dict[str, Any]:
         return dict(learner_step=self._learner_step, policy_iter=self._policy_iter, envstep=self._envstep,
-                    pushed=self._pushed, served_batches=self._served_batches, collectors=self._collectors,
+                    pushed=self._pacing.pushed, served_batches=self._pacing.served, collectors=self._collectors,
                     best_return=None if self._best_return == -math.inf else self._best_return,
                     last_eval=self.eval_history[-1] if self.eval_history else None)
 
