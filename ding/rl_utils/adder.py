@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ding.torch_utils.data_helper import get_null_data
 from ding.utils.default_helper import lists_to_dicts
 
 
@@ -122,18 +123,17 @@ def _zeros_like(x: Any) -> Any:
 
 
 def _null_transition(template: Any, null_transition: dict | None) -> Any:
-    """A padding step: a copy of ``null_transition``, or ``template`` zeroed (see :func:`get_train_sample`)."""
+    """A padding step: a copy of ``null_transition``, or :func:`~ding.torch_utils.get_null_data`'s copy of
+    ``template`` with its obs and action zeroed too (see :func:`get_train_sample`)."""
     if null_transition is not None:
         return copy.deepcopy(null_transition)
     if not isinstance(template, dict):
         raise TypeError(f"get_train_sample: padding needs dict samples (or a null_transition), got "
                         f"{type(template).__name__}")
-    null = copy.deepcopy(template)
-    for key in ("obs", "action", "reward"):
+    null = get_null_data(template, 1)[0]
+    for key in ("obs", "action"):
         if key in null:
             null[key] = _zeros_like(null[key])
-    null["done"] = True
-    null["null"] = True
     if "value_gamma" in null:
         null["value_gamma"] = 0.0
     return null
