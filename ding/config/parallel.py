@@ -49,8 +49,7 @@ PARALLEL_MAIN_EXTRA = dict(
     policy=dict(
         learn=dict(learner=dict(
             learner_num=1,  # learner processes; > 1: a group sharing gradients (docs/distributed.md, Several learners)
-            send_policy_freq=1,  # publish the policy for the collectors every N train iterations ...
-            send_policy_interval=0.05,  # ... and at most every this many seconds (0: every send_policy_freq)
+            send_policy_freq=1,  # publish the policy for the collectors every N train iterations (at most 20 a second)
         )),
         collect=dict(collector=dict(
             collector_num=2,  # collector processes `ding -m parallel` starts (more may join later)
@@ -68,9 +67,7 @@ COORDINATOR_CONFIG = dict(
     learner_task_timeout=600.0,  # seconds: deadline of one learner task
     heartbeat_timeout=10.0,  # seconds without a heartbeat after which a slave is lost and its tasks fail
     startup_timeout=120.0,  # seconds to wait for a learner and a collector before giving up
-    buffer_save_interval=5.0,  # seconds: the replay buffer's metadata is saved at evaluations at most this often
     learner_stall_timeout=300.0,  # seconds without a train iteration while data is ready: the learner is restarted
-    data_wait=0.5,  # seconds a learner data request waits for the learner's next demand (long poll)
     operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
     learner=dict(),  # slaves to connect at start, {name: [name, host, port]}; others join by themselves
     collector=dict(),
@@ -121,6 +118,20 @@ REMOVED_SYSTEM_KEYS = {
                               "the A/B of docs/benchmarks.md",
     "learnerN.prefetch_batches": "the coordinator keeps a fixed PREFETCH_BATCHES = 4 batches queued at a learner, "
                                  "ding/parallel/roles/learner/flask_fs.py",
+    "coordinator.buffer_save_interval": "the coordinator saves the buffers' state at evaluations at most every 5 s "
+                                        "(BUFFER_SAVE_INTERVAL_S, ding/parallel/coordinator/buffers.py) and always "
+                                        "at the end",
+    "coordinator.data_wait": "a learner's data request waits a fixed 0.5 s (DEMAND_WAIT_S, "
+                             "ding/parallel/coordinator/learner_link.py)",
+}
+# Keys of the main config that parallel mode once took and no longer does, with what replaced them.
+REMOVED_MAIN_KEYS = {
+    "policy.learn.learner.send_policy_interval": "the learner publishes its policy every send_policy_freq train "
+                                                 "iterations, at most every 0.05 s (SEND_POLICY_INTERVAL_S, "
+                                                 "ding/parallel/roles/learner/flask_fs.py)",
+    "policy.collect.collector.samples_per_file": "a collect task's samples go to one data file, split only past the "
+                                                 "file size cap",
+    "policy.other.commander.eval_task_space": "one evaluation runs at a time per two connected collectors",
 }
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
 _PORT = between(0, 65535, integer=True, hint="0 picks a free port")
@@ -145,8 +156,7 @@ SYSTEM_RANGES: dict[str, Constraint] = {
     "coordinator.port": _PORT,
     **{f"coordinator.{k}": greater_than(0) for k in (
         "collector_task_timeout", "eval_task_timeout", "learner_task_timeout", "heartbeat_timeout", "startup_timeout",
-        "learner_stall_timeout", "data_wait")},
-    "coordinator.buffer_save_interval": at_least(0),
+        "learner_stall_timeout")},
     "heartbeat_interval": greater_than(0),
     "master_lost_timeout": greater_than(0),
     "max_restarts": at_least(0, integer=True),
@@ -209,11 +219,26 @@ def compile_config_parallel(
                        dict(coordinator=(coordinator_host, coordinator_port), learner=(learner_host, learner_port),
                             collector=(collector_host, collector_port)), src)
 
+    _refuse_removed_main_keys(cfg, src)
     holder: dict[str, EasyDict] = {}
     main = compile_config(cfg, seed=seed, auto=True, create_cfg=create, save_cfg=save_cfg, save_path=save_path,
                           renew_dir=renew_dir, source=source, parts=PARALLEL_PARTS, extra_defaults=PARALLEL_MAIN_EXTRA,
                           system_cfg=lambda m: holder.setdefault("system", build_system(m)))
     return EasyDict(main=main, system=holder["system"], seed=seed)
+
+
+def _refuse_removed_main_keys(cfg: Mapping, src: str) -> None:
+    problems = []
+    for path, why in REMOVED_MAIN_KEYS.items():
+        node: Any = cfg
+        for part in path.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                break
+            node = node[part]
+        else:
+            problems.append(f"main_config.{path}: this key was removed ({why}); delete it (in {src})")
+    if problems:
+        raise ConfigError(format_problems(problems))
 
 
 def _comm_type(name: str, section: Any, system_cfg: Mapping | None, src: str) -> EasyDict:

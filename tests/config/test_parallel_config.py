@@ -127,6 +127,29 @@ def test_a_removed_learner_key_says_it_was_removed_and_what_replaced_it(in_tmp_d
     assert "delete it" in message and "unknown key" not in message and "\n" not in message
 
 
+@pytest.mark.parametrize("section, path, value, replaced_by", [
+    ("system", "coordinator.buffer_save_interval", 0.0, "BUFFER_SAVE_INTERVAL_S"),
+    ("system", "coordinator.data_wait", 0.1, "DEMAND_WAIT_S"),
+    ("main", "policy.learn.learner.send_policy_interval", 0.0, "SEND_POLICY_INTERVAL_S"),
+    ("main", "policy.collect.collector.samples_per_file", 1, "one data file"),
+    ("main", "policy.other.commander.eval_task_space", 2, "per two connected collectors"),
+])
+def test_a_removed_tuning_key_says_what_replaced_it(in_tmp_dir, section, path, value, replaced_by):
+    """Issue 37: tuning keys no shipped config set are gone; a config that still sets one is told what replaced it."""
+    main, create, system = _configs()
+    node = system if section == "system" else main
+    *parents, leaf = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[leaf] = value
+    with pytest.raises(ConfigError) as info:
+        compile_config_parallel(main, create, system, save_cfg=False, source="cfg.py")
+    message = str(info.value)
+    shown = "system_config" if section == "system" else "main_config"
+    assert message.startswith(f"{shown}.{path}: this key was removed (") and replaced_by in message, message
+    assert "delete it" in message and "cfg.py" in message and "unknown key" not in message
+
+
 def test_rename_experiment_moves_the_shared_directories(in_tmp_dir):
     from ding.config import rename_experiment
 

@@ -1,4 +1,4 @@
-"""Issue 36: every place in ding/ that unpickles (``weights_only=False`` or ``pickle.load``) is named in
+"""Issue 36: every place in ding/ and dizoo/ that unpickles (``weights_only=False`` or ``pickle.load``) is named in
 docs/parallel.md's Security table, with who writes what it reads; a new one fails here until it is listed there."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ PATTERN = re.compile(r"weights_only=False|pickle\.load")
 
 def _places() -> set[str]:
     found = set()
-    for base, _, files in os.walk(os.path.join(ROOT, "ding")):
+    for base, _, files in (w for pkg in ("ding", "dizoo") for w in os.walk(os.path.join(ROOT, pkg))):
         for name in files:
             if name.endswith(".py"):
                 path = os.path.join(base, name)
@@ -25,7 +25,7 @@ def test_every_unpickling_place_is_in_the_security_table():
     with open(os.path.join(ROOT, "docs", "parallel.md"), encoding="utf-8") as f:
         doc = f.read()
     table = doc[doc.index("**The places that unpickle.**"):doc.index("**What each role trusts.**")]
-    rows = [line for line in table.splitlines() if line.startswith("| `ding/")]
+    rows = [line for line in table.splitlines() if line.startswith(("| `ding/", "| `dizoo/"))]
     listed = {re.match(r"\| `([^`]+)`", row).group(1) for row in rows}
     places = _places()
     assert places, "the grep found nothing: the pattern or the tree moved"

@@ -134,7 +134,7 @@ def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(w
 
     exp = "crashresume"
     cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}, "policy": {"learn": {"learner": {"hook": {
-        "save_ckpt_after_iter": 50}}}}}, system={"coordinator": {"buffer_save_interval": 0.0}})
+        "save_ckpt_after_iter": 50}}}}})
     first = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
     buffer_file = os.path.join(str(workdir), exp, "parallel_buffer.dat")
     ckpt_dir = os.path.join(str(workdir), exp, "ckpt")

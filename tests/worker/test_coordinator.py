@@ -42,7 +42,7 @@ def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_t
     system.path_data = f"./{exp}/data"
     system.path_policy = f"./{exp}/policy"
     system.coordinator = dict(collector_task_timeout=collector_task_timeout, heartbeat_timeout=heartbeat_timeout,
-                              data_wait=0.1, startup_timeout=20.0)
+                              startup_timeout=20.0)
     system.heartbeat_interval = 0.1  # (the fake slaves beat every 0.1 s; the config must agree with the timeout)
     return compile_config_parallel(main, create, system, seed=0)
 
@@ -153,11 +153,10 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir):
 
 def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir):
     cfg = _cfg(exp="shards", eval_split_after_s=0, eval_split_env_share=0)  # split from the first evaluation on
-    coordinator = Coordinator(cfg, token=TOKEN)
+    recorded: list = []
+    coordinator = Coordinator(cfg, token=TOKEN, on_eval=recorded.append)
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0] * 9),
                   FakeCollector("collector1", [10.0] * 3 + [200.0] * 9)]
-    recorded = []
-    coordinator._on_eval = recorded.append
     # the collectors join first: no policy (and so no evaluation) exists before the learner joins, so every
     # evaluation is handed out with both collectors there, however slowly a loaded machine lets them join
     _run(coordinator, [*collectors, FakeLearner()])

@@ -7,9 +7,7 @@ import time
 
 import pytest
 
-from ding.worker import Coordinator
-
-from .test_coordinator import TOKEN, _cfg
+from ding.parallel.coordinator.wakeups import WakeUps
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -22,13 +20,13 @@ def _woken_count(woken: list, n: int, timeout: float = 10.0) -> int:
     return len(woken)
 
 
-def test_an_event_wakes_one_idle_collector_thread_and_the_end_wakes_all(in_tmp_dir):
-    coordinator = Coordinator(_cfg(exp="wake"), token=TOKEN)
+def test_an_event_wakes_one_idle_collector_thread_and_the_end_wakes_all():
+    wake = WakeUps()
     woken: list[int] = []
-    seen = coordinator._work_gen
+    seen = wake.generation
 
     def idle(i: int) -> None:
-        coordinator._wait_for_work(seen, 30.0)
+        wake.wait_for_work(seen, 30.0)
         woken.append(i)
 
     threads = [threading.Thread(target=idle, args=(i,), daemon=True) for i in range(8)]
@@ -36,24 +34,40 @@ def test_an_event_wakes_one_idle_collector_thread_and_the_end_wakes_all(in_tmp_d
         for t in threads:
             t.start()
         time.sleep(0.3)  # all of them waiting
-        coordinator._notify()
+        wake.notify()
         assert _woken_count(woken, 1) == 1
-        coordinator._wake_collector()  # the woken thread found a task: it wakes the next one
+        wake.wake_collector()  # the woken thread found a task: it wakes the next one
         assert _woken_count(woken, 2) == 2
-        coordinator._notify(everyone=True)  # the run ends
+        wake.notify(everyone=True)  # the run ends
         assert _woken_count(woken, 8) == 8
     finally:
-        coordinator._notify(everyone=True)
-        coordinator.close()
+        wake.notify(everyone=True)
+        for t in threads:
+            t.join(5)
 
 
-def test_a_wake_up_between_looking_and_waiting_is_not_lost(in_tmp_dir):
-    coordinator = Coordinator(_cfg(exp="nolost"), token=TOKEN)
-    try:
-        seen = coordinator._work_gen  # the thread looks for a task (none) ...
-        coordinator._notify()  # ... an event comes before it waits
-        t0 = time.monotonic()
-        coordinator._wait_for_work(seen, 20.0)
-        assert time.monotonic() - t0 < 10, "the thread waited although a wake-up came after it looked"
-    finally:
-        coordinator.close()
+def test_a_wake_up_between_looking_and_waiting_is_not_lost():
+    wake = WakeUps()
+    seen = wake.generation  # the thread looks for a task (none) ...
+    wake.notify()  # ... an event comes before it waits
+    t0 = time.monotonic()
+    wake.wait_for_work(seen, 20.0)
+    assert time.monotonic() - t0 < 10, "the thread waited although a wake-up came after it looked"
+
+
+def test_progress_waiters_are_all_woken_by_an_event():
+    wake = WakeUps()
+    woken: list[int] = []
+
+    def waiter(i: int) -> None:
+        wake.wait_progress(30.0)
+        woken.append(i)
+
+    threads = [threading.Thread(target=waiter, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    wake.notify()
+    assert _woken_count(woken, 3) == 3
+    for t in threads:
+        t.join(5)

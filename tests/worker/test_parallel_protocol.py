@@ -39,7 +39,7 @@ ALLOWED = {
     ("ding/parallel/roles/collector/flask_fs.py", "path_data"): "the role config's own path_data (confinement)",
     ("ding/parallel/roles/learner_group/aggregator.py", "path_data"): "the role config's path_data (rendezvous)",
     ("ding/parallel/roles/collector/flask_fs.py", "path_policy"): "the role config's own path_policy",
-    ("ding/parallel/coordinator/coordinator.py", "skipped_files"): "the coordinator's counter (result file)",
+    ("ding/parallel/coordinator/learner_link.py", "skipped_files"): "the coordinator's counter (result file)",
     ("ding/parallel/roles/collector/zergling.py", "priority"): "a collected sample's own key (policy data)",
     ("ding/parallel/roles/learner/flask_fs.py", "batch_size"): "the policy attribute get_attribute('batch_size')",
     ("ding/parallel/commanders/solo.py", "envstep"): "DI-engine's command-mode info key (its "

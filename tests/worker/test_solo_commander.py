@@ -368,7 +368,6 @@ def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander)
 
 @pytest.mark.parametrize("key, value, match", [
     ("eval_shards", 0, r"policy.other.commander.eval_shards: must be >= 1, got 0"),
-    ("eval_task_space", 1.5, r"policy.other.commander.eval_task_space: expected an int >= 1, got 1.5"),
     ("eval_lead", -1, r"policy.other.commander.eval_lead: must be >= 0, got -1"),
     ("eval_split_after_s", -1.0, r"policy.other.commander.eval_split_after_s: must be >= 0, got -1.0"),
     ("learner_iter_per_sample", -0.5, r"policy.other.commander.learner_iter_per_sample: must be >= 0, got -0.5"),

@@ -60,7 +60,6 @@ class SoloCommander(BaseCommander):
         collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
         # the evaluation keys below are described in docs/parallel.md (Evaluation, Pacing)
         eval_lead=2,  # eval_freq periods the learner may run past the last evaluation; 0: it never waits
-        eval_task_space=None,  # evaluations at once; None: one per two connected collectors (at least 1)
         eval_shards=None,  # collectors one evaluation is split over; None: every connected collector
         eval_split_after_s=0.0,  # split only once an evaluation took this long on one collector; 0: always
         eval_split_env_share=0.5,  # split only while the envs take this share of an evaluation's stepping time
@@ -72,7 +71,6 @@ class SoloCommander(BaseCommander):
         "eval_interval": greater_than(0),
         "learner_iter_per_sample": at_least(0),
         "eval_lead": at_least(0, hint="eval_freq periods"),
-        "eval_task_space": at_least(1, integer=True, hint="evaluations at once; None: one per two collectors"),
         "eval_shards": at_least(1, integer=True, hint="collectors one evaluation is split over; None: all"),
         "eval_split_after_s": at_least(0, hint="seconds"),
         "eval_split_env_share": between(0, 1, hint="a share of an evaluation's stepping time"),
@@ -104,7 +102,6 @@ class SoloCommander(BaseCommander):
         self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample,
                               self._commander_cfg.get("collect_ahead_samples"),
                               float(self._commander_cfg.get("eval_lead", 2)) * self._eval_freq)
-        self._eval_space: int | None = self._commander_cfg.get("eval_task_space")
         self._split_gate = SplitGate(self._commander_cfg.get("eval_shards"),
                                      float(self._commander_cfg.get("eval_split_after_s", 0.0)),
                                      float(self._commander_cfg.get("eval_split_env_share", 0.5)))
@@ -196,7 +193,7 @@ class SoloCommander(BaseCommander):
                 self._collector_space.decrease_space()
 
     def _eval_due(self) -> bool:
-        space = self._eval_space if self._eval_space is not None else max(1, self._collectors // 2)
+        space = max(1, self._collectors // 2)  # one evaluation at a time per two collectors
         if len(self._active) >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
             return False
         return (self._learner_step - self._last_eval_iter >= self._eval_freq

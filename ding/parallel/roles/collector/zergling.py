@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ding.config.ranges import at_least
 from ding.parallel.protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
 from ding.parallel.roles.collector.base_parallel import BaseParallelCollector
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir
@@ -59,14 +58,9 @@ class ZerglingParallelCollector(BaseParallelCollector):
         import_names=[],
         update_policy_second=3.0,  # seconds: check the learner's policy file at most this often (collect tasks)
         compressor="zlib",  # data file compression: 'zlib' or 'none' (DI-engine's 'lz4' is read as 'zlib')
-        # 0: a collect task's samples go to one data file (split only past 8 MB); 1: one file per sample (DI-engine's
-        # layout; about 4x the CPU per sample on both sides); N: files of at most N samples
-        samples_per_file=0,
         print_freq=5,  # accepted for DI-engine configs; statistics go to the collector's log every task
         serial_collector=dict(type="sample"),  # the serial collector that steps the envs (and its config)
     )
-
-    config_ranges = {"samples_per_file": at_least(0, integer=True, hint="0 puts a collect task's samples in one file")}
 
     def __init__(self, cfg: Any, exp_name: str | None = None, instance_name: str = "collector0", seed: int = 0,
                  policy_path: str = "", *, send_stepdata: Callable[..., Any],
@@ -150,19 +144,9 @@ class ZerglingParallelCollector(BaseParallelCollector):
                              duration=time.perf_counter() - t0)
 
     def _write_samples(self, task_id: str, samples: list[dict[str, Any]]) -> list[SampleMeta]:
-        """Write the samples to data files named after the task (``samples_per_file``: all in ``<task_id>_0``, data
-        ids ``<task_id>_0:<i>``; or one file ``<task_id>_<i>`` each); their metadata (with a sample's own
-        priority)."""
-        per_file = int(self._own_cfg.samples_per_file)
-        ids: list[str] = []
-        if per_file == 1:
-            for i, sample in enumerate(samples):
-                self.send_stepdata(f"{task_id}_{i}", sample, self.compress)
-                ids.append(f"{task_id}_{i}")
-        else:
-            step = per_file if per_file > 1 else max(len(samples), 1)
-            for k, start in enumerate(range(0, len(samples), step)):
-                ids += self.send_samples(f"{task_id}_{k}", samples[start:start + step], self.compress)
+        """Write the samples to the task's data file ``<task_id>_0`` (data ids ``<task_id>_0:<i>``; split into more
+        files only past the size a file may have); their metadata (with a sample's own priority)."""
+        ids = self.send_samples(f"{task_id}_0", samples, self.compress)
         collect_iter = max(self._policy_iter, 0)
         metadata = []
         for data_id, sample in zip(ids, samples):

@@ -7,7 +7,7 @@ learner's data demand; a ``LearnTask``'s data files are read by its own thread
 (:class:`~ding.parallel.roles.learner.batch_reader.BatchReader`) and its batches trained, the answer is their learn
 infos; a ``LearnerCloseTask`` stops training (a checkpoint is written). The policy is published to
 ``path_policy/<policy_id>`` by a publisher thread, every ``send_policy_freq`` iterations but at most every
-``send_policy_interval`` seconds.
+``SEND_POLICY_INTERVAL_S`` seconds.
 """
 from __future__ import annotations
 
@@ -49,9 +49,13 @@ __all__ = ["FlaskFileSystemLearner", "ReadBatches", "SendLearnInfoHook", "SendPo
 PREFETCH_BATCHES = 4
 
 
+# The policy is published every send_policy_freq train iterations, but at most this often: a fast learner with
+# DI-engine's send_policy_freq=1 would otherwise write it far more often than any collector reads it.
+SEND_POLICY_INTERVAL_S = 0.05
+
 class SendPolicyHook(LearnerHook):
     """Publish the policy every ``send_policy_freq`` iterations of the comm learner, at most every
-    ``send_policy_interval`` seconds (after_iter)."""
+    ``SEND_POLICY_INTERVAL_S`` seconds (after_iter)."""
 
     def __init__(self, comm: FlaskFileSystemLearner) -> None:
         super().__init__("send_policy", 30, position="after_iter")
@@ -147,7 +151,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         os.makedirs(path_policy, exist_ok=True)
         learner_cfg = cfg.policy.learn.learner
         self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
-        self.send_policy_interval = max(0.0, float(learner_cfg.get("send_policy_interval", 0.0)))
+        self.send_policy_interval = SEND_POLICY_INTERVAL_S
         tracking = role_writer(cfg, self.name, os.path.join(cfg.exp_name, "log", self.name))  # losses: TensorBoard..
         learner, loaded = build_task_learner(task, self.name, self.get_data, self.hooks4call, tb_logger=tracking)
         tracking.start(cfg)

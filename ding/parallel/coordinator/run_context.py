@@ -1,0 +1,130 @@
+"""RunContext: what the coordinator's parts share.
+
+The coordinator's config, the run's paths and seed, the commander, the master (to reach the slaves), the logs and
+counters, the wake-ups, the run's threads, and how the run ends. The learner link, the collector link and the
+watchdogs each get it instead of reaching into the coordinator; only the coordinator shuts the run down
+(``on_ending``).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ding.parallel.coordinator.wakeups import WakeUps
+from ding.parallel.protocol import ProtocolError, Record, decode_result
+from ding.parallel.transport import Master, SlaveConnection
+from ding.utils.worker_logs import CONSOLE, WorkerLogs
+
+MAX_TASK_FAILURES = 3  # consecutive failed tasks (or malformed answers) after which a slave is dismissed
+
+
+class RunContext:
+    def __init__(self, cfg: Any, main_json: dict, exp_name: str, paths: tuple[str, str], seed: int, commander: Any,
+                 logs: WorkerLogs, on_ending: Callable[[], None]) -> None:
+        self.cfg = cfg  # the coordinator's section of system_config, defaults filled in
+        self.main_json = main_json  # the compiled main config, as the start tasks carry it
+        self.exp_name = exp_name
+        self.path_data, self.path_policy = paths  # the run's shared directories
+        self.seed = seed  # the config's seed
+        self.commander = commander
+        self.logger, self.tb = logs.logger, logs.tb_logger
+        self.stats: collections.Counter[str] = collections.Counter()
+        self.wake = WakeUps()
+        self.ending = threading.Event()
+        self.end_reason: str | None = None
+        self.fatal_error: str | None = None
+        self.master: Master | None = None  # set once the coordinator's comm part exists
+        self._on_ending = on_ending
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    # ---------------------------------------------------------------- the end of the run
+    def end(self, reason: str) -> None:
+        """End the run (once): no new tasks; the coordinator lets the learner checkpoint and shuts slaves down."""
+        with self._lock:
+            if self.ending.is_set():
+                return
+            self.end_reason = reason
+            self.ending.set()
+        self.commander.request_end(reason)
+        self.info(f"ending the run: {reason}")
+        self.wake.notify(everyone=True)
+        self._on_ending()
+
+    def fail(self, message: str) -> None:
+        """End the run with an error (the first one given is the run's ``fatal_error``)."""
+        with self._lock:
+            if self.fatal_error is None:
+                self.fatal_error = message
+        self.error(message)
+        self.end(f"error: {message}")
+
+    def halt(self, reason: str) -> None:
+        """Stop at once (no checkpoint, no shutdown of the slaves): every thread sees the end."""
+        with self._lock:
+            self.end_reason = self.end_reason or reason
+            self.ending.set()
+        self.commander.request_end(reason)
+        self.wake.notify(everyone=True)
+
+    def end_if_commander_says(self) -> None:
+        if self.commander.end_reason is not None and not self.ending.is_set():
+            self.end(self.commander.end_reason)
+
+    # ---------------------------------------------------------------- threads
+    def spawn(self, target: Callable, name: str, *args: Any) -> None:
+        """Run ``target`` in a daemon thread; an unexpected error there ends the run, it never hangs it."""
+        def guarded() -> None:
+            try:
+                target(*args)
+            except Exception as e:  # noqa: BLE001 -- reported as the run's error, with the traceback in the log
+                self.logger.exception(f"coordinator thread {name} failed")
+                self.fail(f"internal error in {name}: {type(e).__name__}: {e}")
+
+        t = threading.Thread(target=guarded, name=name, daemon=True)
+        with self._lock:
+            self._threads.append(t)
+        t.start()
+
+    def join_threads(self, deadline: float) -> None:
+        with self._lock:
+            threads = list(self._threads)
+        for t in threads:
+            if t is not threading.current_thread():
+                t.join(timeout=max(0.1, deadline - time.monotonic()))
+
+    # ---------------------------------------------------------------- talking to peers
+    def ask(self, conn: SlaveConnection, task: Record, deadline_s: float) -> Any:
+        """Send ``task`` and wait for its answer, checked against the task's result record (ProtocolError)."""
+        assert self.master is not None
+        answer = self.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
+                                      deadline_s=deadline_s).result()
+        return decode_result(task, answer, peer(conn))
+
+    def malformed(self, err: ProtocolError, what: str) -> None:
+        """A peer sent a malformed answer: that task failed (logged once, with the peer and the field)."""
+        self.stats["malformed_answers"] += 1
+        self.notice(f"{err}; {what}")
+
+    def dismiss(self, conn: SlaveConnection, reason: str) -> None:
+        assert self.master is not None
+        self.error(f"{peer(conn)} {reason}; dismissed")
+        self.master.disconnect(conn, reason, shutdown=True)
+
+    # ---------------------------------------------------------------- logs
+    def info(self, s: str) -> None:
+        self.logger.info(s)
+
+    def error(self, s: str) -> None:
+        self.logger.error(s, extra=CONSOLE)
+
+    def notice(self, s: str) -> None:
+        """Log ``s`` and show it on the console (faults and recoveries the user should see)."""
+        self.logger.warning(s, extra=CONSOLE)
+
+
+def peer(conn: SlaveConnection) -> str:
+    return f"{conn.role} '{conn.name}' at {conn.host}:{conn.port}"
