@@ -109,7 +109,8 @@ def run_battle(main_cfg: Any, create_cfg: Any, seed: int, *, limits: Limits, res
                 compiled.save()
             loop.start(limits)
             claimed.clear()
-            announce_exp_dir(asked, run_dir.path)
+            if not resume:  # a resume says where it continues ('ding: resumed from ...'); it claimed nothing
+                announce_exp_dir(asked, run_dir.path)
         except BaseException:
             if undo is not None:
                 undo.undo()

@@ -87,7 +87,8 @@ def start_serial_run(compiled: CompiledConfig, exit_stack: ExitStack, *, limits:
             compiled.save()
         loop.start(limits, stop_at_stop_value=not extend)
         claimed.clear()  # set up: from here on the directory holds a run
-        announce_exp_dir(asked, run_dir.path)
+        if not resume:  # a resume says where it continues ('ding: resumed from ...'); it claimed nothing
+            announce_exp_dir(asked, run_dir.path)
     except BaseException:
         if undo is not None:
             undo.undo()

@@ -111,3 +111,23 @@ def test_parallel_mode_announces_a_renamed_directory_only_once_its_config_is_in_
     assert len(used) == 1 and f"this run uses '{used[0]}'" in caplog.text and cfg.main.exp_name == used[0]
     assert os.path.isfile(os.path.join(used[0], "total_config.py"))
     assert cfg.system.path_data.startswith(f"./{used[0]}/"), cfg.system.path_data  # the roles write there too
+
+
+def test_a_resume_of_a_renamed_run_is_not_announced_as_a_new_directory(in_tmp_dir, cartpole_dqn, caplog, capsys):
+    """docs/resume.md's two commands after `make run`: the first run went to '<exp>_<timestamp>' (announced), and the
+    resume, which continues that run, said again "'<exp>' already exists (an earlier run's); this run uses ..." as
+    if it had claimed a new directory. It says once where it resumed from, and nothing else about the directory."""
+    import logging
+    import os
+
+    os.makedirs("again")  # an earlier run's directory (make run's cartpole_dqn_seed0/)
+    serial_pipeline(cartpole_dqn("again"), seed=0, max_train_iter=4)
+    renamed = [d for d in os.listdir(".") if d.startswith("again_")]
+    assert len(renamed) == 1
+    capsys.readouterr()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ding.config.exp_dir"):
+        serial_pipeline(cartpole_dqn("again"), seed=0, max_train_iter=8, resume=True)
+    assert "this run uses" not in caplog.text and "already exists" not in caplog.text
+    assert f"ding: resumed from {renamed[0]}/ckpt/iteration_" in capsys.readouterr().out
+    assert read_result(renamed[0])["train_iter"] >= 8

@@ -200,6 +200,7 @@ def print_role_commands(cfg: Any) -> None:
     roles = [str(k) for k in cfg.system if re.match(r"^(learner|collector)\d+$", str(k))]
     lines = [f"  ding -m dist --module coordinator -c {path}"] + [
         f"  ding -m dist --module {r.rstrip('0123456789')} --module-name {r} -c {path}" for r in roles]
-    print(f"ding: wrote {path}; start the roles (the coordinator first) with\n" + "\n".join(lines) +
-          f"\n(without --coordinator-host/--coordinator-port the roles read the coordinator's address from "
-          f"{os.path.join(cfg.main.exp_name, ADDRESS_FILE)}, which it writes once it listens)")
+    print(f"ding: wrote {path}; start the roles, in any order, with\n" + "\n".join(lines) +
+          f"\n(without --coordinator-host/--coordinator-port the roles wait for the coordinator's address in "
+          f"{os.path.join(cfg.main.exp_name, ADDRESS_FILE)}, which it writes once it listens; a role given an "
+          f"address needs the coordinator started first)")
