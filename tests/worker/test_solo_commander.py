@@ -386,3 +386,34 @@ def test_the_commanders_declared_ranges_are_checked_when_the_config_compiles(in_
     main.policy.other.commander[key] = value
     with pytest.raises(ConfigError, match=match):
         compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
+
+
+def test_a_resumed_coordinator_never_reuses_the_collect_task_ids_of_the_run_it_continues(in_tmp_dir, monkeypatch):
+    """Found in a docs walk: a resumed run's coordinator counted collect tasks from 0 again, so its tasks wrote data
+    files under the names the saved replay buffer referred to (overwriting them), and the buffer never grew past the
+    first session's items. Each coordinator (a fresh process: the counter restarts) tags its ids."""
+    import itertools
+
+    import ding.parallel.commanders.solo as solo
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    def session_ids() -> set[str]:
+        monkeypatch.setattr(solo, "_uid", itertools.count())  # as in a new coordinator process
+        cfg = compile_config_parallel(*(copy.deepcopy(c) for c in (main_config, create_config, system_config)),
+                                      save_cfg=False)
+        c = SoloCommander(cfg.main)
+        for _ in range(4):
+            c.increase_collector_task_space()
+        c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
+        ids = set()
+        while (t := c.get_collector_task("collector0")) is not None:
+            ids.add(t["task_id"])
+        assert ids, "the commander handed out no task"
+        return ids
+
+    first, resumed = session_ids(), session_ids()
+    assert not first & resumed, sorted(first & resumed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import secrets
 import threading
 import time
 from collections.abc import Mapping
@@ -82,6 +83,9 @@ class SoloCommander(BaseCommander):
 
         self._commander_cfg = cfg.policy.other.commander
         self._exp_name = cfg.exp_name
+        # collect task ids name the data files; a resumed run's coordinator counts from 0 again, so its ids carry a
+        # tag of their own and never name (and overwrite) the files the saved replay buffer refers to
+        self._session = secrets.token_hex(4)
         if cfg.policy.get("on_policy", False):
             raise ConfigError(f"policy.type {cfg.policy.type!r} is on-policy; parallel mode trains off-policy "
                               "algorithms so far (its learner replays from a buffer): use ding -m serial_onpolicy")
@@ -209,7 +213,7 @@ class SoloCommander(BaseCommander):
                 return None
             if not self._collector_space.acquire_space():
                 return None
-            task_id = f"{COLLECT_TASK_PREFIX}{next(_uid)}"
+            task_id = f"{COLLECT_TASK_PREFIX}{self._session}_{next(_uid)}"
             info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
                     "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
