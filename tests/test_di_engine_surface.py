@@ -63,6 +63,7 @@ SURFACE = [
     ("ding.interaction.base", "default_func", "ding/interaction/base/common.py", "default_func", ()),
     ("ding.interaction.base", "DblEvent", "ding/interaction/base/threading.py", "DblEvent",
      ("wait_for_open", "wait_for_close", "open", "close", "is_open", "is_close")),
+    ("ding.utils.log_helper", "pretty_print", "ding/utils/log_helper.py", "pretty_print", ()),
     ("ding.model.template.mavac", "MAVAC", "ding/model/template/mavac.py", "MAVAC", ()),
     ("ding.worker.collector.base_serial_collector", "CachePool", "ding/worker/collector/base_serial_collector.py",
      "CachePool", ("update", "reset")),

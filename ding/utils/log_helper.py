@@ -120,3 +120,23 @@ def set_status_line(text: str | None) -> None:
     ConsoleStream.status = text
     out.write("\r\033[K" + text)
     out.flush()
+
+
+def pretty_print(result: dict, direct_print: bool = True) -> str:
+    """``result`` as block-style YAML, its ``None`` values left out (DI-engine's name); printed too unless
+    ``direct_print=False``. Values must be JSON-serialisable (numbers, strings, lists, dicts)."""
+    import json
+
+    import yaml
+
+    if not isinstance(result, dict):
+        raise TypeError(f"pretty_print: expected a dict, got {type(result).__name__}")
+    kept = {k: v for k, v in result.items() if v is not None}
+    try:
+        plain = json.loads(json.dumps(kept))
+    except TypeError as err:
+        raise TypeError(f"pretty_print: every value must be JSON-serialisable ({err})") from None
+    text = yaml.safe_dump(plain, default_flow_style=False)
+    if direct_print:
+        print(text)
+    return text
