@@ -10,6 +10,8 @@ def test_pretty_print_drops_none_and_gives_block_yaml(capsys):
     assert yaml.safe_load(text) == {"lr": 0.001, "layers": [64, 32], "env": {"id": "CartPole-v1"}}
     assert "skip" not in text and "{" not in text  # block style, not flow style
     assert capsys.readouterr().out.strip() == text.strip()
+    tricky = {"s": "a: b", "t": "true", "n": [{"x": 1, "y": [1, 2]}, []], "e": {}, "f": -1.5e-3, "b": False}
+    assert yaml.safe_load(pretty_print(tricky, direct_print=False)) == tricky
     pretty_print({"a": 1}, direct_print=False)
     assert capsys.readouterr().out == ""
 
