@@ -1,4 +1,12 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.transport.base`."""
+from ding.interaction.common import (
+    ControllableContext,
+    ControllableService,
+    DblEvent,
+    default_func,
+    random_token,
+    translate_dict_func,
+)
 from ding.parallel.transport.base import (
     API_PREFIX,
     MAX_BODY_BYTES,
@@ -29,6 +37,7 @@ from ding.parallel.transport.responses import (
     failure_response,
     flask_response,
     get_values_from_response,
+    responsible,
     success_response,
 )
 
@@ -37,5 +46,7 @@ __all__ = [
     "PeerUnreachable", "TaskFailed", "TaskTimeout", "TaskCancelled", "SlaveLost", "ApiError", "new_token",
     "token_source", "resolve_token", "envelope", "find_free_port", "JsonServer",
     "CommonErrorCode", "flask_response", "success_response", "failure_response", "get_values_from_response",
-    "ResponsibleException", "ConnectionRefuse", "DisconnectionRefuse", "TaskRefuse", "TaskFail",
+    "ResponsibleException", "responsible", "random_token", "translate_dict_func",
+    "default_func", "ControllableContext", "ControllableService", "DblEvent", "ConnectionRefuse", "DisconnectionRefuse",
+    "TaskRefuse", "TaskFail",
 ]

@@ -36,7 +36,9 @@ class EpsilonSchedule:
     def __call__(self, envstep: int) -> float:
         if self.type == "exp":
             return self.end + (self.start - self.end) * math.exp(-envstep / self.decay)
-        frac = min(max(envstep, 0) / self.decay, 1.0)
+        if envstep >= self.decay:
+            return self.end  # exactly ``end`` once decayed (``start + (end - start) * 1`` can round off it)
+        frac = max(envstep, 0) / self.decay
         return self.start + (self.end - self.start) * frac
 
     def __repr__(self) -> str:

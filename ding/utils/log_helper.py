@@ -1,8 +1,10 @@
 """Text loggers per worker and the TensorBoard writer factory."""
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -120,3 +122,65 @@ def set_status_line(text: str | None) -> None:
     ConsoleStream.status = text
     out.write("\r\033[K" + text)
     out.flush()
+
+
+
+def _yaml_scalar(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    text = str(v)
+    # a plain word stays bare; anything else is a JSON string, which is also a YAML double-quoted scalar
+    return text if re.fullmatch(r"[A-Za-z_][\w.\-/]*", text) and text.lower() not in _YAML_WORDS else json.dumps(text)
+
+
+_YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "~"}
+
+
+def _yaml_lines(value: Any, indent: int) -> list[str]:
+    pad = " " * indent
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = _yaml_scalar(str(k))
+            if isinstance(v, (dict, list)) and v:
+                out.append(f"{pad}{key}:")
+                out += _yaml_lines(v, indent + (2 if isinstance(v, dict) else 0))
+            else:
+                out.append(f"{pad}{key}: {_yaml_empty_or_scalar(v)}")
+    else:
+        for v in value:
+            if isinstance(v, (dict, list)) and v:
+                sub = _yaml_lines(v, indent + 2)
+                out.append(f"{pad}- {sub[0].lstrip()}")
+                out += sub[1:]
+            else:
+                out.append(f"{pad}- {_yaml_empty_or_scalar(v)}")
+    return out
+
+
+def _yaml_empty_or_scalar(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{}"
+    if isinstance(v, list):
+        return "[]"
+    return _yaml_scalar(v)
+
+
+def pretty_print(result: dict, direct_print: bool = True) -> str:
+    """``result`` as block-style YAML, its top-level ``None`` values left out (DI-engine's name); printed too unless
+    ``direct_print=False``. Values must be JSON-serialisable (numbers, strings, lists, dicts)."""
+    if not isinstance(result, dict):
+        raise TypeError(f"pretty_print: expected a dict, got {type(result).__name__}")
+    kept = {k: v for k, v in result.items() if v is not None}
+    try:
+        plain = json.loads(json.dumps(kept))
+    except TypeError as err:
+        raise TypeError(f"pretty_print: every value must be JSON-serialisable ({err})") from None
+    text = "\n".join(_yaml_lines(plain, 0)) + "\n" if plain else "{}\n"
+    if direct_print:
+        print(text)
+    return text

@@ -60,7 +60,33 @@ for _key in ("test_encoder.py::test_dreamer_conv_encoder", "test_encoder.py::tes
              "test_head.py::test_stochastic_dueling", "test_head.py::test_ensemble"):
     EXCLUDED[f"ding/model/common/tests/{_key}"] = _NOT_SHIPPED
 EXCLUDED["ding/torch_utils/tests/test_data_helper.py::test_to_device_cuda"] = "needs CUDA"
-EXCLUDED["ding/utils/tests/test_log_helper.py::test_pretty_print"] = "pretty_print, a private formatting helper"
+# where ding differs from DI-engine on purpose (docs/from_di_engine.md, "What differs on purpose")
+EXCLUDED["ding/league/tests/test_player.py"] = (
+    "its fixture gives two league exploiters one id; ding's payoff table refuses a second player with an id "
+    "already in it (their results would share one row)")
+EXCLUDED["ding/league/tests/test_payoff.py::test_update"] = (
+    "expects update() to return False on an unknown result 'error'; ding raises one LeagueError naming the field")
+EXCLUDED["ding/league/tests/test_payoff.py::test_getitem"] = "reads the payoff's private _data dict"
+EXCLUDED["ding/league/tests/test_league_metric.py::test_league_metric"] = (
+    "DI-engine's LeagueMetricEnv rates with trueskill's global environment (its _rate_1vs1 is a staticmethod "
+    "calling trueskill.rate_1vs1), ignoring the env's own beta / tau / draw_probability; ding rates with them")
+for _param in ("obs_shape6-3", "obs_shape7-act_shape7", "obs_shape8-act_shape8"):
+    for _test in ("test_drqn", "test_drqn_inference", "test_drqn_res_link", "test_drqn_inference_res_link"):
+        EXCLUDED[f"ding/model/template/tests/test_q_learning.py::{_test}[{_param}]"] = (
+            "DRQN on image observations: ding's template encodes them with the Nature CNN (a 512-wide LSTM state) "
+            "where the test passes DI-engine's 64-wide states")
+for _param in ("action_shape0-True-regression", "action_shape1-True-reparameterization",
+               "action_shape4-True-regression", "action_shape5-True-reparameterization"):
+    EXCLUDED[f"ding/model/template/tests/test_qac.py::test_fcqac[{_param}]"] = (
+        "twin critics read as model.critic[1][i]: ding keeps them as model.critic[0] / [1] (DI-engine's nesting "
+        "would change ding's checkpoint keys)")
+_PRIVATE_BUFFER = "reads the buffer's private internals (_tail, _head, _data, _sample_check, _sum_tree / _min_tree)"
+for _key in ("test_advanced_buffer.py::test_push", "test_advanced_buffer.py::test_save_and_load_data",
+             "test_advanced_buffer.py::test_update", "test_advanced_buffer.py::test_sample",
+             "test_advanced_buffer.py::test_head_tail", "test_advanced_buffer.py::test_weight",
+             "test_naive_buffer.py::test_push", "test_naive_buffer.py::test_save_and_load_data",
+             "test_naive_buffer.py::test_sample"):
+    EXCLUDED[f"ding/worker/replay_buffer/tests/{_key}"] = _PRIVATE_BUFFER
 # the training tests of algorithms ding does not ship, and the offline doors issue #41 adds
 for _algo in ("mdqn", "bdq", "hybrid_ddpg", "hybrid_pdqn", "hybrid_mpdqn", "dqn_stdim", "iqn", "fqf", "qrdqn",
               "discrete_sac", "impala", "her_dqn", "collaq", "coma", "qmix", "wqmix", "madqn", "qtran", "atoc", "ppg",

@@ -20,6 +20,9 @@ def test_linear_schedule_reaches_end_and_stays():
     assert eps(500) == pytest.approx(0.525)
     assert eps(1000) == pytest.approx(0.05)
     assert eps(5000) == pytest.approx(0.05)
+    # exactly end once decayed, as DI-engine's test compares it (1.0 + (0.1 - 1.0) * 1 rounds to 0.09999999999999998)
+    assert get_epsilon_greedy_fn(1.0, 0.1, 90, type_="linear")(100) == 0.1
+    assert get_epsilon_greedy_fn(1.0, 0.1, 90, type_="linear")(90) == 0.1
 
 
 def test_positional_type_and_default_is_exp():

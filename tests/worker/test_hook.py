@@ -152,6 +152,8 @@ def test_config_errors_name_the_key_and_suggest():
         SaveCkptHook("s", 1, position="after_iter", ext_args={"freq": 0})
     with pytest.raises(TypeError, match="expected a LearnerHook subclass"):
         register_learner_hook("bad", dict)
+    with pytest.raises(AssertionError, match="expected a LearnerHook subclass"):  # DI-engine's form of the error
+        register_learner_hook("placeholder", type)
 
 
 @pytest.mark.parametrize("where", ["learner", "hook"])

@@ -69,9 +69,10 @@ class MAVAC(nn.Module):
         action_space: str = "discrete",
         activation: nn.Module | None = None,
         norm_type: str | None = None,
-        critic_input: str = "global_state",
         sigma_type: str = "independent",
         bound_type: str | None = None,
+        encoder: tuple[nn.Module, nn.Module] | None = None,
+        critic_input: str = "global_state",
     ) -> None:
         super().__init__()
         if action_space != "discrete":
@@ -81,12 +82,32 @@ class MAVAC(nn.Module):
         self.agent_obs_shape, self.global_obs_shape = int(agent_obs_shape), int(global_obs_shape)
         self.action_shape = int(action_shape)
         critic_in = self.agent_obs_shape if critic_input == "agent_state" else self.global_obs_shape
-        self.actor_encoder = mlp(self.agent_obs_shape, [actor_head_hidden_size], activation, norm_type)
-        self.critic_encoder = mlp(critic_in, [critic_head_hidden_size], activation, norm_type)
+        if encoder is not None:
+            # DI-engine's ``encoder=(actor_encoder, critic_encoder)``: their outputs must be actor_head_hidden_size
+            # and critic_head_hidden_size wide
+            if not (isinstance(encoder, (tuple, list)) and len(encoder) == 2
+                    and all(isinstance(e, nn.Module) for e in encoder)):
+                raise ValueError("MAVAC encoder: give a pair of nn.Modules (actor_encoder, critic_encoder), got "
+                                 f"{encoder!r}")
+            self.actor_encoder, self.critic_encoder = encoder[0], encoder[1]
+        else:
+            self.actor_encoder = mlp(self.agent_obs_shape, [actor_head_hidden_size], activation, norm_type)
+            self.critic_encoder = mlp(critic_in, [critic_head_hidden_size], activation, norm_type)
         self.actor_head = DiscreteHead(actor_head_hidden_size, self.action_shape, actor_head_layer_num, activation,
                                        norm_type)
         self.critic_head = RegressionHead(critic_head_hidden_size, 1, critic_head_layer_num, activation=activation,
                                           norm_type=norm_type)
+
+    @property
+    def actor(self) -> nn.Module:
+        """The actor's modules (encoder, head) as DI-engine's ``model.actor`` groups them (a view: the parameters are
+        the model's own, the state-dict keys stay ``actor_encoder.*`` / ``actor_head.*``)."""
+        return nn.ModuleList([self.actor_encoder, self.actor_head])
+
+    @property
+    def critic(self) -> nn.Module:
+        """The critic's modules (encoder, head), as :attr:`actor` for the actor."""
+        return nn.ModuleList([self.critic_encoder, self.critic_head])
 
     def forward(self, inputs: Mapping[str, Any], mode: str) -> dict[str, Any]:
         if mode not in MODES:

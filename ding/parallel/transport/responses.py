@@ -9,8 +9,9 @@ result dict the master sees (``TaskFailed.result``); :class:`ConnectionRefuse`, 
 from __future__ import annotations
 
 import enum
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ding.parallel.transport.base import envelope
@@ -61,6 +62,28 @@ class ResponsibleException(Exception):
         return failure_response(self.code, self.message, self.data), self.status_code
 
 
+def responsible(classes: Iterable[type[ResponsibleException]] | None = None
+                ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a Flask handler so that a raised :class:`ResponsibleException` (or one of ``classes``) becomes its
+    ``get_response()`` (the failure envelope and status code) instead of a server error; other errors propagate."""
+    caught = tuple(classes) if classes is not None else (ResponsibleException, )
+    for cls in caught:
+        if not (isinstance(cls, type) and issubclass(cls, ResponsibleException)):
+            raise TypeError(f"responsible: classes must be ResponsibleException subclasses, got {cls!r}")
+
+    def decorator(func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except caught as err:
+                return err.get_response()
+
+        return wrapper
+
+    return decorator
+
+
 class ConnectionRefuse(ResponsibleException):
     """A slave refuses a master's connection (403)."""
 
@@ -92,4 +115,4 @@ class TaskFail(Exception):
 
 
 __all__ = ["CommonErrorCode", "flask_response", "success_response", "failure_response", "get_values_from_response",
-           "ResponsibleException", "ConnectionRefuse", "DisconnectionRefuse", "TaskRefuse", "TaskFail"]
+           "ResponsibleException", "responsible", "ConnectionRefuse", "DisconnectionRefuse", "TaskRefuse", "TaskFail"]

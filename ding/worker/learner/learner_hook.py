@@ -247,10 +247,15 @@ _SHORTHAND_PRIORITY = {"log_reduce_after_iter": 10}  # others: 20 (DI-engine's v
 _FULL_FORM_KEYS = ("name", "type", "position", "priority", "ext_args")
 
 
+class HookTypeError(TypeError, AssertionError):
+    """Not a ``LearnerHook`` subclass: a ``TypeError``, and DI-engine's ``AssertionError`` for code catching that."""
+
+
 def register_learner_hook(name: str, hook_type: type) -> None:
-    """Make ``hook_type`` (a ``LearnerHook`` subclass) buildable from config as ``type=name``."""
+    """Make ``hook_type`` (a ``LearnerHook`` subclass) buildable from config as ``type=name``; anything else raises
+    :class:`HookTypeError` (a ``TypeError`` that is also DI-engine's ``AssertionError``)."""
     if not (isinstance(hook_type, type) and issubclass(hook_type, LearnerHook)):
-        raise TypeError(f"register_learner_hook('{name}', ...): expected a LearnerHook subclass, got {hook_type!r}")
+        raise HookTypeError(f"register_learner_hook('{name}', ...): expected a LearnerHook subclass, got {hook_type!r}")
     HOOK_REGISTRY.register(name, hook_type)
 
 
