@@ -1,12 +1,4 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.transport.base`."""
-from ding.interaction.common import (
-    ControllableContext,
-    ControllableService,
-    DblEvent,
-    default_func,
-    random_token,
-    translate_dict_func,
-)
 from ding.parallel.transport.base import (
     API_PREFIX,
     MAX_BODY_BYTES,
@@ -26,6 +18,14 @@ from ding.parallel.transport.base import (
     new_token,
     resolve_token,
     token_source,
+)
+from ding.parallel.transport.common import (
+    ControllableContext,
+    ControllableService,
+    DblEvent,
+    default_func,
+    random_token,
+    translate_dict_func,
 )
 from ding.parallel.transport.responses import (
     CommonErrorCode,
