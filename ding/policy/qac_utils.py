@@ -121,8 +121,8 @@ class ModeSwitch:
     act the same in both modes.
 
     A collect step and a learn step alternate every iteration in these policies; ``nn.Module.train`` walks every
-    submodule (about 0.3 ms for a small ContinuousQAC), so it is skipped when the model holds no batch norm or
-    dropout and no layer from outside ``torch.nn`` / ``ding.model`` (whose ``forward`` might read ``self.training``).
+    submodule in Python, so it is skipped when the model holds no batch norm or dropout and no layer from outside
+    ``torch.nn`` / ``ding.model`` (whose ``forward`` might read ``self.training``).
     """
 
     def __init__(self, model: nn.Module) -> None:

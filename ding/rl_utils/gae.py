@@ -39,7 +39,7 @@ def gae(data: gae_data, gamma: float = 0.99, lambda_: float = 0.97) -> torch.Ten
     delta = (reward + gamma * not_done * next_value - value).detach().cpu().double().numpy()
     factor = (gamma * lambda_ * (1.0 - traj_flag.to(value.dtype))).detach().cpu().double().numpy()
     adv = np.empty_like(delta)
-    if delta.ndim == 1:  # the usual case (segments laid end to end): plain floats beat numpy scalars 5x here
+    if delta.ndim == 1:  # the usual case (segments laid end to end): plain floats, cheaper than numpy scalars
         last = 0.0
         d, f = delta.tolist(), factor.tolist()
         out = [0.0] * len(d)

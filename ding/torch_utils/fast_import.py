@@ -1,10 +1,10 @@
 """Keep a training process from importing ``torch._dynamo`` just to build an optimizer.
 
 torch wraps ``Optimizer.add_param_group``, ``zero_grad``, ``state_dict``, ``load_state_dict`` and the functional
-optimizers in ``torch._disable_dynamo``, which imports ``torch._dynamo`` (about 1 s and 150 MB here) the first time
+optimizers in ``torch._disable_dynamo``, which imports ``torch._dynamo`` (a large import) the first time
 one of them runs. That only matters under ``torch.compile``, which ding does not use. When ``torch._dynamo`` is not
 loaded yet, :func:`skip_dynamo_import` tells those wrappers to call the plain function instead, so creating an Adam
-optimizer costs microseconds. Set ``DING_KEEP_DYNAMO_GUARDS=1`` to keep torch's behaviour (e.g. if you wrap ding's
+optimizer imports nothing. Set ``DING_KEEP_DYNAMO_GUARDS=1`` to keep torch's behaviour (e.g. if you wrap ding's
 training step in ``torch.compile``).
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ def atomic_write(path: str, writer: Callable[[io.BufferedWriter], Any] | bytes, 
 
     A crash mid-write leaves the previous file (if any) untouched and at most a stray ``.tmp`` file. ``fsync=False``
     keeps the atomicity (readers see the old file or the whole new one) but not durability across a power loss:
-    right for replay data that is worthless after a crash anyway, and ~100x cheaper per small file.
+    right for replay data that is worthless after a crash anyway, and much cheaper per small file (no disk flush).
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))

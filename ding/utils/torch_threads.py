@@ -20,8 +20,8 @@ def setup_torch_threads(num_threads: int | None = None) -> int:
     """Choose torch's CPU thread count.
 
     The default is 1 thread unless the user asked otherwise (``num_threads`` or ``DING_TORCH_THREADS``). Small RL
-    networks gain nothing from intra-op parallelism, and on 2-core machines libgomp's spin-wait makes training with
-    the default thread count stall 10-50x intermittently. Returns the count in use.
+    networks gain nothing from intra-op parallelism, and on small machines libgomp's spin-wait makes training with
+    the default thread count stall intermittently. Returns the count in use.
     """
     import torch
 
@@ -46,9 +46,8 @@ def torch_threads_in_this_thread() -> None:
 
     OpenMP keeps its thread count per thread: ``torch.set_num_threads(1)`` in the main thread leaves a thread started
     later at OpenMP's default (the machine's cores), and an op that opens a parallel region there wakes a pool whose
-    worker then spin-waits between regions, burning a core beside the thread. Measured in parallel mode: a
-    collector's evaluations ran 3.6 s of CPU in its task thread and 4.2 s more in a spinning libgomp worker. Call this
-    at the start of every worker thread that runs torch ops."""
+    worker then spin-waits between regions, burning a core beside the thread (as a parallel collector's evaluation
+    thread did). Call this at the start of every worker thread that runs torch ops."""
     if getattr(_PER_THREAD, "done", False):
         return
     _PER_THREAD.done = True

@@ -154,7 +154,7 @@ class DingEnvWrapper(BaseEnv):
 
     def reset(self, **kwargs: Any) -> np.ndarray:
         if self._seed is not None and (self._seed_pending or not self._dynamic_seed):
-            # Re-seeding gymnasium builds a new Generator (~25 us); a dynamic seed does it once, not per episode.
+            # Re-seeding gymnasium builds a new Generator; a dynamic seed does it once, not every episode.
             kwargs.setdefault("seed", self._seed)
             self._seed_pending = False
         obs, _ = self._env.reset(**kwargs)

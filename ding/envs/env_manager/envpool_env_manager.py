@@ -166,7 +166,7 @@ class PoolEnvManager(ManagerSurface):
         self._check_open()
         self._refuse_reset_param(reset_param)
         if (self._reseed or not self._dynamic_seed) and not self._fresh:
-            self._make_pool()  # envpool seeds a pool only when it is made (an Atari pool takes ~0.1-0.5 s)
+            self._make_pool()  # envpool seeds a pool only when it is made (making an Atari pool is slow)
         self._episode_count = [0] * self._env_num
         self._ready_obs = {}
         self._reset_envs(np.arange(self._env_num))

@@ -38,7 +38,7 @@ def default_collate(batch: Sequence[Any], cat_1dim: bool = True) -> Any:
         out = torch.stack(list(batch), 0)
         return out.squeeze(1) if cat_1dim and elem.dim() == 1 and elem.shape[0] == 1 else out
     if isinstance(elem, np.ndarray):
-        try:  # np.array copies equal-shape arrays into one block ~4x faster than np.stack for small items
+        try:  # np.array copies equal-shape arrays into one block, cheaper than np.stack for small items
             stacked = np.array(batch)
         except ValueError as e:
             shapes = sorted({np.shape(b) for b in batch})

@@ -30,8 +30,8 @@ class EnvStepCore:
         self.sent_out: dict[int, Any] = {}
         self.env_time = 0.0  # seconds spent in the env manager's step (the envs' own cost)
         # CPU seconds of this thread in the policy's forward: what every shard of a split evaluation repeats. Not
-        # wall time, which on a busy machine also counts the time the process waited for a core (measured: 4 ms
-        # per CartPole forward in the first evaluations of a parallel run on 2 cores, against 0.3 ms of CPU)
+        # wall time, which on a busy machine also counts the time the process waited for a core, so a cheap forward
+        # would look as costly as the envs and the evaluation would be judged not worth splitting
         self.policy_time = 0.0
 
     def step(

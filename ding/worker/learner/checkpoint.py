@@ -100,10 +100,10 @@ def pack_extra(extra: Mapping[str, Any]) -> bytes:
     plain CPU tensors stored as numpy arrays (:func:`_reduce_tensor`).
 
     ``torch.save`` calls a Python function for every object it pickles; a replay buffer's state is hundreds of
-    thousands of small objects, so the run state of a Hopper run's 100,000 transitions took 10.5 s of CPU to write
-    with it against 4.1 s this way (``tests/benchmark/bench_checkpoint.py``), and a run checkpoints every
-    ``save_ckpt_after_iter`` iterations. Shared objects stay shared (pickle keeps one copy of an object referenced
-    twice: the frames of a frame-sharing buffer); two different tensor views of one storage come back as copies."""
+    thousands of small objects, written again every ``save_ckpt_after_iter`` iterations, and the standard library's
+    pickle writes them without those calls (docs/benchmarks.md, Checkpoints, has the figures). Shared objects stay
+    shared (pickle keeps one copy of an object referenced twice: the frames of a frame-sharing buffer); two
+    different tensor views of one storage come back as copies."""
     import copyreg
 
     import torch

@@ -24,7 +24,7 @@ _UPDATE_KEYS = ("priority", "replay_unique_id", "replay_buffer_idx")
 # What the buffer keeps per slot, as one 32-byte row of int64 (a batch's metadata then sits in 64 cache lines, not
 # 4 x 64): the item's number in push order (-1: the slot is empty), times sampled, the learner iteration when it was
 # collected, and the raw priority (a float64 stored by its bits). A plain int64 matrix rather than a numpy record
-# array: ``take`` gathers 64 rows of it in ~0.5 us, where indexing a record array costs ~5 us.
+# array: ``take`` gathers a batch's rows of it in one copy, where indexing a record array goes field by field.
 _UID, _USE, _COLLECT_ITER, _PRIORITY = range(4)
 _FLOAT64 = np.dtype(np.float64)
 
@@ -383,7 +383,7 @@ class AdvancedReplayBuffer(NaiveReplayBuffer):
     def _draw(self, size: int, cur_learner_iter: int, start: int, stop: int) -> tuple[list, list]:
         # Stratified: one uniform draw in each of `size` equal slices of the mass. The batch comes in slice order, as
         # in DI-engine and Dopamine: the tree and the item memory are read front to back (kind to caches), and a
-        # shuffle would cost about 7% of a sample+update cycle for learners that use the whole batch anyway.
+        # shuffle would be a cost of every sample+update cycle for learners that use the whole batch anyway.
         if self._positions.size < size:
             self._positions = np.arange(size)
         strata = self._rng.random(size)

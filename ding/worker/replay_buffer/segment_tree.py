@@ -6,18 +6,18 @@ The cost of a batch is a fixed number of numpy calls, not a Python loop per item
 * ``SumSegmentTree`` is a binary tree in heap layout (root at 1, children of ``i`` at ``2i`` and ``2i+1``). A batched
   prefix-sum search walks all queries down together, one level per step. A batched update writes the leaves and adds
   each leaf's change to all its ancestors in one ``np.add.at`` call. Adding deltas accumulates rounding error in the
-  inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass that
-  costs well under a microsecond per write when amortised).
+  inner nodes, so the tree is rebuilt exactly from its leaves after every ``capacity`` leaf writes (an O(N) pass
+  every N writes: constant work per write, amortised).
 * ``MinSegmentTree`` keeps the DI-engine name, but only its overall minimum is ever read on the hot path, so it holds
   the leaves, their minimum and the number of leaves at the minimum: an update costs a few numpy calls, and one pass
   over the leaves finds the minimum again only when all of its holders were raised or emptied.
 
 Where the package was installed with its C extension (``_segtree.c``, built by ``pip install`` with the system's C
 compiler), the hot paths (a batch update of either tree, a batch search) run as compiled loops on the same arrays
-instead: a few microseconds per batch of 64 where the numpy forms cost 15-60 us. The sum tree then recomputes each
-changed leaf's ancestors exactly instead of adding deltas, so it never needs a rebuild. Both forms give the same
-leaves, minimum and search results (the tests run both); ``DING_NATIVE_TREES=0`` in the environment selects the numpy
-forms, and ``native=False`` does for one tree.
+instead, without numpy's cost per call (docs/benchmarks.md, Replay buffers, has the figures). The sum tree then
+recomputes each changed leaf's ancestors exactly instead of adding deltas, so it never needs a rebuild. Both forms
+give the same leaves, minimum and search results (the tests run both); ``DING_NATIVE_TREES=0`` in the environment
+selects the numpy forms, and ``native=False`` does for one tree.
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def note_if_not_native() -> None:
     _missing_noted = True
     logging.getLogger(__name__).warning(
         "prioritized replay: ding's compiled segment tree (ding/worker/replay_buffer/_segtree.c) is not built, so "
-        "its numpy form is used (same results, about 1.4x the CPU per sample + update). It is built by `pip install "
+        "its numpy form is used (same results, more CPU per sample + update). It is built by `pip install "
         "-e .` where a C compiler is present (Debian/Ubuntu: apt install gcc python3-dev), then reinstall")
 
 
@@ -76,7 +76,9 @@ def _pick_native(native: bool | None) -> ModuleType | None:
     return _NATIVE_MODULE if native else None
 
 _TILED_LEAVES = 256  # an update of up to this many leaves shifts one flat array for their ancestors
-_ENTRY_LEVEL = 10  # the sum-tree search starts at the level of 2^10 nodes (measured fastest at 2^17 leaves)
+# the sum-tree search starts at the level of 2^10 nodes: one cumsum + searchsorted over them replaces the 10 levels
+# above, and larger entry levels make that cumsum cost more than the levels it saves
+_ENTRY_LEVEL = 10
 
 
 class SegmentTreeArgumentError(ValueError, AssertionError):
@@ -184,7 +186,7 @@ class SumSegmentTree:
         # leaf j's ancestors, parent first, at [j * depth, (j + 1) * depth): flat index and value arrays, as np.add.at
         # with a broadcast value array is slow, and wrong in numpy 2.4.6 when the index array is 2-D
         n_ancestors = idx.size * self._depth
-        if n_ancestors <= self._tiled_shifts.size:  # a batch: a flat shift is ~1 us cheaper than a broadcast one
+        if n_ancestors <= self._tiled_shifts.size:  # a batch: one flat shift of a prepared array, no broadcast
             ancestors = leaf.repeat(self._depth) >> self._tiled_shifts[:n_ancestors]
         else:
             ancestors = (leaf[:, None] >> self._shifts).ravel()
@@ -254,14 +256,14 @@ class SumSegmentTree:
         first, nodes = self._entry
         tree = self._tree
         cumulative = nodes.cumsum()
-        pos = cumulative.searchsorted(target, "right")  # (the method: np.searchsorted's wrapper costs ~3 us more)
+        pos = cumulative.searchsorted(target, "right")  # (the method, not np.searchsorted: no wrapper's dispatch)
         np.minimum(pos, first - 1, out=pos)
         cumulative -= nodes  # now the mass before each entry node
         r = target - cumulative[pos]
         node = pos + first
-        # Per level, 6 numpy calls on 64 elements, each chosen as the cheapest form measured: an array added to
-        # itself instead of a shift by a Python scalar, and r - left * go_right (exactly r where go_right is False)
-        # instead of a masked subtract (ufunc `where=` takes a slower loop).
+        # Per level, 6 numpy calls on the batch, each in its cheapest form: an array added to itself instead of a
+        # shift by a Python scalar, and r - left * go_right (exactly r where go_right is False) instead of a masked
+        # subtract (ufunc `where=` takes a slower loop).
         for _ in range(self._walk):
             node += node  # left child
             left = tree[node]
