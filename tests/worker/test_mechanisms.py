@@ -49,3 +49,20 @@ def test_the_commander_and_the_launcher_follow_the_variable(monkeypatch, in_tmp_
     assert off._split_gate.shards == 1 and off._split_gate.min_env_share == 0.0
     assert off._pacing.ahead == cfg.main.policy.learn.batch_size
     assert _start_method(cfg) == "exec"
+
+
+def test_a_run_with_an_unknown_name_fails_before_it_writes_anything(monkeypatch, in_tmp_dir):
+    import copy
+    import os
+
+    from ding.parallel.launch.local import launch_parallel
+    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
+        create_config,
+        main_config,
+        system_config,
+    )
+
+    monkeypatch.setenv(mechanisms.ENV_VAR, "sample_cach")
+    with pytest.raises(ConfigError, match="DING_PARALLEL_OFF: unknown mechanism 'sample_cach'"):
+        launch_parallel(*(copy.deepcopy(c) for c in (main_config, create_config, system_config)))
+    assert os.listdir(".") == []
