@@ -64,10 +64,11 @@ COORDINATOR_CONFIG = dict(
     advertise_host=None,  # address slaves use to reach the coordinator (default: host)
     collector_task_timeout=30.0,  # seconds: deadline of one collect task (a timed-out task is cancelled)
     eval_task_timeout=120.0,  # seconds: deadline of one evaluation (n_evaluator_episode whole episodes)
-    learner_task_timeout=600.0,  # seconds: deadline of one learner task
-    heartbeat_timeout=10.0,  # seconds without a heartbeat after which a slave is lost and its tasks fail
+    learner_task_timeout=600.0,  # seconds: deadline of one learner task; half of it without a train iteration while
+    # data is ready: the learner is stuck and restarted
+    heartbeat_timeout=10.0,  # seconds without a heartbeat after which a slave is lost and its tasks fail; a slave
+    # beats every tenth of it and gives up on a coordinator it cannot reach for six of them
     startup_timeout=120.0,  # seconds to wait for a learner and a collector before giving up
-    learner_stall_timeout=300.0,  # seconds without a train iteration while data is ready: the learner is restarted
     operator_server=dict(),  # accepted for DI-engine configs (its k8s operator); unused
     learner=dict(),  # slaves to connect at start, {name: [name, host, port]}; others join by themselves
     collector=dict(),
@@ -94,44 +95,65 @@ SYSTEM_CONFIG = dict(
     communication_mode="auto",  # accepted for DI-engine configs; 'auto' is the only mode
     learner_gpu_num=1,  # accepted for DI-engine configs; one learner process (GPU training follows policy.cuda)
     max_restarts=3,  # `ding -m parallel` restarts a crashed learner/collector process at most this many times
-    # how `ding -m parallel` starts its first roles: 'fork' (from the launcher, before it starts any thread: no
-    # imports again, about 2 s of CPU less per role) or 'exec' (a fresh interpreter each); CUDA configs always exec
-    role_start="fork",
-    heartbeat_interval=1.0,  # seconds between a slave's heartbeats
     # `ding -m parallel`: 'auto' pins each training process to a CPU core of its own where the machine has one to
     # spare, and keeps the other roles off it while it trains flat out; 'off' leaves placement to the OS
     # (docs/parallel.md, "CPU placement")
     cpu_affinity="auto",
-    master_lost_timeout=60.0,  # seconds a slave keeps running without reaching the coordinator
     comm_learner=dict(type="flask_fs", import_names=[]),
     comm_collector=dict(type="flask_fs", import_names=[]),
     slurm=SLURM_CONFIG,
 )
-# ding-only system keys that were removed, and why (docs/benchmarks.md, Parallel mode: the A/B of each mechanism)
 PLATFORMS = ("local", "slurm")
-# Keys ding once took and no longer does (``learnerN``: any learner's entry), with what replaced them: a config that
-# still sets one is told so, not "unknown key". (DI-engine's configs never had these.)
+# Keys ding once took and no longer does, with what replaced them: a config that still sets one is told so, not
+# "unknown key" (DI-engine's configs never had these). ``learnerN.`` / ``collectorN.``: a key of any such role entry.
+_HEARTBEAT = ("derived from coordinator.heartbeat_timeout: a slave beats every tenth of it "
+              "(HEARTBEATS_PER_TIMEOUT, ding/parallel/transport/slave.py)")
+_MASTER_LOST = ("derived from coordinator.heartbeat_timeout: a slave gives up on a coordinator it cannot reach for "
+                "six of them (MASTER_LOST_TIMEOUTS, ding/parallel/transport/slave.py)")
 REMOVED_SYSTEM_KEYS = {
     "collector_nice": "reniced collectors made runs slower in the A/B (docs/benchmarks.md); collectors keep the "
                       "launcher's priority",
+    "role_start": "`ding -m parallel` forks its roles, and exec's them where a fork cannot serve (policy.cuda, "
+                  "threads already running, restarts); an A/B benchmark sets DING_PARALLEL_OFF=role_fork",
+    "heartbeat_interval": _HEARTBEAT,
+    "master_lost_timeout": _MASTER_LOST,
+    **{f"{role}N.{key}": why for role in ("learner", "collector")
+       for key, why in (("heartbeat_interval", _HEARTBEAT), ("master_lost_timeout", _MASTER_LOST))},
     "learnerN.train_process": "the learner trains in its own process; a forked training process gained nothing in "
                               "the A/B of docs/benchmarks.md",
     "learnerN.prefetch_batches": "the coordinator keeps a fixed PREFETCH_BATCHES = 4 batches queued at a learner, "
                                  "ding/parallel/roles/learner/flask_fs.py",
+    "learnerN.sample_cache_size": "the learner keeps up to replay_buffer_size decoded samples, bounded by its "
+                                  "sample_cache_mb",
+    "learnerN.max_sample_mb": "what a data file may decode to is capped by the learner's max_data_file_mb",
     "coordinator.buffer_save_interval": "the coordinator saves the buffers' state at evaluations at most every 5 s "
                                         "(BUFFER_SAVE_INTERVAL_S, ding/parallel/coordinator/buffers.py) and always "
                                         "at the end",
     "coordinator.data_wait": "a learner's data request waits a fixed 0.5 s (DEMAND_WAIT_S, "
                              "ding/parallel/coordinator/learner_link.py)",
+    "coordinator.learner_stall_timeout": "derived from coordinator.learner_task_timeout: a learner with data ready "
+                                         "and no train iteration for half of it is restarted (STALL_SHARE, "
+                                         "ding/parallel/coordinator/watchdogs.py)",
 }
 # Keys of the main config that parallel mode once took and no longer does, with what replaced them.
+_COMMANDER = "policy.other.commander."
 REMOVED_MAIN_KEYS = {
     "policy.learn.learner.send_policy_interval": "the learner publishes its policy every send_policy_freq train "
                                                  "iterations, at most every 0.05 s (SEND_POLICY_INTERVAL_S, "
                                                  "ding/parallel/roles/learner/flask_fs.py)",
     "policy.collect.collector.samples_per_file": "a collect task's samples go to one data file, split only past the "
                                                  "file size cap",
-    "policy.other.commander.eval_task_space": "one evaluation runs at a time per two connected collectors",
+    _COMMANDER + "eval_task_space": "one evaluation runs at a time per two connected collectors",
+    _COMMANDER + "eval_lead": "the learner waits for the next evaluation once it is 2 eval_freq periods past the "
+                              "last one (EVAL_LEAD, ding/parallel/commanders/pacing.py)",
+    _COMMANDER + "eval_shards": "an evaluation whose envs dominate its time is split over every connected "
+                                "collector; an A/B benchmark sets DING_PARALLEL_OFF=eval_shards",
+    _COMMANDER + "eval_split_after_s": "an evaluation is split whatever its length, by the envs' share of its time "
+                                       "alone",
+    _COMMANDER + "eval_split_env_share": "an evaluation is split while the envs take at least half of its stepping "
+                                         "time (MIN_ENV_SHARE, ding/parallel/commanders/eval_shards.py)",
+    _COMMANDER + "collect_ahead_samples": "collection runs at most max(batch_size, 2 x n_sample x collectors) "
+                                          "samples ahead of training (ding/parallel/commanders/pacing.py)",
 }
 _ROLE_KEY = re.compile(r"^(learner|collector)\d+$")
 _PORT = between(0, 65535, integer=True, hint="0 picks a free port")
@@ -155,12 +177,8 @@ _PLACEMENT_RANGES: dict[str, Constraint] = {"cpus": _CPUS, "memory": _SlurmMemor
 SYSTEM_RANGES: dict[str, Constraint] = {
     "coordinator.port": _PORT,
     **{f"coordinator.{k}": greater_than(0) for k in (
-        "collector_task_timeout", "eval_task_timeout", "learner_task_timeout", "heartbeat_timeout", "startup_timeout",
-        "learner_stall_timeout")},
-    "heartbeat_interval": greater_than(0),
-    "master_lost_timeout": greater_than(0),
+        "collector_task_timeout", "eval_task_timeout", "learner_task_timeout", "heartbeat_timeout", "startup_timeout")},
     "max_restarts": at_least(0, integer=True),
-    "role_start": one_of("fork", "exec"),
     "cpu_affinity": one_of("auto", "off"),
     "slurm.start_timeout": greater_than(0),
     **{f"slurm.{k}": c for k, c in _PLACEMENT_RANGES.items()},
@@ -284,6 +302,8 @@ def _layout(main: EasyDict, system: EasyDict, roles: dict, comm_types: dict, ori
                                                                    *_PLACEMENT_KEYS}
                for role in ("learner", "collector")}
     allowed["learner"].add("group_timeout")  # several learners (ding/parallel/roles/learner_group/aggregator.py)
+    for keys in allowed.values():
+        keys.discard("heartbeat_timeout")  # the coordinator's, given to every role by its launcher
     out.comm_learner, out.comm_collector = comm_types["comm_learner"], comm_types["comm_collector"]
     problems = []
     for name, entry in roles.items():
@@ -351,11 +371,6 @@ def _check_system_values(system: EasyDict, roles: Mapping[str, Any], ports: Mapp
         if port is not None:
             wrong = _PORT.problem(port)
             problems += [f"--{role}-port: {wrong}"] if wrong else []
-    interval, timeout = system.get("heartbeat_interval"), system.coordinator.get("heartbeat_timeout")
-    if not problems and isinstance(interval, (int, float)) and isinstance(timeout, (int, float)) \
-            and interval >= timeout:
-        problems.append(f"system_config.heartbeat_interval: {interval:g} s is not below coordinator.heartbeat_timeout "
-                        f"({timeout:g} s) (in {src}); every slave would be declared lost between two heartbeats")
     if problems:
         raise ConfigError(format_problems(problems))
 

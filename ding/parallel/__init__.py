@@ -3,6 +3,7 @@ directory (docs/parallel.md, docs/architecture.md).
 
 - :mod:`~ding.parallel.protocol`: the typed task and result records every process exchanges.
 - :mod:`~ding.parallel.files`: the run directory's shared files (sample files, policy files).
+- :mod:`~ding.parallel.mechanisms`: the speed mechanisms an A/B benchmark may turn off (``DING_PARALLEL_OFF``).
 - :mod:`~ding.parallel.transport`: master/slave messaging over HTTP, the token and the server's limits.
 - :mod:`~ding.parallel.coordinator`: the coordinator and its parts (its link to the roles, buffers, ledger).
 - :mod:`~ding.parallel.commanders`: what to collect, train and evaluate next (``solo``, ``one_vs_one``).

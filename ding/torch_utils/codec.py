@@ -49,7 +49,7 @@ class DecodeLimits:
     ``max_file_bytes`` caps the stored file, ``max_decoded_bytes`` what it decompresses to and the sum of its arrays'
     sizes (so a small file cannot decode into a huge array), ``max_depth`` the nesting of dicts/lists/tuples, and
     ``max_arrays`` the number of arrays. The defaults fit samples of up to a few tens of MiB (an Atari frame stack
-    is ~0.1 MiB); a run with larger samples sets the learner's ``max_data_file_mb`` / ``max_sample_mb``.
+    is ~0.1 MiB); a run with larger samples sets the learner's ``max_data_file_mb``.
     """
 
     max_file_bytes: int = 64 * 1024 * 1024

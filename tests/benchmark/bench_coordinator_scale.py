@@ -145,6 +145,7 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
     )
     from ding.parallel.roles.role import RoleSlave, join_coordinator
     from ding.parallel.transport.http_server import ServerLimits
+    from ding.parallel.transport.slave import HEARTBEATS_PER_TIMEOUT
 
     logging.basicConfig(level=logging.WARNING, format=f"%(asctime)s fleet{os.getpid()} %(message)s")
     timings = _Timings()
@@ -211,7 +212,8 @@ def run_fleet(run_dir: str, port: int, names: list[str], learner: bool, task_s: 
         LearnerCloseTask: lambda t: LearnerClosed(learner_step=step[0]),
     }
     path_data = os.path.join(run_dir, "data")
-    cfg = dict(host="127.0.0.1", port=0, heartbeat_interval=heartbeat_interval, master_lost_timeout=120.0,
+    # (a role's slave beats every tenth of the heartbeat_timeout it is given: ding/parallel/transport/slave.py)
+    cfg = dict(host="127.0.0.1", port=0, heartbeat_timeout=heartbeat_interval * HEARTBEATS_PER_TIMEOUT,
                coordinator_host="127.0.0.1", coordinator_port=port, auth_token=TOKEN)
     logger = logging.getLogger("fleet")
     slaves = []

@@ -3,7 +3,7 @@
     python tests/benchmark/bench_parallel.py --suite --seeds 8   # 4 configs x 3 slow-env kinds, parallel vs serial
     python tests/benchmark/bench_parallel.py --suite --kinds native --configs shipped,big-batch
     python tests/benchmark/bench_parallel.py --ab governor       # one speed mechanism on and off (see --help)
-    python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism a config key toggles
+    python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism of parallel_matrix.MECHANISMS
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
     python tests/benchmark/bench_parallel.py --repeats 3      # the time-to-195 runs three rounds: medians of 9 runs

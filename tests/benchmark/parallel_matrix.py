@@ -54,8 +54,9 @@ CONFIGS = {c.name: c for c in (
 
 
 class Mechanism(NamedTuple):
-    """A speed mechanism a config key toggles: its keys when on and when off (dotted paths under ``main.`` or
-    ``system.``; a value ``'<batch_size>'`` is the config's batch size)."""
+    """A speed mechanism and how a run turns it on and off: config keys (dotted paths under ``main.`` or ``system.``;
+    a value ``'<batch_size>'`` is the config's batch size), or ``env.DING_PARALLEL_OFF`` naming it
+    (ding/parallel/mechanisms.py: the mechanisms that are no config key)."""
 
     name: str
     note: str
@@ -63,20 +64,25 @@ class Mechanism(NamedTuple):
     off: Mapping[str, Any]
 
 
-_COMMANDER = "main.policy.other.commander."
+_OFF = "env.DING_PARALLEL_OFF"
+
+
+def _env_toggled(name: str, off: str, note: str) -> Mechanism:
+    return Mechanism(name, note, {}, {_OFF: off})
+
+
 MECHANISMS = {m.name: m for m in (
     Mechanism("governor", "system.cpu_affinity 'auto' (trainer pinned, placement governor) vs 'off'",
               {"system.cpu_affinity": "auto"}, {"system.cpu_affinity": "off"}),
-    Mechanism("role_start", "system.role_start 'fork' (forked roles) vs 'exec'",
-              {"system.role_start": "fork"}, {"system.role_start": "exec"}),
-    Mechanism("eval_shards", "commander eval_shards None (an evaluation split over every collector) vs 1",
-              {_COMMANDER + "eval_shards": None}, {_COMMANDER + "eval_shards": 1}),
-    Mechanism("eval_split_gate", "commander eval_split_env_share 0.5 (split only where the env dominates) vs 0",
-              {_COMMANDER + "eval_split_env_share": 0.5}, {_COMMANDER + "eval_split_env_share": 0.0}),
-    Mechanism("collect_ahead", "commander collect_ahead_samples None (2 x n_sample x collectors) vs batch_size",
-              {_COMMANDER + "collect_ahead_samples": None}, {_COMMANDER + "collect_ahead_samples": "<batch_size>"}),
-    Mechanism("sample_cache", "system.learner0.sample_cache_size None (sample store of the buffer's size) vs 0",
-              {"system.learner0.sample_cache_size": None}, {"system.learner0.sample_cache_size": 0}),
+    _env_toggled("role_start", "role_fork", "roles forked from the launcher vs exec'd (DING_PARALLEL_OFF=role_fork)"),
+    _env_toggled("eval_shards", "eval_shards", "an evaluation split over every collector vs whole on one "
+                                               "(DING_PARALLEL_OFF=eval_shards)"),
+    _env_toggled("eval_split_gate", "eval_split_gate", "split only where the env dominates vs always split "
+                                                       "(DING_PARALLEL_OFF=eval_split_gate)"),
+    _env_toggled("collect_ahead", "collect_ahead", "collection 2 x n_sample x collectors ahead vs one batch "
+                                                   "(DING_PARALLEL_OFF=collect_ahead)"),
+    _env_toggled("sample_cache", "sample_cache", "the learner's sample store (buffer-sized) vs none "
+                                                 "(DING_PARALLEL_OFF=sample_cache)"),
 )}
 
 TEMPLATE = '''
@@ -127,8 +133,14 @@ def config_text(mode: str, kind: str | None, config: BenchConfig, stop_value: fl
     for path, value in (keys or {}).items():
         value = batch if value == "<batch_size>" else value
         where, _, rest = path.partition(".")
-        (main if where == "main" else system)[rest] = value
+        if where != "env":  # (env.*: the process's environment, see run_env)
+            (main if where == "main" else system)[rest] = value
     return TEMPLATE.format(main=main, system=system, exp=exp, stop_value=stop_value, kind=kind, mode=mode)
+
+
+def run_env(keys: Mapping[str, Any] | None) -> dict[str, str]:
+    """The environment variables a mechanism's ``env.*`` keys set for the run."""
+    return {path[4:]: str(value) for path, value in (keys or {}).items() if path.startswith("env.")}
 
 
 def load() -> float:
@@ -137,9 +149,10 @@ def load() -> float:
 
 
 def run_process(text: str, mode: str, seed: int, stop_value: float, flags: list[str] | None = None,
-                exp: str = "bench", timeout_s: float = 900.0) -> dict:
-    """Run ``ding -m MODE -c <text>`` in a temporary directory; the process wall, the time its ``eval.csv`` first
-    reached ``stop_value`` and its ``result`` file. Raises if it fails, times out or leaves a process behind."""
+                exp: str = "bench", timeout_s: float = 900.0, env: Mapping[str, str] | None = None) -> dict:
+    """Run ``ding -m MODE -c <text>`` (with ``env`` added to the environment) in a temporary directory; the process
+    wall, the time its ``eval.csv`` first reached ``stop_value`` and its ``result`` file. Raises if it fails, times
+    out or leaves a process behind."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "cfg.py")
         with open(path, "w") as f:
@@ -150,7 +163,9 @@ def run_process(text: str, mode: str, seed: int, stop_value: float, flags: list[
         t0 = time.perf_counter()
         reached_at: float | None = None
         with open(os.path.join(tmp, "out.txt"), "w+") as out:
-            proc = subprocess.Popen(cmd, cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=pythonpath),
+            base = {k: v for k, v in os.environ.items() if k != "DING_PARALLEL_OFF"}  # (on: every mechanism)
+            proc = subprocess.Popen(cmd, cwd=tmp, env=dict(base, PYTHONUNBUFFERED="1", PYTHONPATH=pythonpath,
+                                                           **(env or {})),
                                     stdout=out, stderr=subprocess.STDOUT, text=True)
             try:
                 while proc.poll() is None:  # watch eval.csv: the time the stop value was reached, without shutdown
@@ -223,7 +238,7 @@ def one_run(mode: str, kind: str | None, config: BenchConfig, seed: int, budget:
     reached, flagged by ``reached``), env steps to it, and the load around it."""
     before = load()
     r = run_process(config_text(mode, kind, config, budget.stop_value, keys), mode, seed, budget.stop_value,
-                    ["--env-step", str(budget.env_step)])
+                    ["--env-step", str(budget.env_step)], env=run_env(keys))
     row = r["reached_row"]
     return {"mode": mode, "kind": kind, "config": config.name, "seed": seed, "wall_s": r["wall_s"],
             "reached": row is not None, "time_to_stop_s": r["time_to_stop_s"] if row is not None else r["wall_s"],

@@ -43,15 +43,26 @@ def test_each_config_compiles_in_both_modes_with_the_same_hyperparameters(tmp_pa
 
 @pytest.mark.parametrize("mechanism", list(pm.MECHANISMS))
 def test_each_mechanisms_on_and_off_are_keys_parallel_mode_accepts(tmp_path, monkeypatch, mechanism):
-    """A mechanism deleted with its key makes this fail: drop it from MECHANISMS then."""
+    """A mechanism deleted with its key (or its name in ding/parallel/mechanisms.py) makes this fail: drop it from
+    MECHANISMS then."""
+    from ding.parallel import mechanisms
+
     monkeypatch.chdir(tmp_path)
     mech = pm.MECHANISMS[mechanism]
     seen = []
     for keys in (mech.on, mech.off):
+        env = pm.run_env(keys)
+        assert set(env) <= {mechanisms.ENV_VAR}, (mechanism, env)
+        if env:
+            monkeypatch.setenv(mechanisms.ENV_VAR, env[mechanisms.ENV_VAR])
+            assert mechanisms.turned_off() == {env[mechanisms.ENV_VAR]}  # a name the module knows
+            monkeypatch.delenv(mechanisms.ENV_VAR)
         cfg = _compiled(tmp_path, pm.config_text("parallel", "gil", pm.CONFIGS["big-batch"], 150.0, keys), "parallel")
-        values = []
+        values = [tuple(sorted(env.items()))]
         for path, value in keys.items():
             where, _, rest = path.partition(".")
+            if where == "env":
+                continue
             node = cfg.main if where == "main" else cfg.system
             for key in rest.split("."):
                 node = node[key]
@@ -59,6 +70,14 @@ def test_each_mechanisms_on_and_off_are_keys_parallel_mode_accepts(tmp_path, mon
             assert node == (128 if value == "<batch_size>" else value), (mechanism, path)
         seen.append(values)
     assert seen[0] != seen[1]  # on and off differ
+
+
+def test_an_env_toggled_mechanism_sets_an_environment_variable_not_a_config_key(monkeypatch):
+    monkeypatch.setenv("DING_PARALLEL_OFF", "eval_shards")
+    assert pm.run_env(pm.MECHANISMS["sample_cache"].off) == {"DING_PARALLEL_OFF": "sample_cache"}
+    assert pm.run_env(pm.MECHANISMS["sample_cache"].on) == {}
+    assert "DING_PARALLEL_OFF" not in pm.config_text("parallel", "gil", pm.CONFIGS["shipped"], 150.0,
+                                                     pm.MECHANISMS["sample_cache"].off)
 
 
 @pytest.mark.parametrize("kind", ["gil", "native", "wait"])

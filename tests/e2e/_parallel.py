@@ -31,8 +31,9 @@ system_config.path_data = './' + main_config.exp_name + '/data'
 system_config.path_policy = './' + main_config.exp_name + '/policy'
 '''
 
-# Fast failure detection for tests: a killed process is noticed within ~2 s.
-FAST_FAULTS = {"heartbeat_interval": 0.2, "coordinator": {"heartbeat_timeout": 2.0}}
+# Fast failure detection for tests: a killed process is noticed within ~2 s (the roles beat every 0.2 s, and give up
+# on a coordinator they cannot reach after 12 s).
+FAST_FAULTS = {"coordinator": {"heartbeat_timeout": 2.0}}
 
 
 CARTPOLE = "dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config"

@@ -15,8 +15,9 @@ from ding.parallel.transport import find_free_port
 from ._parallel import ding_cmd, read_log, start, wait_for, write_config
 
 pytestmark = pytest.mark.timeout(240)
-# Short deadlines: a role gives up on an absent coordinator after 3 s, a coordinator on absent roles after 5 s.
-DEADLINES = {"master_lost_timeout": 3.0, "coordinator": {"startup_timeout": 5.0}}
+# Short deadlines: a role gives up on an absent coordinator after 3 s (6 heartbeat_timeouts), a coordinator on absent
+# roles after 5 s.
+DEADLINES = {"coordinator": {"heartbeat_timeout": 0.5, "startup_timeout": 5.0}}
 TOKEN = {"DING_AUTH_TOKEN": "t" * 32}
 BOUND = 120  # seconds: a process start (imports, on a loaded machine) plus the deadline
 
@@ -41,7 +42,7 @@ def test_role_with_no_coordinator_at_its_address_names_the_address(workdir, role
     out = _run(["-m", "dist", "--module", role, "-c", cfg, "-cdh", "127.0.0.1", "-cdp", str(port)], workdir)
     line = _one_error_line(out)
     assert f"no coordinator answers at 127.0.0.1:{port}" in line and "connection refused" in line, line
-    assert "master_lost_timeout" in line and "--coordinator-host" in line, line
+    assert "tried for 3 s, 6 x coordinator.heartbeat_timeout" in line and "--coordinator-host" in line, line
 
 
 def test_coordinator_bound_to_an_address_this_host_lacks_names_it(workdir):
@@ -119,11 +120,11 @@ def test_token_from_the_config_file_is_named_as_such(workdir):
 @pytest.mark.parametrize("role", ["learner", "collector"])
 def test_sigterm_while_joining_ends_the_role_at_once(workdir, role):
     """A role still retrying to join (nothing answers at the coordinator's address: its launcher died, say) stops on
-    SIGTERM at once instead of retrying for the rest of master_lost_timeout (120 s here)."""
+    SIGTERM at once instead of retrying for the rest of 6 heartbeat_timeouts (120 s here)."""
     import signal
     import time
 
-    cfg = write_config(workdir, f"termjoin{role}", system={"master_lost_timeout": 120.0})
+    cfg = write_config(workdir, f"termjoin{role}", system={"coordinator": {"heartbeat_timeout": 20.0}})
     with socket.socket() as listener:  # stands where the coordinator should be: takes a join and cuts it
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
@@ -136,7 +137,7 @@ def test_sigterm_while_joining_ends_the_role_at_once(workdir, role):
                                     stderr=subprocess.STDOUT)
         try:
             conn, _ = listener.accept()  # the role is joining
-            conn.close()  # a cut connection: the role retries (for up to master_lost_timeout)
+            conn.close()  # a cut connection: the role retries (for up to 6 heartbeat_timeouts)
             time.sleep(0.5)
             assert proc.poll() is None, read_log(workdir, f"{role}.log")
             t0 = time.monotonic()

@@ -73,12 +73,13 @@ def test_role_frozen_past_its_heartbeat_deadline_then_resumed_does_not_stall_the
 @pytest.mark.timeout(150)
 def test_killed_launcher_leaves_no_role_running(workdir):
     """kill -9 of `ding -m parallel` (the coordinator's process): no goodbye reaches the roles, yet every one exits
-    within a bounded time (the parent-death signal on Linux; master_lost_timeout elsewhere)."""
+    within a bounded time (the parent-death signal on Linux; six heartbeat_timeouts without the coordinator
+    elsewhere)."""
     exp = "killlaunch"
-    # master_lost_timeout 10 s: the bound below holds through either way out (a CI run once had one role outlive the
-    # launcher by the default 60 s; every other run, here and in CI, ended in 5-10 s through the parent-death signal)
-    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}},
-                       system=dict(FAST_FAULTS, master_lost_timeout=10.0))
+    # heartbeat_timeout 2 s: a role gives up on the coordinator after 12 s, so the bound below holds through either
+    # way out (a CI run once had one role outlive the launcher by the default 60 s; every other run, here and in CI,
+    # ended in 5-10 s through the parent-death signal)
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=FAST_FAULTS)
     proc = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
     wait_for(lambda: eval_rows(workdir, exp) >= 1, 120, "the first evaluation", proc=proc)
     roles = [wait_for(lambda n=n: role_pid(workdir, n), 10, f"{n}'s pid") for n in ("learner0", "collector0",
@@ -92,15 +93,15 @@ def test_killed_launcher_leaves_no_role_running(workdir):
 
 
 @pytest.mark.timeout(180)
-def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeout(workdir):
-    """Roles started by hand (`ding -m dist`) have no parent to die with: they exit after master_lost_timeout."""
+def test_killed_dist_coordinator_makes_every_role_exit_after_six_heartbeat_timeouts(workdir):
+    """Roles started by hand (`ding -m dist`) have no parent to die with: they exit once the coordinator was
+    unreachable for six heartbeat_timeouts."""
     import re
 
     exp = "killcoord"
     token = "k" * 32
-    lost_after = 4.0
-    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}},
-                       system=dict(FAST_FAULTS, master_lost_timeout=lost_after))
+    lost_after = 6 * FAST_FAULTS["coordinator"]["heartbeat_timeout"]
+    cfg = write_config(workdir, exp, main={"env": {"stop_value": 10**9}}, system=FAST_FAULTS)
     env = {"DING_AUTH_TOKEN": token}
     coord = start(ding_cmd("-m", "dist", "--module", "coordinator", "-c", cfg), workdir, env=env,
                   log_name="coordinator.log")
@@ -115,9 +116,9 @@ def test_killed_dist_coordinator_makes_every_role_exit_within_master_lost_timeou
         coord.wait(timeout=10)
         t0 = time.monotonic()
         for p in roles:
-            p.wait(timeout=lost_after + 30)  # bound: master_lost_timeout, plus a learner's final checkpoint
+            p.wait(timeout=lost_after + 30)  # bound: 6 heartbeat_timeouts, plus a learner's final checkpoint
         print(f"roles exited {time.monotonic() - t0:.1f} s after the coordinator's kill -9 "
-              f"(master_lost_timeout {lost_after:g} s)")
+              f"(6 x heartbeat_timeout: {lost_after:g} s)")
         assert "master unreachable" in read_log(workdir, "learner0.log") or \
             "no accepted heartbeat" in read_log(workdir, "learner0.log")
     finally:

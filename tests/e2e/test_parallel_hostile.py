@@ -32,7 +32,7 @@ from ._parallel import (
 pytestmark = pytest.mark.timeout(180)  # each test's bound (see test_parallel_faults.py and docs/parallel.md)
 # Not the fast fault detection of the other e2e tests: a loaded machine must not get a role declared lost here (that
 # is another fault class); what is tested is that the hostile input itself does not stop the run.
-SLOW_FAULTS = {"heartbeat_interval": 0.5, "max_restarts": 0, "coordinator": {"heartbeat_timeout": 15.0}}
+SLOW_FAULTS = {"max_restarts": 0, "coordinator": {"heartbeat_timeout": 15.0}}
 
 
 @pytest.fixture

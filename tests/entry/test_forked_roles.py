@@ -2,7 +2,7 @@
 released, discarded, refused with threads running (Python's or native ones).
 
 Each check runs in a fresh interpreter (the way ``ding -m parallel``'s launcher forks: before it starts a thread);
-the whole-run behaviour (names, kills, restarts, Ctrl-C) is covered by tests/e2e with the default role_start='fork'.
+the whole-run behaviour (names, kills, restarts, Ctrl-C) is covered by tests/e2e with roles forked (the default).
 """
 from __future__ import annotations
 

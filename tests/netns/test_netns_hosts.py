@@ -27,11 +27,13 @@ from tests.e2e._parallel import (
 pytestmark = [pytest.mark.netns]
 
 TOKEN = {"DING_AUTH_TOKEN": "n" * 32}
-HEARTBEAT_TIMEOUT = FAST_FAULTS["coordinator"]["heartbeat_timeout"]
-# roles must outlive a cut of 3 heartbeat deadlines plus the connect retries of the reports that fail during it
-SYSTEM = dict(FAST_FAULTS, master_lost_timeout=40.0)
-SYSTEM["coordinator"] = dict(FAST_FAULTS["coordinator"], startup_timeout=200.0)  # roles importing torch under a
-# heavy load took over the default 120 s to join once
+# roles must outlive a cut of 3 heartbeat deadlines plus the wait for an evaluation during it: they give up on the
+# coordinator after 6 heartbeat deadlines (42 s)
+HEARTBEAT_TIMEOUT = 7.0
+SYSTEM = dict(FAST_FAULTS)
+SYSTEM["coordinator"] = dict(FAST_FAULTS["coordinator"], heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                             startup_timeout=200.0)  # roles importing torch under a heavy load took over the default
+# 120 s to join once
 ROLES = (("learner", "learner0", "learner"), ("collector", "collector0", "colla"), ("collector", "collector1", "collb"))
 
 

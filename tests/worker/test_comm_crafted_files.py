@@ -51,7 +51,7 @@ def _plant_crafted_data(path_data: str) -> list[str]:
 
 
 def test_learner_skips_each_crafted_data_file_and_keeps_training(main_json, master):  # noqa: F811
-    learner, conn, paths = _started_learner(master, main_json, {"max_sample_mb": 16})
+    learner, conn, paths = _started_learner(master, main_json, {"max_data_file_mb": 16})  # (decoded: 16 MiB too)
     try:
         for i in range(8):
             write_data(paths["path_data"], f"d{i}", _transition(i))
@@ -241,9 +241,20 @@ def _learn(master, conn, batches):  # noqa: F811
                                                         "wait_s": 60}, deadline_s=90).result(90)
 
 
+def _store_of(compiled: dict, samples: int) -> dict:
+    """``compiled`` (a main config as JSON) with a replay buffer of ``samples``: the learner's sample store is that
+    size."""
+    out = copy.deepcopy(compiled)
+    out["policy"]["other"]["replay_buffer"]["replay_buffer_size"] = samples
+    return out
+
+
 @pytest.mark.parametrize("cache", [0, 3])
-def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_json, master, cache):  # noqa: F811
-    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_size": cache})
+def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_json, master, cache,  # noqa: F811
+                                                                          monkeypatch):
+    if cache == 0:  # no store at all: the A/B benchmark's toggle (ding/parallel/mechanisms.py)
+        monkeypatch.setenv("DING_PARALLEL_OFF", "sample_cache")
+    learner, conn, paths = _started_learner(master, _store_of(main_json, cache or 5000))
     try:
         ids = [i for f in range(3) for i in write_samples(paths["path_data"], f"collector_task_{f}_0",
                                                           [_transition(4 * f + j) for j in range(4)])]
@@ -261,7 +272,7 @@ def test_a_sample_store_smaller_than_a_learn_task_still_trains_every_batch(main_
 
 
 def test_samples_let_go_during_a_task_whose_file_is_gone_are_skipped(main_json, master):  # noqa: F811
-    learner, conn, paths = _started_learner(master, main_json, {"sample_cache_size": 3})
+    learner, conn, paths = _started_learner(master, _store_of(main_json, 3))
     try:
         ids = [i for f in range(2) for i in write_samples(paths["path_data"], f"collector_task_{f}_0",
                                                           [_transition(4 * f + j) for j in range(4)])]

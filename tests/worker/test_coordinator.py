@@ -20,6 +20,13 @@ TOKEN = "c" * 32
 pytestmark = pytest.mark.timeout(120)
 
 
+@pytest.fixture
+def whole_evals(monkeypatch):
+    """Each evaluation one task (the fakes' scripted returns are per task): evaluation sharding off, as the A/B
+    benchmark turns it off (ding/parallel/mechanisms.py)."""
+    monkeypatch.setenv("DING_PARALLEL_OFF", "eval_shards")
+
+
 def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_timeout=10.0, buffer=None,
          **commander):
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
@@ -43,7 +50,6 @@ def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_t
     system.path_policy = f"./{exp}/policy"
     system.coordinator = dict(collector_task_timeout=collector_task_timeout, heartbeat_timeout=heartbeat_timeout,
                               startup_timeout=20.0)
-    system.heartbeat_interval = 0.1  # (the fake slaves beat every 0.1 s; the config must agree with the timeout)
     return compile_config_parallel(main, create, system, seed=0)
 
 
@@ -131,8 +137,8 @@ def _run(coordinator, slaves, timeout=60, release=None):
             s.slave.close()
 
 
-def test_task_flow_pacing_and_stop_value(in_tmp_dir):
-    cfg = _cfg(eval_shards=1)  # each evaluation one task: the fakes' scripted returns are per task
+def test_task_flow_pacing_and_stop_value(in_tmp_dir, whole_evals):
+    cfg = _cfg()
     coordinator = Coordinator(cfg, token=TOKEN)
     learner = FakeLearner()
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0]), FakeCollector("collector1", [10.0] * 3 + [200.0])]
@@ -151,8 +157,9 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir):
     assert os.listdir(os.path.join("coord", "data")) == []  # every data file is gone at the end
 
 
-def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir):
-    cfg = _cfg(exp="shards", eval_split_after_s=0, eval_split_env_share=0)  # split from the first evaluation on
+def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir, monkeypatch):
+    monkeypatch.setenv("DING_PARALLEL_OFF", "eval_split_gate")  # split from the first evaluation on
+    cfg = _cfg(exp="shards")
     recorded: list = []
     coordinator = Coordinator(cfg, token=TOKEN, on_eval=recorded.append)
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0] * 9),
@@ -173,8 +180,8 @@ def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_sn
     assert os.listdir(os.path.join("shards", "policy")) == ["policy"]  # every snapshot was deleted
 
 
-def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir):
-    cfg = _cfg(exp="deadline", collector_task_timeout=0.5, eval_shards=1)
+def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir, whole_evals):
+    cfg = _cfg(exp="deadline", collector_task_timeout=0.5)
     cfg.system.coordinator.eval_task_timeout = 0.5  # the stuck collector's first task is an evaluation
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
@@ -188,8 +195,8 @@ def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir
     assert time.monotonic() - t0 < 30
 
 
-def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir):
-    cfg = _cfg(exp="lost", heartbeat_timeout=0.5, eval_shards=1)
+def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir, whole_evals):
+    cfg = _cfg(exp="lost", heartbeat_timeout=0.5)
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
     frozen = FakeCollector("collector0", [], block=block)
@@ -376,10 +383,10 @@ class _FailingLearner(FakeLearner):
         return super().learn(p)
 
 
-def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir):
+def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir, whole_evals):
     """Issue 36, item 3: one learn task that fails on its data used to end the run; only repeated failure of the
     learner itself does."""
-    coordinator = Coordinator(_cfg(eval_shards=1), token=TOKEN)
+    coordinator = Coordinator(_cfg(), token=TOKEN)
     learner = _FailingLearner(fail=1)
     collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0])]
     _run(coordinator, [learner, *collectors])
@@ -391,8 +398,8 @@ def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir):
     assert "a learn task failed" in log and "(data from collector 'collector0')" in log, log[-3000:]
 
 
-def test_a_learner_that_fails_every_learn_task_ends_the_run(in_tmp_dir):
-    coordinator = Coordinator(_cfg(eval_shards=1), token=TOKEN)
+def test_a_learner_that_fails_every_learn_task_ends_the_run(in_tmp_dir, whole_evals):
+    coordinator = Coordinator(_cfg(), token=TOKEN)
     learner = _FailingLearner(fail=10**6)
     _run(coordinator, [learner, FakeCollector("collector0", [10.0] * 100)])
     assert coordinator.fatal_error and "3 learn tasks in a row" in coordinator.fatal_error

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.timeout(120)
 
 def test_learner_alive_but_not_training_is_dismissed_and_the_run_ends_with_a_clear_error(in_tmp_dir):
     cfg = _cfg(exp="stuck")
-    cfg.system.coordinator.learner_stall_timeout = 1.5
+    cfg.system.coordinator.learner_task_timeout = 3.0  # stalled after half of it: 1.5 s
     cfg.system.coordinator.startup_timeout = 2.0
     coordinator = Coordinator(cfg, token=TOKEN)
     release = threading.Event()
@@ -39,7 +39,7 @@ def test_learner_alive_but_not_training_is_dismissed_and_the_run_ends_with_a_cle
 
 def test_slow_but_training_learner_is_not_dismissed(in_tmp_dir):
     cfg = _cfg(exp="slow")
-    cfg.system.coordinator.learner_stall_timeout = 1.0
+    cfg.system.coordinator.learner_task_timeout = 2.0  # stalled after half of it: 1.0 s
     coordinator = Coordinator(cfg, token=TOKEN)
     learner = FakeLearner(learn_delay=0.2)  # each batch takes a while, but the steps keep coming
     _run(coordinator, [learner, FakeCollector("collector0", [10.0] * 6 + [200.0])], timeout=60)

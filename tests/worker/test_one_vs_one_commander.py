@@ -38,7 +38,7 @@ def _cfg(**league):
     main, create, system = (copy.deepcopy(c) for c in (main_config, create_config, system_config))
     main.policy.collect.n_sample = 8
     main.policy.learn.batch_size = 4
-    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=1000, snapshot_check_iters=5)
+    main.policy.other.commander.update(eval_interval=1e9, snapshot_check_iters=5)
     main.policy.other.league.main_player.one_phase_step = 10
     main.policy.other.league.fixed_opponent_prob = 0.0  # league jobs only, unless a test asks for fixed-opponent jobs
     main.policy.other.league.update(league)
@@ -47,6 +47,7 @@ def _cfg(**league):
 
 def _commander(path_policy, **league):
     c = OneVsOneCommander(_cfg(**league))
+    c._pacing.ahead = 1000  # collection far ahead of the (absent) learner: the tests hand out jobs freely
     c.set_path_policy(str(path_policy))
     c.increase_collector_task_space()
     c.increase_collector_task_space()

@@ -23,10 +23,11 @@ def commander(in_tmp_dir):
     main.policy.learn.update_per_collect = 5  # 0.5 train iterations per sample
     main.policy.learn.batch_size = 4
     main.policy.eval.evaluator.eval_freq = 20
-    main.policy.other.commander.update(eval_interval=1e9, collect_ahead_samples=20, eval_split_after_s=0,
-                                       eval_split_env_share=0)  # split every evaluation (unless a test says)
+    main.policy.other.commander.update(eval_interval=1e9)
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     c = SoloCommander(cfg.main)
+    c._pacing.ahead = 20  # (derived: max(batch_size, 2 * n_sample * collectors) = 40)
+    c._split_gate.min_env_share = 0.0  # split every evaluation, from the first on (unless a test says)
     c.increase_collector_task_space()
     c.increase_collector_task_space()
     return c
@@ -59,7 +60,7 @@ def test_pacing_keeps_the_serial_ratio(commander):
     while (t := c.get_collector_task("collector1")) is not None:
         tasks.append(t)
         _finish_collect(c, t)
-    # collection runs at most collect_ahead_samples (20) ahead of what the learner consumed (nothing yet)
+    # collection runs at most `ahead` (20) samples ahead of what the learner consumed (nothing yet)
     assert c.status()["pushed"] == 20
     served = 0
     while c.learner_may_train(buffer_count=c.status()["pushed"]):
@@ -164,7 +165,7 @@ def test_evaluation_is_recorded_at_the_env_steps_its_policy_was_trained_with(com
 
 
 def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(commander):
-    """eval_freq 20, eval_lead 2: after 40 batches past the last evaluation the learner waits until the next one is
+    """eval_freq 20, EVAL_LEAD 2: after 40 batches past the last evaluation the learner waits until the next one is
     handed out -- unless there is nothing newer to evaluate (then it never waits for one that cannot come)."""
     c = commander
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
@@ -189,28 +190,17 @@ def test_learner_waits_for_an_evaluation_eval_lead_periods_past_the_last(command
     assert c.learner_may_train(buffer_count=1000)
 
 
-def test_eval_lead_zero_never_waits_and_a_bad_one_is_a_config_error(in_tmp_dir):
-    from ding.utils import ConfigError
-    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
-        create_config,
-        main_config,
-        system_config,
-    )
+def test_without_pacing_and_without_an_eval_lead_the_learner_never_waits():
+    """``learner_iter_per_sample=0`` (Ape-X style) with an eval lead of 0 batches: the learner trains flat out."""
+    from ding.parallel.commanders.pacing import Pacing
 
-    main, create, system = (copy.deepcopy(x) for x in (main_config, create_config, system_config))
-    main.policy.other.commander.eval_lead = -1
-    with pytest.raises(ConfigError, match="eval_lead"):
-        SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
-    main.policy.other.commander.eval_lead = 0
-    main.policy.other.commander.learner_iter_per_sample = 0
-    c = SoloCommander(compile_config_parallel(main, create, system, save_cfg=False).main)
-    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
-    c.increase_collector_task_space()
-    assert c.get_collector_task("collector0")["eval_flag"] is True
-    for i in range(5000):
-        c.batch_served()
-        c.update_learner_info("t", LearnInfo(learner_step=i, policy_iter=i))
-    assert c.learner_may_train(buffer_count=1000)
+    pacing = Pacing(0.0, batch_size=4, n_sample=10, ahead=None, eval_lead_batches=0)
+    pacing.evaluation_handed_out()
+    for _ in range(5000):
+        pacing.batch_served()
+    assert pacing.learner_may_train(buffer_count=1000, eval_can_come=True) and pacing.collect_allowed(2)
+    with pytest.raises(ValueError, match="below a batch"):  # collection and training would wait for each other
+        Pacing(0.5, batch_size=64, n_sample=16, ahead=32, eval_lead_batches=0)
 
 
 def test_one_evaluation_at_a_time_per_two_collectors_each_on_a_newer_policy(commander):
@@ -275,7 +265,7 @@ def test_split_episodes_sizes_differ_by_at_most_one():
     assert split_episodes(3, 8) == [1, 1, 1] and split_episodes(5, 1) == [5]
 
 
-def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_share_of_its_time(commander):
+def test_an_evaluation_is_split_only_while_its_envs_steps_take_half_of_its_time(commander):
     c = commander
     c._split_gate.min_env_share = 0.5  # the default: split only where the envs' steps dominate an evaluation
     c.snapshot_policy = lambda pid: f"{pid}.eval"
@@ -302,33 +292,15 @@ def test_an_evaluation_is_split_only_while_its_envs_steps_take_eval_split_env_sh
     assert sorted([a["n_episode"], b["n_episode"]]) == [2, 3]
 
 
-def test_eval_split_env_share_must_be_a_share(commander):
-    from ding.config import compile_config_parallel
-    from ding.utils import ConfigError
-    from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
-        create_config,
-        main_config,
-        system_config,
-    )
-
-    main = copy.deepcopy(main_config)
-    main.policy.other.commander.eval_split_env_share = 1.5
-    with pytest.raises(ConfigError, match=r"policy.other.commander.eval_split_env_share: must be in \[0, 1\], got 1.5"):
-        # the commander's config_ranges are checked when the config compiles, before any commander is built
-        compile_config_parallel(main, copy.deepcopy(create_config), copy.deepcopy(system_config), save_cfg=False)
-
-
 @pytest.mark.parametrize("key, value, match", [
-    # a learner that trains only on a full batch, and collectors paced to stay fewer samples ahead of it than a batch
-    ("other.commander.collect_ahead_samples", 32, r"collect_ahead_samples: 32 is below a batch "
-                                                  r"\(policy.learn.batch_size=64\).*int >= 64"),
-    ("other.commander.collect_ahead_samples", 64.5, "collect_ahead_samples: 64.5 is below a batch"),
     # a buffer that can never hold a batch
     ("other.replay_buffer.replay_buffer_size", 32, "batch of 64 needs 64 stored items.*replay_buffer_size is 32"),
 ])
 def test_settings_under_which_the_learner_never_gets_a_batch_are_config_errors(in_tmp_dir, key, value, match):
-    """Found in a real run: collect_ahead_samples=32 with batch_size 64 waited after its first evaluation for ever,
-    no error, no exit (the stall watchdog counts only time with a batch's worth of data in the buffer)."""
+    """Found in a real run: collectors paced to run fewer samples ahead than a batch (once collect_ahead_samples=32
+    with batch_size 64) waited after the first evaluation for ever, no error, no exit (the stall watchdog counts only
+    time with a batch's worth of data in the buffer). How far they run ahead is derived now (at least a batch); a
+    buffer smaller than a batch is the same wait."""
     from ding.parallel.commanders.solo import SoloCommander
     from ding.utils import ConfigError
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
@@ -348,28 +320,10 @@ def test_settings_under_which_the_learner_never_gets_a_batch_are_config_errors(i
         SoloCommander(cfg.main)
 
 
-def test_an_evaluation_is_split_only_once_one_took_eval_split_after_s(commander):
-    c = commander
-    c._split_gate.after_s = 1.0  # as with eval_split_after_s=1.0
-    c.snapshot_policy = lambda pid: f"{pid}.eval"
-    c.drop_snapshot = lambda sid, best: None
-    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
-    first = c.get_collector_task("collector0")
-    assert first["eval_flag"] and first["policy_id"] == "policy"  # nothing measured yet: one task
-    second = c.get_collector_task("collector1")
-    assert not second["eval_flag"]
-    _finish_collect(c, second)
-    c.finish_collector_task(first["task_id"], EvalResult(policy_iter=0, eval_return_mean=9.0, duration=1.5,
-                                                         episode_returns=[9.0] * 5))
-    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
-    a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
-    assert a["eval_flag"] and b["eval_flag"] and a["policy_id"] == b["policy_id"] == "policy.eval"  # 1.5 s: split
-
-
 @pytest.mark.parametrize("key, value, match", [
-    ("eval_shards", 0, r"policy.other.commander.eval_shards: must be >= 1, got 0"),
-    ("eval_lead", -1, r"policy.other.commander.eval_lead: must be >= 0, got -1"),
-    ("eval_split_after_s", -1.0, r"policy.other.commander.eval_split_after_s: must be >= 0, got -1.0"),
+    ("eval_interval", 0, r"policy.other.commander.eval_interval: must be > 0, got 0"),
+    ("learner_task_space", 2, r"policy.other.commander.learner_task_space: must be in \[1, 1\], got 2 \(accepted for "
+                              r"DI-engine configs"),
     ("learner_iter_per_sample", -0.5, r"policy.other.commander.learner_iter_per_sample: must be >= 0, got -0.5"),
 ])
 def test_the_commanders_declared_ranges_are_checked_when_the_config_compiles(in_tmp_dir, key, value, match):

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from easydict import EasyDict
 
+from ding.config.ranges import between
 from ding.parallel.protocol import (
     CollectResult,
     CollectTask,
@@ -59,9 +60,14 @@ class BaseCommander(ABC):
 
     config: dict = dict(
         collector_task_space=None,  # collector tasks running at once; None: one per connected collector
-        learner_task_space=1,  # learner tasks running at once (one learner is built so far)
+        learner_task_space=1,  # accepted for DI-engine configs; must be 1 (one learner task: a group is one too)
         eval_interval=60.0,  # seconds: evaluate at least this often (policy.eval.evaluator.eval_freq also triggers)
     )
+    # checked when the config compiles (ding/config/ranges.py); a subclass's own are merged with these
+    config_ranges = {
+        "learner_task_space": between(1, 1, integer=True, hint="accepted for DI-engine configs: one learner task "
+                                                               "runs at a time; several learners are one group"),
+    }
 
     @classmethod
     def default_config(cls) -> EasyDict:

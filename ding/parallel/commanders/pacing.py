@@ -1,13 +1,16 @@
 """Pacing: the serial pipeline's replay ratio kept in parallel mode (docs/parallel.md, Pacing).
 
 The learner gets one more batch only while ``batches served < ratio * samples pushed``; a collector gets a new
-collect task only while ``samples pushed + samples in flight < batches served / ratio + ahead``. ``ratio == 0``
-turns both off. The learner also waits once it is ``eval_lead`` eval periods past the last evaluation handed out.
-Not thread-safe by itself: the commander calls it under its lock.
+collect task only while ``samples pushed + samples in flight < batches served / ratio + ahead``, where ``ahead`` is
+``max(batch_size, 2 * n_sample * collectors)``. ``ratio == 0`` turns both off. The learner also waits once it is
+:data:`EVAL_LEAD` eval periods past the last evaluation handed out. Not thread-safe by itself: the commander calls it
+under its lock.
 """
 from __future__ import annotations
 
-from ding.utils import ConfigError
+# eval_freq periods the learner may train past the last evaluation handed out before it waits for the next one (once
+# the commander key ``eval_lead``; docs/parallel.md, Pacing)
+EVAL_LEAD = 2
 
 
 class Pacing:
@@ -15,13 +18,9 @@ class Pacing:
 
     def __init__(self, ratio: float, batch_size: int, n_sample: int, ahead: int | None,
                  eval_lead_batches: float) -> None:
-        if ahead is not None and ratio > 0 and (isinstance(ahead, bool) or not isinstance(ahead, int)
-                                                or ahead < batch_size):
-            raise ConfigError(
-                f"policy.other.commander.collect_ahead_samples: {ahead!r} is below a batch "
-                f"(policy.learn.batch_size={batch_size}): the learner trains only once the buffer holds a full "
-                f"batch, so collectors paced to run at most {ahead!r} samples ahead of it would wait for it and "
-                f"it for them; use an int >= {batch_size}, or None (max(batch_size, 2 * n_sample * collectors))")
+        if ahead is not None and ahead < batch_size:  # the learner trains only on a full batch: both would wait
+            raise ValueError(f"Pacing: ahead={ahead} is below a batch ({batch_size}); collection and training would "
+                             "wait for each other for ever")
         self.ratio = ratio  # batches per sample; 0: no pacing
         self.batch_size = batch_size
         self.n_sample = n_sample
@@ -39,7 +38,8 @@ class Pacing:
         return self.ratio == 0 or self.served < self.ratio * self.pushed
 
     def past_eval_lead(self) -> bool:
-        """The learner is ``eval_lead`` eval periods past the last evaluation handed out."""
+        """The learner is ``eval_lead_batches`` batches (``EVAL_LEAD`` eval periods) past the last evaluation handed
+        out."""
         return 0 < self.eval_lead_batches <= self.served - self.served_at_eval
 
     def collect_allowed(self, collectors: int) -> bool:

@@ -10,11 +10,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ding.config.ranges import at_least, between, check_batch_fits_buffer, greater_than
+from ding.config.ranges import at_least, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
-from ding.parallel.commanders.eval_shards import ShardedEvaluation, SplitGate
-from ding.parallel.commanders.pacing import Pacing
+from ding.parallel.commanders.eval_shards import MIN_ENV_SHARE, ShardedEvaluation, SplitGate
+from ding.parallel.commanders.pacing import EVAL_LEAD, Pacing
 from ding.parallel.commanders.policy_steps import PolicySteps
+from ding.parallel.mechanisms import is_on
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
     CollectResult,
@@ -43,38 +44,25 @@ class SoloCommander(BaseCommander):
 
     **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
     ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
-    The learner waits for the next one once it is ``eval_lead`` eval periods past the last (a run stops only at an
+    The learner waits for the next one once it is ``EVAL_LEAD`` eval periods past the last (a run stops only at an
     evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
     is recorded at the env steps its policy was published with.
-    An evaluation is split over up to ``eval_shards`` free collectors (default: all of them), each running its share
-    of the ``n_evaluator_episode`` episodes on a snapshot of the policy file taken when the evaluation starts, so it
-    takes the time of its longest share instead of the sum of its episodes (see :mod:`.eval_shards`). Its shards go
-    out before any collect task. Without a snapshot (no ``snapshot_policy`` given) an evaluation is one task.
+    An evaluation whose envs dominate its time is split over the free collectors, each running its share of the
+    ``n_evaluator_episode`` episodes on a snapshot of the policy file taken when the evaluation starts, so it takes
+    the time of its longest share instead of the sum of its episodes (see :mod:`.eval_shards`). Its shards go out
+    before any collect task. Without a snapshot (no ``snapshot_policy`` given) an evaluation is one task.
     The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
     """
 
     config = dict(
-        collector_task_space=None,  # collector tasks running at once; None: one per connected collector
-        learner_task_space=1,  # learner tasks running at once (one learner is built so far)
-        eval_interval=60.0,  # seconds: evaluate at least this often (eval_freq in train iterations also triggers)
+        BaseCommander.config,  # collector_task_space, learner_task_space, eval_interval
         learner_iter_per_sample=None,  # pacing; None: update_per_collect / n_sample, 0: no pacing
-        collect_ahead_samples=None,  # how far collection may run ahead; None: max(batch_size, 2*n_sample*collectors)
-        # the evaluation keys below are described in docs/parallel.md (Evaluation, Pacing)
-        eval_lead=2,  # eval_freq periods the learner may run past the last evaluation; 0: it never waits
-        eval_shards=None,  # collectors one evaluation is split over; None: every connected collector
-        eval_split_after_s=0.0,  # split only once an evaluation took this long on one collector; 0: always
-        eval_split_env_share=0.5,  # split only while the envs take this share of an evaluation's stepping time
     )
 
-    # checked when the config compiles (ding/config/ranges.py); None means "derived" and is never checked
+    # checked when the config compiles (ding/config/ranges.py, with BaseCommander's); None: "derived", never checked
     config_ranges = {
-        "learner_task_space": at_least(1, integer=True),
         "eval_interval": greater_than(0),
         "learner_iter_per_sample": at_least(0),
-        "eval_lead": at_least(0, hint="eval_freq periods"),
-        "eval_shards": at_least(1, integer=True, hint="collectors one evaluation is split over; None: all"),
-        "eval_split_after_s": at_least(0, hint="seconds"),
-        "eval_split_env_share": between(0, 1, hint="a share of an evaluation's stepping time"),
     }
 
     def __init__(self, cfg: Any) -> None:
@@ -103,12 +91,11 @@ class SoloCommander(BaseCommander):
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
+        # (speed mechanisms, on unless an A/B benchmark turns one off: ding/parallel/mechanisms.py)
         self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample,
-                              self._commander_cfg.get("collect_ahead_samples"),
-                              float(self._commander_cfg.get("eval_lead", 2)) * self._eval_freq)
-        self._split_gate = SplitGate(self._commander_cfg.get("eval_shards"),
-                                     float(self._commander_cfg.get("eval_split_after_s", 0.0)),
-                                     float(self._commander_cfg.get("eval_split_env_share", 0.5)))
+                              None if is_on("collect_ahead") else int(learn.batch_size), EVAL_LEAD * self._eval_freq)
+        self._split_gate = SplitGate(None if is_on("eval_shards") else 1,
+                                     MIN_ENV_SHARE if is_on("eval_split_gate") else 0.0)
         n_episode = cfg.env.get("n_evaluator_episode")
         self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
         self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
@@ -172,7 +159,7 @@ class SoloCommander(BaseCommander):
 
     def learner_may_train(self, buffer_count: int) -> bool:
         """Whether the learner may get one more batch now (enough data, and pacing allows it). Once it is
-        ``eval_lead`` eval periods past the last evaluation it waits for the next one, if one is running or can start
+        ``EVAL_LEAD`` eval periods past the last evaluation it waits for the next one, if one is running or can start
         (a newer policy is published): the run evaluates about as many policies per train iteration as serial mode
         and never trains past a policy that reached the stop value without looking at it."""
         with self._lock:

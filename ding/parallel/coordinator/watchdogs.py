@@ -1,9 +1,9 @@
 """Watchdogs: the coordinator's threads that make sure a run never looks alive while doing nothing.
 
 - start-up: no learner or no collector came up within ``startup_timeout`` -- the run fails, naming the role logs;
-- learner progress: a connected learner with data to train on that makes no train iteration for
-  ``learner_stall_timeout`` seconds is stuck (alive to its heartbeats, dead to its work): it is dismissed, and a
-  launcher restarts it from its checkpoint;
+- learner progress: a connected learner with data to train on that makes no train iteration for half of
+  ``learner_task_timeout`` (:data:`STALL_SHARE`) is stuck (alive to its heartbeats, dead to its work): it is
+  dismissed, and a launcher restarts it from its checkpoint;
 - a role gone: the last learner or collector left -- one must (re)join within ``startup_timeout``, or the run fails.
 """
 from __future__ import annotations
@@ -15,6 +15,10 @@ from ding.parallel.coordinator.buffers import ReplayBuffers
 from ding.parallel.coordinator.run_context import RunContext
 from ding.parallel.transport import SlaveConnection
 from ding.utils import shown_dir
+
+# A learner stalls after this share of coordinator.learner_task_timeout without a train iteration while data is
+# ready (once the key coordinator.learner_stall_timeout: 300 s of the default 600 s)
+STALL_SHARE = 0.5
 
 
 class Watchdogs:
@@ -74,7 +78,7 @@ class Watchdogs:
     def _learner_progress(self) -> None:
         ctx = self._ctx
         assert ctx.master is not None
-        limit = float(ctx.cfg.learner_stall_timeout)
+        limit = float(ctx.cfg.learner_task_timeout) * STALL_SHARE
         last_step, since = None, time.monotonic()
         while not ctx.ending.wait(min(1.0, limit / 4)):
             status = ctx.commander.status()
@@ -88,7 +92,7 @@ class Watchdogs:
                 for conn in learners:
                     ctx.stats["stalled_learner"] += 1
                     ctx.notice(f"learner '{conn.name}' at {conn.host}:{conn.port} made no train iteration for "
-                               f"{limit:g} s (learner_stall_timeout) while data was ready: dismissing it")
-                    ctx.master.disconnect(conn, "no training progress (learner_stall_timeout)", shutdown=True)
+                               f"{limit:g} s (half of learner_task_timeout) while data was ready: dismissing it")
+                    ctx.master.disconnect(conn, "no training progress (half of learner_task_timeout)", shutdown=True)
                     self._on_lost(conn, "no training progress")
                 since = time.monotonic()

@@ -3,8 +3,8 @@ cluster launcher such as Slurm, or by ``ding -m parallel`` for its local process
 
 A learner or collector binds its own port (0: a free one) and joins the coordinator at the address it is given;
 from then on the coordinator drives it. It exits when the coordinator ends the run, when the coordinator has been
-unreachable for ``master_lost_timeout`` seconds, on SIGTERM/SIGINT (a learner writes a checkpoint first), or — when
-started by ``ding -m parallel`` — when that launcher dies.
+unreachable for six times ``coordinator.heartbeat_timeout``, on SIGTERM/SIGINT (a learner writes a checkpoint first),
+or — when started by ``ding -m parallel`` — when that launcher dies.
 """
 from __future__ import annotations
 
@@ -34,12 +34,13 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     comm = system.get(f"comm_{role}") or {}
     cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
                    host="127.0.0.1", port=0)
-    keys = ("heartbeat_interval", "master_lost_timeout", "auth_token", "path_data", "path_policy")
-    for key in keys:
+    for key in ("auth_token", "path_data", "path_policy"):
         if system.get(key) is not None:
             cfg[key] = system[key]
-    cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
     coordinator = system.get("coordinator") or {}
+    if coordinator.get("heartbeat_timeout") is not None:  # the role's heartbeats and patience follow it
+        cfg.heartbeat_timeout = coordinator["heartbeat_timeout"]
+    cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
     known = [h for h in (coordinator.get("advertise_host"), coordinator.get("host")) if h not in _NOT_AN_ADDRESS]
     cfg.coordinator_host = coordinator_host or (known[0] if known else None)
     cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
@@ -55,8 +56,9 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
 def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None) -> int:
     """Run a learner or collector process until the coordinator ends the run (or a signal arrives).
 
-    Exits with a one-line error when no coordinator answers at its address within ``master_lost_timeout``, when the
-    coordinator refuses its token (``token_source`` says where the token came from) or when its port is taken."""
+    Exits with a one-line error when no coordinator answers at its address within six times
+    ``coordinator.heartbeat_timeout``, when the coordinator refuses its token (``token_source`` says where the token
+    came from) or when its port is taken."""
     from ding.parallel.roles.collector import create_comm_collector
     from ding.parallel.roles.learner import create_comm_learner
     from ding.parallel.transport import RequestRejected, resolve_advertise_host

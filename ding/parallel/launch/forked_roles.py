@@ -1,6 +1,6 @@
 """Role processes forked from ``ding -m parallel``'s launcher, so they start without importing torch and ding again.
 
-Forking is how a local role starts by default (``role_start='fork'``; figures in docs/benchmarks.md). A role is
+Forking is how a local role starts (figures in docs/benchmarks.md). A role is
 exec'd (``python -m ding -m dist --module ...``) only where a fork cannot be used: a config with ``policy.cuda``
 (CUDA does not survive a fork), an OS without ``fork``, and a launcher where another thread runs already (a fork
 would copy its locks half-held) -- which is always so for a restart, since the coordinator's threads run by then.

@@ -32,6 +32,7 @@ from ding.parallel.launch.driver import check_resumable, drive_coordinator, read
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
 from ding.parallel.launch.role_process import PARENT_PID_ENV, role_env
 from ding.parallel.launch.supervisor import Role, RoleId, RoleSupervisor, role_log
+from ding.parallel.mechanisms import is_on, turned_off
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
 from ding.utils.torch_threads import requested_torch_threads
@@ -107,6 +108,7 @@ def launch_parallel(main: dict, create: dict, system: dict, *, seed: int = 0, so
     ``extend`` and the limits are checked by the caller, before the config is read."""
     if platform not in ("local", "slurm"):
         raise ConfigError(f"parallel_pipeline: platform must be 'local' or 'slurm', got {platform!r}")
+    turned_off()  # an unknown name in DING_PARALLEL_OFF fails here, before anything is written or started
     if platform == "slurm":
         if resume:
             raise ResumeError("platform='slurm' does not resume a run yet: resume it with ding -m parallel --resume "
@@ -197,9 +199,9 @@ class _Placed:
 
 
 def _start_method(cfg: Any) -> str:
-    """``system_config.role_start``: 'fork' (default where the OS has it; the roles skip their imports) or 'exec' (a
-    fresh interpreter per role). A config that asks for CUDA is always exec'd: CUDA does not survive a fork."""
-    method = cfg.system.get("role_start", "fork")  # (its values are checked with the system config)
-    if method == "fork" and (cfg.main.policy.get("cuda") or not hasattr(os, "fork")):
+    """'fork' where the OS has it (the roles skip their imports), else 'exec' (a fresh interpreter per role). A config
+    that asks for CUDA is always exec'd: CUDA does not survive a fork. (An A/B benchmark turns forking off with
+    ``DING_PARALLEL_OFF=role_fork``: ding/parallel/mechanisms.py.)"""
+    if cfg.main.policy.get("cuda") or not hasattr(os, "fork") or not is_on("role_fork"):
         return "exec"
-    return method
+    return "fork"

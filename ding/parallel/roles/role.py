@@ -10,6 +10,7 @@ from typing import Any
 
 from ding.parallel.protocol import ProtocolError, Record, decode_task
 from ding.parallel.transport import PeerUnreachable, Slave, resolve_token
+from ding.parallel.transport.slave import heartbeat_times
 
 # Config keys every comm role has (documented once here; see docs/parallel.md).
 COMM_ROLE_CONFIG = dict(
@@ -19,8 +20,9 @@ COMM_ROLE_CONFIG = dict(
     coordinator_host=None,  # where to join; None: wait for the coordinator to connect this role
     coordinator_port=None,
     auth_token=None,  # shared secret; None: the DING_AUTH_TOKEN environment variable
-    heartbeat_interval=1.0,  # seconds between heartbeats to the coordinator
-    master_lost_timeout=60.0,  # seconds without the coordinator before the role gives up and its process exits
+    # the coordinator's (system_config.coordinator.heartbeat_timeout, set by the launcher): the role beats every tenth
+    # of it, and gives up (its process exits) on a coordinator it has not reached for six of them
+    heartbeat_timeout=10.0,
     path_data=None,  # the run's shared directories; when set, a task naming other ones is refused (None: any)
     path_policy=None,
 )
@@ -42,11 +44,11 @@ class RoleSlave(Slave):
         self._typed: dict[type[Record], Handler] = dict(handlers)
         wire = {cls.TASK.value: functools.partial(self._on_wire_task, cls.TASK.value)  # type: ignore[attr-defined]
                 for cls in self._typed}
+        interval, lost = heartbeat_times(float(cfg["heartbeat_timeout"]))
         super().__init__(name, role, cfg["host"], int(cfg["port"] or 0),
                          token=resolve_token(token or cfg.get("auth_token"), where=f"{name}: system_config.auth_token"),
-                         advertise_host=cfg.get("advertise_host"), heartbeat_interval=float(cfg["heartbeat_interval"]),
-                         master_lost_timeout=float(cfg["master_lost_timeout"]), resource=resource, logger=logger,
-                         handlers=wire)
+                         advertise_host=cfg.get("advertise_host"), heartbeat_interval=interval,
+                         master_lost_timeout=lost, resource=resource, logger=logger, handlers=wire)
 
     def _on_wire_task(self, name: str, payload: dict) -> dict:
         return self._process_task(decode_task(name, payload)).to_json()
@@ -83,7 +85,7 @@ def join_coordinator(slave: Slave, host: str, port: int) -> None:
             if left <= 0:
                 raise PeerUnreachable(
                     f"{slave.role} '{slave.name}': no coordinator answers at {host}:{port} ({_why(e)}; tried for "
-                    f"{slave.master_lost_timeout:g} s, master_lost_timeout). Check --coordinator-host/"
+                    f"{slave.master_lost_timeout:g} s, 6 x coordinator.heartbeat_timeout). Check --coordinator-host/"
                     "--coordinator-port (or system_config.coordinator.host/port), that the coordinator runs, and "
                     "that this host can reach that address") from None
             time.sleep(min(1.0, left))

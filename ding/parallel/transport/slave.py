@@ -3,7 +3,8 @@ runs tasks in worker threads and reports each one's completion or failure (with 
 
 While connected it sends a heartbeat every ``heartbeat_interval`` seconds -- unless the master accepted one of its task
 reports within that interval, which says the same (so a busy slave sends none). If the master stays unreachable for
-``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever.
+``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever. A role's
+slave derives both from the master's ``heartbeat_timeout`` (:func:`heartbeat_times`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,17 @@ from ding.parallel.transport.client import HttpClient
 from ding.parallel.transport.responses import TaskFail
 
 TaskFn = Callable[[dict], Mapping[str, Any] | None]
+
+# A role's slave beats HEARTBEATS_PER_TIMEOUT times per the coordinator's heartbeat_timeout, and gives up on a
+# coordinator it has not reached for MASTER_LOST_TIMEOUTS of them (once the system keys heartbeat_interval and
+# master_lost_timeout: 1 s and 60 s of the default 10 s)
+HEARTBEATS_PER_TIMEOUT = 10
+MASTER_LOST_TIMEOUTS = 6
+
+
+def heartbeat_times(heartbeat_timeout: float) -> tuple[float, float]:
+    """``(heartbeat_interval, master_lost_timeout)`` of a slave whose master loses it after ``heartbeat_timeout``."""
+    return heartbeat_timeout / HEARTBEATS_PER_TIMEOUT, heartbeat_timeout * MASTER_LOST_TIMEOUTS
 
 
 class Slave:
@@ -287,8 +299,8 @@ class Slave:
                 silent = time.monotonic() - self._last_master_ok
                 if self._contact and silent > self.master_lost_timeout:
                     self._logger.error(f"no coordinator connection for {silent:.0f} s after joining or being "
-                                       f"disconnected (master_lost_timeout {self.master_lost_timeout:g} s; check the "
-                                       "advertised address): closing")
+                                       f"disconnected (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout; "
+                                       "check the advertised address): closing")
                     self._close_soon("master lost")
                     return
                 continue
@@ -319,6 +331,7 @@ class Slave:
             silent = time.monotonic() - self._last_master_ok
             if silent > self.master_lost_timeout:
                 self._logger.error(f"coordinator at {master.host}:{master.port} {problem}; no accepted heartbeat for "
-                                   f"{silent:.0f} s (master_lost_timeout {self.master_lost_timeout:g} s): closing")
+                                   f"{silent:.0f} s (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout): "
+                                   "closing")
                 self._close_soon("master lost")
                 return

@@ -16,6 +16,7 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.parallel.files import read_data_file, run_dir, task_of
+from ding.parallel.mechanisms import is_on
 from ding.parallel.protocol import DATA_ID, LearnerStartTask, LearnTask
 from ding.parallel.roles.learner.sample_store import SampleStore
 from ding.torch_utils import DecodeLimits
@@ -61,16 +62,17 @@ class BatchReader:
 
     @classmethod
     def for_task(cls, task: LearnerStartTask, cfg: Any, logger: logging.Logger) -> BatchReader:
-        """The reader a start task asks for: its data directory, a store sized from the replay buffer (or
-        ``cfg.sample_cache_size`` / ``cfg.sample_cache_mb``), the decode limits of ``cfg``."""
+        """The reader a start task asks for: its data directory, a store of the replay buffer's size holding at most
+        ``cfg.sample_cache_mb``, the decode limits of ``cfg.max_data_file_mb`` (a file, and what it decodes to)."""
         path_data = run_dir(task.path_data, cfg.get("path_data"), "LearnerStartTask.path_data")
         replay = EasyDict(task.main_config).policy.other.replay_buffer
         buffer_size = int(replay.get("replay_buffer_size", 0) or 0)
-        size, cap_mb = cfg.get("sample_cache_size"), cfg.get("sample_cache_mb")
+        cap_mb = cfg.get("sample_cache_mb")
         cap_mb = min(4096.0, max(256.0, buffer_size / 16)) if cap_mb is None else float(cap_mb)
-        store = SampleStore(buffer_size if size is None else int(size), max_bytes=int(cap_mb * 2**20))
-        limits = DecodeLimits(max_file_bytes=int(float(cfg.max_data_file_mb) * (1 << 20)),
-                              max_decoded_bytes=int(float(cfg.max_sample_mb) * (1 << 20)))
+        # (an A/B benchmark turns the store off with DING_PARALLEL_OFF=sample_cache: ding/parallel/mechanisms.py)
+        store = SampleStore(buffer_size if is_on("sample_cache") else 0, max_bytes=int(cap_mb * 2**20))
+        max_bytes = int(float(cfg.max_data_file_mb) * (1 << 20))
+        limits = DecodeLimits(max_file_bytes=max_bytes, max_decoded_bytes=max_bytes)
         return cls(path_data, store, limits, logger)
 
     def read(self, task: LearnTask, columns: bool) -> ReadBatches:

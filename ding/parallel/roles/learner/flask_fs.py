@@ -87,12 +87,12 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        sample_cache_size=None,  # decoded samples kept in memory (data files never change); None: the buffer size
-        # decoded bytes those samples may hold (MiB; the oldest give way, a larger sample is skipped); None:
-        # replay_buffer_size x 64 KiB, at least 256 MiB and at most 4096 MiB
+        # decoded samples are kept in memory (data files never change), up to the replay buffer's size and this many
+        # MiB (the oldest give way, a larger sample is skipped); None: replay_buffer_size x 64 KiB, 256-4096 MiB
         sample_cache_mb=None,
-        max_data_file_mb=64,  # a data file larger than this is skipped as damaged (see docs/parallel.md, Security)
-        max_sample_mb=64,  # ... and so is one that expands to more than this (decompressed bytes, array bytes)
+        # a data file larger than this (MiB) is skipped as damaged, and so is one that expands to more (decompressed
+        # bytes, array bytes; see docs/parallel.md, Security)
+        max_data_file_mb=64,
     )
     _column_batches = True  # batches reach a policy that takes them as columns (False: always as sample lists)
 

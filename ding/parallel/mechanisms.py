@@ -1,0 +1,40 @@
+"""Parallel mode's speed mechanisms, each on unless the environment variable ``DING_PARALLEL_OFF`` names it.
+
+For A/B benchmarks only (``tests/benchmark/bench_parallel.py --ab``; docs/benchmarks.md): a user's run has no reason
+to turn one off, so none is a config key. ``DING_PARALLEL_OFF=eval_shards,sample_cache`` turns off those two in the
+process that reads it and in every process it starts (the variable is inherited). The placement governor is not here:
+``system_config.cpu_affinity='off'`` turns it off.
+"""
+from __future__ import annotations
+
+import os
+
+from ding.utils import ConfigError
+
+ENV_VAR = "DING_PARALLEL_OFF"
+
+# name -> what is done instead while it is off
+MECHANISMS = {
+    "role_fork": "`ding -m parallel` exec's a fresh interpreter per role instead of forking the launcher",
+    "eval_shards": "every evaluation runs whole on one collector",
+    "eval_split_gate": "an evaluation is split over the collectors whatever its envs cost, from the first one on",
+    "collect_ahead": "collection runs at most one batch (policy.learn.batch_size samples) ahead of training",
+    "sample_cache": "the learner keeps no decoded samples: every batch is read from its data files",
+}
+
+
+def turned_off() -> frozenset[str]:
+    """The mechanisms ``DING_PARALLEL_OFF`` names (read at each call: a test or a benchmark may set it)."""
+    names = frozenset(n.strip() for n in os.environ.get(ENV_VAR, "").split(",") if n.strip())
+    unknown = sorted(names - MECHANISMS.keys())
+    if unknown:
+        raise ConfigError(f"{ENV_VAR}: unknown mechanism {', '.join(map(repr, unknown))}; it names any of "
+                          f"{', '.join(MECHANISMS)} (comma-separated), or is unset")
+    return names
+
+
+def is_on(name: str) -> bool:
+    """Whether the mechanism ``name`` (a key of :data:`MECHANISMS`) runs in this process."""
+    if name not in MECHANISMS:
+        raise KeyError(f"{name!r} is not a mechanism of {__name__}: {', '.join(MECHANISMS)}")
+    return name not in turned_off()
