@@ -139,9 +139,11 @@ def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(w
     first = start(ding_cmd("-m", "parallel", "-c", cfg), workdir)
     buffer_file = os.path.join(str(workdir), exp, "parallel_buffer.dat")
     ckpt_dir = os.path.join(str(workdir), exp, "ckpt")
-    wait_for(lambda: eval_rows(workdir, exp) >= 3 and os.path.exists(buffer_file) and os.path.isdir(ckpt_dir)
+    # the buffer is saved at evaluations, at most every BUFFER_SAVE_INTERVAL_S: the first save (at the first
+    # evaluation) may hold no item yet, so wait for a saved state that names some
+    wait_for(lambda: eval_rows(workdir, exp) >= 3 and _saved_items(buffer_file) > 0 and os.path.isdir(ckpt_dir)
              and any(f.startswith("iteration_") for f in os.listdir(ckpt_dir)), 120,
-             "evaluations, a saved buffer and a learner checkpoint", proc=first)
+             "evaluations, a saved buffer holding items and a learner checkpoint", proc=first)
     first.kill()
     first.wait(timeout=10)
     try:
@@ -164,3 +166,10 @@ def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(w
     assert items > 0 and gone < items, (items, gone)
     assert result(workdir, exp)["train_iter"] >= limit
     assert not processes_mentioning(str(workdir))
+
+
+def _saved_items(buffer_file: str) -> int:
+    """How many items the coordinator's saved buffer state names (0 while none is saved)."""
+    from ding.parallel.coordinator.buffer_state import load_buffer_state, referenced_data_ids
+
+    return len(referenced_data_ids(load_buffer_state(buffer_file)))  # (written atomically: never half a file)
