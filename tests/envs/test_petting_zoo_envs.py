@@ -88,6 +88,32 @@ def test_dynamic_seeds_vary_episodes_and_fixed_seeds_repeat_them():
     assert np.array_equal(dynamic[0], first_obs(True)[0])  # reproducible from the seed
 
 
+def test_collectors_train_on_fresh_starts_and_evaluators_replay_theirs():
+    """docs/multi_agent.md's training and evaluation starts: evaluator env i (seeded without dynamic seeds) starts every
+    episode where seed + i puts it; a collector seeded with dynamic seeds (the pipelines' default) never starts there;
+    one seeded without them (``dynamic_seed=False``, what DI-engine's env always does) replays it every episode."""
+    from ding.envs import BaseEnvManager
+
+    def starts(dynamic, episodes=3):
+        manager = BaseEnvManager([spread, spread])
+        manager.seed(4, dynamic_seed=dynamic)
+        manager.launch()
+        seen = {i: [manager.ready_obs[i]["agent_state"].copy()] for i in range(2)}
+        while min(len(v) for v in seen.values()) < episodes:  # 5-cycle episodes, auto-reset
+            for i, ts in manager.step({i: np.zeros(3, np.int64) for i in manager.ready_obs}).items():
+                if ts.done and len(seen[i]) < episodes:
+                    seen[i].append(manager.ready_obs[i]["agent_state"].copy())
+        manager.close()
+        return seen
+
+    evaluator, pinned, fresh = starts(False), starts(False), starts(True)
+    for i in range(2):
+        assert all(np.array_equal(evaluator[i][0], o) for o in evaluator[i] + pinned[i])
+        assert not any(np.array_equal(evaluator[i][0], o) for o in fresh[i])
+        assert not np.array_equal(fresh[i][0], fresh[i][1])
+    assert not np.array_equal(evaluator[0][0], evaluator[1][0])  # env i is seeded seed + i
+
+
 def test_simple_spread_v2_runs_as_v3_with_one_notice(caplog, monkeypatch):
     monkeypatch.setattr(spread_module, "_noticed", False)
     cfg = dict(env_id="simple_spread_v2", n_agent=3, n_landmark=3, collector_env_num=4, evaluator_env_num=2)
