@@ -170,11 +170,14 @@ def summarize(framework: str, algo: str, seed: int, res: dict, target: float, tr
 
 
 def run_isolated(python: str, worker_args: list[str], timeout: float) -> dict:
-    """One worker process in a temp dir, with neither this repository on its path nor its PYTHONPATH (a DI-engine
-    venv must import its own ``ding``); one torch/OpenMP thread. Returns its JSON line."""
+    """One worker process in a temp dir; one torch/OpenMP thread. A DI-engine worker has neither this repository on
+    its path nor the caller's PYTHONPATH (its venv must import its own ``ding``); a ding worker imports this checkout
+    (PYTHONPATH is this repository), whatever ``ding`` the interpreter has installed. Returns its JSON line."""
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if worker_args[0] == "ding":
+        env["PYTHONPATH"] = ROOT
     env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", DING_TORCH_THREADS="1")
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([python, os.path.abspath(__file__), "--worker", *worker_args], cwd=tmp, env=env,

@@ -66,3 +66,13 @@ def test_eval_starts_runs_ding_with_fixed_collector_seeds():
     assert "serial_pipeline_onpolicy" in pinned[2] and "dynamic_seed=False" in pinned[2]
     assert pinned[3:] == ["f.py", "1", "64000"]
     assert "serial_pipeline as run" in bench.ding_command("f.py", 1, 64000, False, "eval")[2]
+
+
+def test_a_ding_worker_imports_this_checkout_and_a_di_engine_worker_its_own_venv(tmp_path, monkeypatch):
+    bench = load_bench_module("bench_ptz_simple_spread")
+    fake = tmp_path / "python"  # stands in for an interpreter: reports the PYTHONPATH it was started with
+    fake.write_text('#!/bin/sh\necho "{\\"pythonpath\\": \\"$PYTHONPATH\\"}"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    assert bench.run_isolated(str(fake), ["ding", "mappo"], 30) == {"pythonpath": bench.ROOT}
+    assert bench.run_isolated(str(fake), ["di-engine", "mappo"], 30) == {"pythonpath": ""}
