@@ -1,12 +1,13 @@
-"""The PettingZoo envs on the real library: DI-engine's simple-spread observation dict and rewards, truncation at
-max_cycles, seeding, the general parallel adapter (an AEC env through PettingZoo's conversion too), and the set-up
-check of multi-agent configs against the env."""
+"""The PettingZoo envs on the real library: DI-engine's simple-spread observation dict and rewards, the end at
+max_cycles (terminal, or a truncation), seeding, the general parallel adapter (an AEC env through PettingZoo's
+conversion too), and the set-up check of multi-agent configs against the env."""
 from __future__ import annotations
 
 import logging
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("pettingzoo", reason="the petting_zoo extra is not installed: pip install -e '.[petting_zoo]'")
 pytest.importorskip("mpe2", reason="the petting_zoo extra is not installed: pip install -e '.[petting_zoo]'")
@@ -61,8 +62,11 @@ def test_rewards_are_di_engines_global_plus_local_and_the_team_reward_is_their_s
     env.close()
 
 
-def test_the_episode_ends_at_max_cycles_by_truncation_with_its_return():
-    env = spread(max_cycles=4)
+@pytest.mark.parametrize("terminal", (None, True, False))
+def test_the_episode_ends_at_max_cycles_with_its_return_as_the_end_of_the_task(terminal):
+    """Simple spread's end at max_cycles ends the task by default (DI-engine's env: done, not bootstrapped);
+    ``truncation_is_terminal=False`` reports it as a truncation, which the learners bootstrap."""
+    env = spread(max_cycles=4) if terminal is None else spread(max_cycles=4, truncation_is_terminal=terminal)
     env.seed(2)
     env.reset()
     total = 0.0
@@ -70,9 +74,34 @@ def test_the_episode_ends_at_max_cycles_by_truncation_with_its_return():
         ts = env.step(np.zeros(3, np.int64))
         total += float(ts.reward[0])
         assert ts.done == (t == 3)
-    assert ts.info["truncated"] is True  # bootstrapped by the learners, not a terminal state
+    assert ts.info["truncated"] is (terminal is False)
     assert ts.info["eval_episode_return"] == pytest.approx(total, rel=1e-5)
     env.close()
+
+
+def test_mappo_does_not_bootstrap_past_simple_spreads_last_cycle():
+    """Through MAPPO's transitions: the last step of a simple spread episode is terminal (``done``), so its GAE
+    target is the reward alone; with ``truncation_is_terminal=False`` it bootstraps from the final observation."""
+    for terminal in (True, False):
+        env = spread(max_cycles=3, agent_specific_global_state=True, truncation_is_terminal=terminal)
+        env.seed(5)
+        obs = env.reset()
+        torch.manual_seed(0)
+        policy = create_policy(dict(type="ppo", multi_agent=True, model=dict(
+            agent_obs_shape=18, global_obs_shape=48, action_shape=5, agent_num=3, actor_head_hidden_size=8,
+            critic_head_hidden_size=8), learn=dict(epoch_per_collect=1, batch_size=8), collect=dict(n_sample=3)))
+        chunk = []
+        for _ in range(3):
+            out = policy.collect_mode.forward({0: obs})[0]
+            ts = env.step(out["action"])
+            chunk.append(policy.collect_mode.process_transition(obs, out, ts))
+            obs = ts.obs
+        env.close()
+        batch = policy._collate(policy.collect_mode.get_train_sample(chunk), "test")
+        policy._set_targets(batch)
+        last = batch["reward"][-1] - batch["value_old"][-1]  # delta of the last step without V(final obs)
+        assert bool(batch["done"][-1].all()) is terminal
+        assert torch.allclose(batch["adv"][-1], last, atol=1e-5) is terminal
 
 
 def test_dynamic_seeds_vary_episodes_and_fixed_seeds_repeat_them():
@@ -86,6 +115,32 @@ def test_dynamic_seeds_vary_episodes_and_fixed_seeds_repeat_them():
     fixed, dynamic = first_obs(False), first_obs(True)
     assert np.array_equal(fixed[0], fixed[1]) and not np.array_equal(dynamic[0], dynamic[1])
     assert np.array_equal(dynamic[0], first_obs(True)[0])  # reproducible from the seed
+
+
+def test_collectors_train_on_fresh_starts_and_evaluators_replay_theirs():
+    """docs/multi_agent.md's training and evaluation starts: evaluator env i (seeded without dynamic seeds) starts every
+    episode where seed + i puts it; a collector seeded with dynamic seeds (the pipelines' default) never starts there;
+    one seeded without them (``dynamic_seed=False``, what DI-engine's env always does) replays it every episode."""
+    from ding.envs import BaseEnvManager
+
+    def starts(dynamic, episodes=3):
+        manager = BaseEnvManager([spread, spread])
+        manager.seed(4, dynamic_seed=dynamic)
+        manager.launch()
+        seen = {i: [manager.ready_obs[i]["agent_state"].copy()] for i in range(2)}
+        while min(len(v) for v in seen.values()) < episodes:  # 5-cycle episodes, auto-reset
+            for i, ts in manager.step({i: np.zeros(3, np.int64) for i in manager.ready_obs}).items():
+                if ts.done and len(seen[i]) < episodes:
+                    seen[i].append(manager.ready_obs[i]["agent_state"].copy())
+        manager.close()
+        return seen
+
+    evaluator, pinned, fresh = starts(False), starts(False), starts(True)
+    for i in range(2):
+        assert all(np.array_equal(evaluator[i][0], o) for o in evaluator[i] + pinned[i])
+        assert not any(np.array_equal(evaluator[i][0], o) for o in fresh[i])
+        assert not np.array_equal(fresh[i][0], fresh[i][1])
+    assert not np.array_equal(evaluator[0][0], evaluator[1][0])  # env i is seeded seed + i
 
 
 def test_simple_spread_v2_runs_as_v3_with_one_notice(caplog, monkeypatch):

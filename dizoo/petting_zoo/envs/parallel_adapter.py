@@ -10,7 +10,8 @@ dim)`` for Box) and returns
   agent's own, shape (n_agent,);
 - ``done`` when every agent has terminated or been truncated; ``info['truncated']`` is True when the episode ended by
   truncation only (``max_cycles``), so the learners bootstrap from the final observation instead of treating it as
-  terminal.
+  terminal; with ``truncation_is_terminal=True`` that end is the end of the task (``info['truncated']`` False, no
+  bootstrapping), as DI-engine's envs count it.
 
 Agents are ``possible_agents`` in a fixed order; an agent that has left the episode early gets zeros (observation,
 reward, action mask) until it ends. An AEC env is converted with PettingZoo's ``aec_to_parallel`` (``env.aec=True``);
@@ -57,6 +58,9 @@ class PettingZooParallelEnv(BaseEnv):
         # Box actions only (DI-engine's key): the agents act in [-1, 1] (the tanh actors of SAC), mapped onto each
         # agent's own bounds; the action space reports Box(-1, 1).
         act_scale=False,
+        # An episode cut by truncation (max_cycles) ends the task: done without info['truncated'], so the learners
+        # do not bootstrap there (DI-engine's envs). False: bootstrapped from the final observation.
+        truncation_is_terminal=False,
     )
 
     def __init__(self, cfg: Mapping[str, Any] | None = None) -> None:
@@ -145,7 +149,7 @@ class PettingZooParallelEnv(BaseEnv):
         done = not self._env.agents or all(bool(term.get(a, False) or trunc.get(a, False)) for a in self._agents)
         info: dict[str, Any] = {"agent_reward": agent_reward, "agent_info": infos}
         if done:
-            info["truncated"] = truncated and not terminated
+            info["truncated"] = truncated and not terminated and not self._cfg.get("truncation_is_terminal")
             info["eval_episode_return"] = self._episode_return
         return BaseEnvTimestep(self._process_obs(self._stack_obs(obs)), team, bool(done), info)
 
