@@ -86,9 +86,9 @@ def test_the_space_is_checked_against_the_config_before_any_trial(in_tmp_dir):
     assert not os.path.exists("tiny_tune")  # nothing was started
 
 
-def _tune_cmd(out, trials, *extra):
+def _tune_cmd(out, trials, *extra, env_step=160):
     return [sys.executable, "-m", "ding", "-m", "tune", "-c", CARTPOLE, "--space", SPACE, "--trials", str(trials),
-            "--out", out, "--env-step", "160", *extra]
+            "--out", out, "--env-step", str(env_step), *extra]
 
 
 def _env():
@@ -109,9 +109,11 @@ def test_two_processes_share_one_sqlite_study_and_ctrl_c_then_a_rerun_continue_i
     assert len({t.user_attrs["run_dir"] for t in trials}) == 3
     assert {t.user_attrs["pid"] for t in trials} == {p.pid for p in procs}  # both did a share
 
-    # Ctrl-C during a trial: exit 130, that trial does not count; the same command continues the study
-    p = subprocess.Popen(_tune_cmd("resumed", 2), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True)
+    # Ctrl-C during a trial: exit 130, that trial does not count; the same command continues the study. Trials of
+    # 2,000 env steps, so the signal (sent once trial 1 wrote its first evaluation) lands inside it: a 160-step trial
+    # can end before the signal arrives, and a Ctrl-C after the last trial has finished ends nothing
+    p = subprocess.Popen(_tune_cmd("resumed", 2, env_step=2000), env=_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     while time.time() < deadline and not os.path.exists(os.path.join("resumed", "trial_0001", "log", "eval.csv")):
         time.sleep(0.2)
@@ -121,7 +123,8 @@ def test_two_processes_share_one_sqlite_study_and_ctrl_c_then_a_rerun_continue_i
     assert "Run the same command again to continue the study" in out
     states = {t.number: t.state for t in _study("resumed").trials}
     assert states[0] != TrialState.FAIL and states[1] == TrialState.FAIL
-    done = subprocess.run(_tune_cmd("resumed", 2), env=_env(), capture_output=True, text=True, timeout=400)
+    done = subprocess.run(_tune_cmd("resumed", 2, env_step=2000), env=_env(), capture_output=True, text=True,
+                          timeout=400)
     assert done.returncode == 0, done.stdout + done.stderr
     trials = _study("resumed").trials
     counted = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
