@@ -65,6 +65,7 @@ SURFACE = [
      ("wait_for_open", "wait_for_close", "open", "close", "is_open", "is_close")),
     ("ding.utils.log_helper", "pretty_print", "ding/utils/log_helper.py", "pretty_print", ()),
     ("ding.utils.log_helper", "build_logger", "ding/utils/log_helper.py", "build_logger", ()),
+    ("ding.utils.data", "offline_data_save_type", "ding/utils/data/dataset.py", "offline_data_save_type", ()),
     ("ding.interaction.base", "split_http_address", "ding/interaction/base/network.py", "split_http_address", ()),
     ("ding.interaction.base", "HttpEngine", "ding/interaction/base/network.py", "HttpEngine", ("request", "get_url")),
     ("ding.interaction.base", "get_http_engine_class", "ding/interaction/base/network.py", "get_http_engine_class",
