@@ -1,4 +1,5 @@
-"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport.base`."""
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport` (``base``, ``common``, ``responses``,
+``http_engine``)."""
 from ding.parallel.transport.base import (
     API_PREFIX,
     MAX_BODY_BYTES,
@@ -27,6 +28,12 @@ from ding.parallel.transport.common import (
     random_token,
     translate_dict_func,
 )
+from ding.parallel.transport.http_engine import (
+    HttpEngine,
+    get_host_ip,
+    get_http_engine_class,
+    split_http_address,
+)
 from ding.parallel.transport.responses import (
     CommonErrorCode,
     ConnectionRefuse,
@@ -48,5 +55,5 @@ __all__ = [
     "CommonErrorCode", "flask_response", "success_response", "failure_response", "get_values_from_response",
     "ResponsibleException", "responsible", "random_token", "translate_dict_func",
     "default_func", "ControllableContext", "ControllableService", "DblEvent", "ConnectionRefuse", "DisconnectionRefuse",
-    "TaskRefuse", "TaskFail",
+    "TaskRefuse", "TaskFail", "get_host_ip", "split_http_address", "HttpEngine", "get_http_engine_class",
 ]

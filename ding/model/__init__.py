@@ -4,11 +4,15 @@ from .common import (
     DiscreteHead,
     DistributionHead,
     DuelingHead,
+    EnsembleHead,
     FCEncoder,
+    GaussianFourierProjectionTimeEncoder,
+    IMPALAConvEncoder,
     NoisyLinear,
     RainbowHead,
     RegressionHead,
     ReparameterizationHead,
+    StochasticDuelingHead,
     check_model_kwargs,
     create_model,
     hard_update,
@@ -42,6 +46,7 @@ __all__ = [
     "DQN", "VAC", "ContinuousQAC", "ConvEncoder", "DiscreteHead", "DuelingHead", "FCEncoder", "RegressionHead",
     "ReparameterizationHead", "check_model_kwargs", "create_model", "hard_update", "soft_update",
     "C51DQN", "DRQN", "DistributionHead", "NoisyLinear", "RainbowDQN", "RainbowHead", "set_noise",
+    "EnsembleHead", "GaussianFourierProjectionTimeEncoder", "IMPALAConvEncoder", "StochasticDuelingHead",
 ]
 __all__ += ["IModelWrapper", "model_wrap", "register_wrapper"]
 __all__ += ["BDQ", "DREAMERVAC", "FQF", "IQN", "MAQAC", "MAVAC", "QRDQN", "ContinuousMAQAC", "DiscreteMAQAC",

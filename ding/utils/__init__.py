@@ -27,6 +27,7 @@ from .errors import (
     LockError,
     ProtocolError,
     RegistryError,
+    RegistryNameTaken,
     ReplayBufferError,
     ResumeError,
     RunDataError,
@@ -46,7 +47,15 @@ from .import_dirs import CONFIG_DIR_ENV, set_config_dir
 from .json_record import JsonRecord
 from .lock import DirLock, guard_run_dir, join_run_dir
 from .lock_helper import FileRWLock, LockContext, LockContextType, get_rw_file_lock
-from .log_helper import ConsoleStream, build_logger, build_tb_writer, close_logger, get_text_logger, set_status_line
+from .log_helper import (
+    ConsoleStream,
+    TextLogger,
+    build_logger,
+    build_tb_writer,
+    close_logger,
+    get_text_logger,
+    set_status_line,
+)
 from .plugins import PLUGIN_GROUP, load_plugins
 from .registry import Registry, import_module, lookup
 from .registry_factory import *  # noqa: F401,F403

@@ -17,6 +17,11 @@ class RegistryError(DingError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RegistryNameTaken(RegistryError, AssertionError):
+    """A name registered twice without ``force_overwrite``: a :class:`RegistryError`, and DI-engine's
+    ``AssertionError`` for code catching that."""
+
+
 class EnvError(DingError, RuntimeError):
     """An environment or env-manager worker failed; the message names the env id."""
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tempfile
 from typing import Any, Callable
 
@@ -123,9 +124,13 @@ def read_file(path: str, fs_type: str | None = None, use_lock: bool = False) -> 
 
 
 def remove_file(path: str, fs_type: str | None = None) -> None:
-    """Delete ``path``; a missing file is no error."""
+    """Delete ``path``, a file or (as DI-engine's ``rm -rf``) a directory with everything in it; a missing path is
+    no error. A symbolic link is removed, never followed."""
     _local_only(fs_type, "remove_file")
     try:
-        os.remove(path)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
     except FileNotFoundError:
         pass

@@ -8,18 +8,86 @@ import re
 import sys
 from typing import Any
 
+import numpy as np
+
 _FMT = logging.Formatter("[%(asctime)s] %(levelname)s %(name)s: %(message)s", "%Y-%m-%d %H:%M:%S")
 
 
-def build_logger(path: str, name: str, need_tb: bool = True, to_console: bool = False) -> tuple[logging.Logger, Any]:
-    """Return ``(text_logger, tb_logger)``. The text log goes to ``<path>/<name>_logger.txt``.
+def build_logger(path: str, name: str | None = None, need_tb: bool = True, need_text: bool = True,
+                 text_level: int | str = logging.INFO, to_console: bool = False) -> tuple[TextLogger | None, Any]:
+    """Return ``(text_logger, tb_logger)``. The text log goes to ``<path>/<name>_logger.txt`` (``name``: 'default'),
+    at ``text_level``; it is None when ``need_text`` is False.
 
     ``tb_logger`` is a tensorboardX ``SummaryWriter`` writing under ``<path>/<name>/`` or None.
     """
+    name = "default" if name is None else name
     os.makedirs(path, exist_ok=True)
-    logger = get_text_logger(os.path.join(path, f"{name}_logger.txt"), name, to_console)
+    logger = None
+    if need_text:
+        logger = TextLogger(get_text_logger(os.path.join(path, f"{name}_logger.txt"), name, to_console))
+        logger.setLevel(_level(text_level))
     tb_logger = build_tb_writer(os.path.join(path, name)) if need_tb else None
     return logger, tb_logger
+
+
+def _level(level: int | str) -> int:
+    """A logging level from its number or its name ('debug', 'INFO', ...)."""
+    if isinstance(level, bool) or not isinstance(level, (int, str)):
+        raise ValueError(f"text_level: expected a logging level (an int or a name such as 'INFO'), got {level!r}")
+    if isinstance(level, int):
+        return level
+    found = logging.getLevelName(level.upper())
+    if not isinstance(found, int):
+        raise ValueError(f"text_level: unknown logging level {level!r}; use one of DEBUG, INFO, WARNING, ERROR, "
+                         "CRITICAL")
+    return found
+
+
+def _format_value(v: Any) -> str:
+    return f"{v:.6f}" if isinstance(v, (int, float, np.number)) and not isinstance(v, bool) else str(v)
+
+
+def _grid(rows: list[list[str]], header: bool) -> str:
+    """``rows`` as a grid of ``+---+`` lines, the first row set off by ``+===+`` when it is a ``header``."""
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(len(r) for r in rows))]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    lines = [rule]
+    for n, row in enumerate(rows):
+        cells = list(row) + [""] * (len(widths) - len(row))
+        lines.append("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |")
+        lines.append(rule.replace("-", "=") if header and n == 0 else rule)
+    return "\n".join(lines)
+
+
+def tabulate_vars(variables: dict[str, Any]) -> str:
+    """``variables`` as a two-column grid (Name, Value), one variable a row; numbers with six decimals."""
+    if not variables:
+        return "\n(no variables)"
+    return "\n" + _grid([["Name", "Value"]] + [[str(k), _format_value(v)] for k, v in variables.items()], True)
+
+
+def tabulate_vars_hor(variables: dict[str, Any], per_row: int = 4) -> str:
+    """``variables`` as grids of ``per_row`` columns, a Name line above a Value line."""
+    items = list(variables.items())
+    if not items:
+        return "\n(no variables)"
+    blocks = []
+    for start in range(0, len(items), per_row):
+        chunk = items[start:start + per_row]
+        blocks.append(_grid([["Name"] + [str(k) for k, _ in chunk], ["Value"] + [_format_value(v) for _, v in chunk]],
+                            False))
+    return "\n" + "\n".join(blocks) + "\n"
+
+
+class TextLogger(logging.LoggerAdapter):
+    """:func:`build_logger`'s text logger: the logger (``.logger``) plus DI-engine's table helpers
+    ``get_tabulate_vars`` / ``get_tabulate_vars_hor``."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        super().__init__(logger, {})
+
+    get_tabulate_vars = staticmethod(tabulate_vars)
+    get_tabulate_vars_hor = staticmethod(tabulate_vars_hor)
 
 
 def build_tb_writer(logdir: str) -> Any:
@@ -79,9 +147,10 @@ def get_text_logger(file: str | None, name: str, to_console: bool = False) -> lo
     return logger
 
 
-def close_logger(logger: logging.Logger) -> None:
-    for h in list(logger.handlers):
-        logger.removeHandler(h)
+def close_logger(logger: logging.Logger | logging.LoggerAdapter) -> None:
+    target = logger.logger if isinstance(logger, logging.LoggerAdapter) else logger
+    for h in list(target.handlers):
+        target.removeHandler(h)
         h.close()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Callable, Iterable
 
-from .errors import RegistryError
+from .errors import RegistryError, RegistryNameTaken
 from .import_dirs import import_module
 from .plugins import failed_plugins, load_plugins
 
@@ -38,7 +38,7 @@ class Registry(dict):
             raise RegistryError(f"{self.name} registry: a name must be a non-empty string, got {name!r}")
         if name in self and not force_overwrite and self[name] is not obj:
             old = self[name]
-            raise RegistryError(
+            raise RegistryNameTaken(
                 f"{self.name} registry: name '{name}' is already taken by "
                 f"{getattr(old, '__module__', '?')}.{getattr(old, '__qualname__', old)}; "
                 "choose another name or pass force_overwrite=True"

@@ -53,12 +53,10 @@ EXCLUDED: dict[str, str] = {
 _NOT_SHIPPED = "a model class ding does not ship (algorithm breadth, not issue #39)"
 for _key in ("test_q_learning.py::test_bdq", "test_q_learning.py::test_iqn", "test_q_learning.py::test_fqf",
              "test_q_learning.py::test_qrdqn", "test_q_learning.py::test_GTrXLDQN", "test_qac.py::test_discreteqac",
-             "test_qac.py::test_qacpixel", "test_vac.py::test_DREAMERVAC", "test_vac.py::test_vac_with_impala_encoder"):
+             "test_qac.py::test_qacpixel", "test_vac.py::test_DREAMERVAC"):
     EXCLUDED[f"ding/model/template/tests/{_key}"] = _NOT_SHIPPED
-for _key in ("test_encoder.py::test_dreamer_conv_encoder", "test_encoder.py::test_impalaconv_encoder",
-             "test_encoder.py::test_GaussianFourierProjectionTimeEncoder", "test_head.py::test_multi_head",
-             "test_head.py::test_stochastic_dueling", "test_head.py::test_ensemble"):
-    EXCLUDED[f"ding/model/common/tests/{_key}"] = _NOT_SHIPPED
+EXCLUDED["ding/model/common/tests/test_encoder.py::test_dreamer_conv_encoder"] = (
+    "DreamerV3's layer-normed 'same' conv stack (ConvEncoder(layer_norm=True)), not shipped (algorithm breadth)")
 EXCLUDED["ding/torch_utils/tests/test_data_helper.py::test_to_device_cuda"] = "needs CUDA"
 # where ding differs from DI-engine on purpose (docs/from_di_engine.md, "What differs on purpose")
 EXCLUDED["ding/league/tests/test_player.py"] = (
@@ -80,6 +78,34 @@ for _param in ("action_shape0-True-regression", "action_shape1-True-reparameteri
     EXCLUDED[f"ding/model/template/tests/test_qac.py::test_fcqac[{_param}]"] = (
         "twin critics read as model.critic[1][i]: ding keeps them as model.critic[0] / [1] (DI-engine's nesting "
         "would change ding's checkpoint keys)")
+EXCLUDED["ding/rl_utils/tests/test_adder.py::test_get_nstep_return_data"] = (
+    "expects padded n-step windows for the last nstep-1 transitions of a chunk that does not end its episode; "
+    "ding returns only the complete windows and the caller passes the rest again with the next chunk (the n-step "
+    "contract, docs/policies.md), so no sample bootstraps from a chunk's cut")
+for _test in ("test_qmix", "test_qmix_process_global_state"):
+    EXCLUDED[f"ding/model/template/tests/test_qmix.py::{_test}"] = (
+        "DI-engine's QMix is time-major with per-agent prev_state lists, single_step and a private "
+        "_process_global_state; ding's is batch-first with one hidden tensor (the layout ding's QMIX policy uses)")
+for _key in ("interaction/test_simple.py", "interaction/test_errors.py"):
+    EXCLUDED[f"ding/interaction/tests/{_key}"] = (
+        "DI-engine's master/slave protocol (channel ids, no shared secret, Slave(host, port, channel=...)); ding's "
+        "transport needs a token and speaks JSON only, so the two cannot talk (docs/parallel.md, different on "
+        "purpose)")
+EXCLUDED["ding/utils/data/tests/test_collate_fn.py::test_basic"] = (
+    "expects default_collate to raise TypeError on a batch of plain objects; ding's keeps any other object as the "
+    "list of the batch's items (a None hidden state, an env's info object)")
+EXCLUDED["ding/worker/learner/tests/test_base_learner.py::test_naive"] = (
+    "expects train_iterations more iterations after the loaded checkpoint's 5 (DI-engine's start() counts from the "
+    "checkpoint); ding's learner trains until train_iter reaches train_iterations, as the run it continues would "
+    "have, and its run lock refuses the exp_name directory an earlier run left")
+EXCLUDED["ding/worker/replay_buffer/tests/test_naive_buffer.py::test_track_used_data"] = (
+    "expects the buffer to delete the file named by each evicted item's data_id; ding passes evicted items to the "
+    "set_used_data_callback() callback and never deletes a path found in the data")
+EXCLUDED["ding/worker/replay_buffer/tests/test_advanced_buffer.py::test_rate_limit"] = (
+    "reads the private _thruput_controller's history counts, decayed x0.01 per window; ding's controller counts a "
+    "sliding window of one-second buckets")
+EXCLUDED["ding/worker/replay_buffer/tests/test_advanced_buffer.py::test_naive"] = (
+    "a pickled demo file's staleness sentinel -1 (no collect_iter) and the private _tail / _max_priority")
 _PRIVATE_BUFFER = "reads the buffer's private internals (_tail, _head, _data, _sample_check, _sum_tree / _min_tree)"
 for _key in ("test_advanced_buffer.py::test_push", "test_advanced_buffer.py::test_save_and_load_data",
              "test_advanced_buffer.py::test_update", "test_advanced_buffer.py::test_sample",
@@ -164,9 +190,14 @@ def stage(source: str, files: list[str], dest: str) -> None:
         f.write(CONFTEST)
 
 
+def report_path(dest: str, ding_on_path: bool) -> str:
+    """Where :func:`run` leaves the JUnit XML report of one interpreter's run."""
+    return os.path.join(dest, f"report-{os.getpid()}-{int(ding_on_path)}.xml")
+
+
 def run(python: str, dest: str, files: list[str], ding_on_path: bool, timeout: float) -> dict[str, str]:
     """``{test id: 'passed' | 'failed' | 'error' | 'skipped'}`` from one pytest run."""
-    report = os.path.join(dest, f"report-{os.getpid()}-{int(ding_on_path)}.xml")
+    report = report_path(dest, ding_on_path)
     env = dict(os.environ, OMP_NUM_THREADS="1", DING_TORCH_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
     if ding_on_path:
@@ -215,6 +246,8 @@ def main() -> None:
     parser.add_argument("--di-engine-junit",
                         help="take DI-engine's outcomes from the JUnit XML of an earlier DI-engine run of the same "
                              "files (runs ding only)")
+    parser.add_argument("--save-di-engine-junit",
+                        help="copy the JUnit XML of this DI-engine run here (for --di-engine-junit later)")
     parser.add_argument("--timeout", type=float, default=3600)
     args = parser.parse_args()
     files = [f for f in selected_files(args.source) if not args.area or f.split("/")[1] in args.area]
@@ -227,6 +260,8 @@ def main() -> None:
                 theirs = {k: v["di_engine"] for k, v in json.load(f)["tests"].items()}
         else:
             theirs = run(args.di_engine_python, dest, files, False, args.timeout)
+            if args.save_di_engine_junit:
+                shutil.copyfile(report_path(dest, False), args.save_di_engine_junit)
         ours = run(sys.executable, dest, files, True, args.timeout)
     rows: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     detail = {}

@@ -77,6 +77,15 @@ def test_save_file_and_read_file_round_trip(tmp_path):
     remove_file(path)
     remove_file(path)  # a missing file is no error
     assert not os.path.exists(path)
+    tree = tmp_path / "run" / "sub"
+    tree.mkdir(parents=True)
+    (tree / "x.txt").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("k")
+    os.symlink(outside, tmp_path / "run" / "link")
+    remove_file(str(tmp_path / "run"))  # a directory goes with its contents, as DI-engine's rm -rf
+    assert not (tmp_path / "run").exists() and (outside / "keep.txt").exists()  # links are not followed
     with pytest.raises(ValueError, match="fs_type 'ceph' is not supported"):
         save_file(path, data, fs_type="ceph")
 

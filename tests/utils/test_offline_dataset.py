@@ -200,3 +200,22 @@ def test_minari_round_trip(tmp_path, monkeypatch):
         save_minari("ding-test/pendulum-v0", a, None, None)
     with pytest.raises(DatasetError, match=r"'ding-test/none-v0': not in the local Minari.*nothing is downloaded"):
         load_minari("ding-test/none-v0")
+
+
+def test_offline_data_save_type_writes_di_engine_hdf5_and_refuses_pickles(tmp_path):
+    import torch
+
+    from ding.utils.data import offline_data_save_type
+
+    transitions = [{"obs": torch.full((3, ), float(i)), "action": torch.tensor([i % 2]), "reward": torch.tensor([1.0]),
+                    "done": i == 3, "next_obs": torch.full((3, ), float(i + 1))} for i in range(4)]
+    path = offline_data_save_type(transitions, str(tmp_path / "expert.pkl"), data_type="hdf5")
+    assert path == str(tmp_path / "expert_demos.hdf5")  # DI-engine's name for the HDF5 file of x.pkl
+    ds = load_hdf5(path)
+    np.testing.assert_array_equal(ds.obs[:, 0], [0, 1, 2, 3])
+    assert ds.done.tolist() == [False, False, False, True]
+    with pytest.raises(DatasetError, match="data_type 'naive' \\(pickle\\) is not written by ding"):
+        offline_data_save_type(transitions, str(tmp_path / "x.pkl"))
+    with pytest.raises(DatasetError, match="unknown data_type 'csv'"):
+        offline_data_save_type(transitions, str(tmp_path / "x.pkl"), data_type="csv")
+    assert not (tmp_path / "x.pkl").exists()

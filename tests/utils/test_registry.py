@@ -3,7 +3,15 @@ from __future__ import annotations
 
 import pytest
 
-from ding.utils import ALL_REGISTRIES, POLICY_REGISTRY, Registry, RegistryError, import_module, lookup
+from ding.utils import (
+    ALL_REGISTRIES,
+    POLICY_REGISTRY,
+    Registry,
+    RegistryError,
+    RegistryNameTaken,
+    import_module,
+    lookup,
+)
 
 
 def test_decorator_and_call_forms():
@@ -37,6 +45,10 @@ def test_duplicate_name_is_an_error_unless_forced():
     reg.register("a", int)
     with pytest.raises(RegistryError, match="widget registry: name 'a' is already taken by builtins.int"):
         reg.register("a", float)
+    with pytest.raises(AssertionError, match="already taken"):  # DI-engine's error type, for code catching it
+        reg.register("a", float)
+    with pytest.raises(RegistryNameTaken):
+        reg.register("a")(type("A1", (), {}))
     reg.register("a", float, force_overwrite=True)
     assert reg.get("a") is float
     reg.register("a", float)  # registering the same object again is harmless (module re-import)

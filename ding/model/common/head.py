@@ -1,11 +1,12 @@
-"""Output heads: discrete Q/logits, dueling Q, distributional (C51 / Rainbow) Q, regression, and reparameterised
-Gaussian."""
+"""Output heads: discrete Q/logits, dueling Q, distributional (C51 / Rainbow) Q, regression, reparameterised
+Gaussian, ACER's stochastic dueling Q for continuous actions, and an ensemble of regression heads."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 import torch
 import torch.nn as nn
+from torch.distributions import Independent, Normal
 
 from .nn_module import NoisyLinear, mlp
 
@@ -178,7 +179,10 @@ class ReparameterizationHead(nn.Module):
         self.main = mlp(input_size or hidden_size, [hidden_size] * layer_num, activation, norm_type)
         self.mu = nn.Linear(hidden_size, output_size)
         if sigma_type == "fixed":
-            self.register_buffer("log_sigma", torch.full((1, output_size), float(fixed_sigma_value)).log())
+            # forward returns the value itself (exp(log(0.3)) is not 0.3 in float32); the buffer keeps the
+            # state-dict layout of earlier checkpoints
+            self.fixed_sigma_value = float(fixed_sigma_value)
+            self.register_buffer("log_sigma", torch.full((1, output_size), self.fixed_sigma_value).log())
         elif sigma_type == "independent":
             self.log_sigma = nn.Parameter(torch.zeros(1, output_size))
         else:
@@ -189,11 +193,93 @@ class ReparameterizationHead(nn.Module):
         mu = self.mu(h)
         if self.bound_type == "tanh":
             mu = torch.tanh(mu)
+        if self.sigma_type == "fixed":
+            return {"mu": mu, "sigma": torch.full_like(mu, self.fixed_sigma_value)}
         if self.sigma_type == "conditioned":
             log_sigma = self.log_sigma_layer(h).clamp(self.LOG_SIGMA_MIN, self.LOG_SIGMA_MAX)
         else:
             log_sigma = self.log_sigma.expand_as(mu)
         return {"mu": mu, "sigma": log_sigma.exp()}
+
+    @property
+    def log_sigma_param(self) -> nn.Parameter:
+        """DI-engine's name of the learned log-sigma of ``sigma_type='independent'``."""
+        if self.sigma_type != "independent":
+            raise AttributeError(f"log_sigma_param: only sigma_type='independent' learns a log-sigma parameter "
+                                 f"(this head's sigma_type is {self.sigma_type!r})")
+        return self.log_sigma
+
+
+class StochasticDuelingHead(nn.Module):
+    """ACER's stochastic dueling network (Wang et al. 2016) for continuous actions: ``{'q_value', 'v_value'}``, both
+    (B, 1), for a state embedding ``s`` (B, hidden_size) and its behaviour action ``a`` (B, action_shape).
+
+    ``Q(s, a) = V(s) + A(s, a) - mean_i A(s, a_i)`` over ``sample_size`` actions ``a_i`` drawn (reparameterised, so
+    gradients reach ``mu`` and ``sigma``) from the policy's Gaussian ``N(mu, sigma)``, squashed by tanh when
+    ``last_tanh``. ``noise=True`` builds the layers as :class:`NoisyLinear`.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        action_shape: int,
+        layer_num: int = 1,
+        a_layer_num: int | None = None,
+        v_layer_num: int | None = None,
+        activation: nn.Module | None = None,
+        norm_type: str | None = None,
+        noise: bool = False,
+        last_tanh: bool = True,
+    ) -> None:
+        super().__init__()
+        a_layers = layer_num if a_layer_num is None else a_layer_num
+        v_layers = layer_num if v_layer_num is None else v_layer_num
+        linear = NoisyLinear if noise else nn.Linear
+        self.A = mlp(hidden_size + action_shape, [hidden_size] * a_layers, activation, norm_type, out_dim=1,
+                     linear=linear)
+        self.V = mlp(hidden_size, [hidden_size] * v_layers, activation, norm_type, out_dim=1, linear=linear)
+        self.last_tanh = last_tanh
+
+    def forward(self, s: torch.Tensor, a: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor,
+                sample_size: int = 10) -> dict[str, torch.Tensor]:
+        advantage = self.A(torch.cat([s, a], dim=-1))  # (B, 1)
+        value = self.V(s)  # (B, 1)
+        sampled = Independent(Normal(mu, sigma), 1).rsample((sample_size, )).transpose(0, 1)  # (B, n, A)
+        if self.last_tanh:
+            sampled = torch.tanh(sampled)
+        states = s.unsqueeze(1).expand(-1, sample_size, -1)  # (B, n, hidden)
+        sampled_advantage = self.A(torch.cat([states, sampled], dim=-1))  # (B, n, 1)
+        return {"q_value": value + advantage - sampled_advantage.mean(dim=1), "v_value": value}
+
+
+class EnsembleHead(nn.Module):
+    """``ensemble_num`` independent MLP heads evaluated in one pass (grouped 1x1 convolutions): an input of shape
+    (B, input_size * ensemble_num, 1), member ``k``'s features at ``[k * input_size, (k + 1) * input_size)``, gives
+    ``{'pred': (B, output_size * ensemble_num)}``, member ``k``'s outputs likewise in its own slice."""
+
+    def __init__(self, input_size: int, output_size: int, hidden_size: int, layer_num: int, ensemble_num: int,
+                 activation: nn.Module | None = None, norm_type: str | None = None) -> None:
+        super().__init__()
+        if ensemble_num < 1 or layer_num < 0:
+            raise ValueError(f"EnsembleHead: needs ensemble_num >= 1 and layer_num >= 0, got {ensemble_num} and "
+                             f"{layer_num}")
+        if norm_type not in (None, "BN"):
+            raise ValueError(f"EnsembleHead: norm_type {norm_type!r} is not supported; use None or 'BN'")
+        act = activation if activation is not None else nn.ReLU()
+        layers: list[nn.Module] = []
+        width = input_size
+        for _ in range(layer_num):
+            layers.append(nn.Conv1d(width * ensemble_num, hidden_size * ensemble_num, 1, groups=ensemble_num))
+            if norm_type == "BN":
+                layers.append(nn.BatchNorm1d(hidden_size * ensemble_num))
+            layers.append(act)
+            width = hidden_size
+        # no activation on the output layer
+        layers.append(nn.Conv1d(width * ensemble_num, output_size * ensemble_num, 1, groups=ensemble_num))
+        self.pred = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {"pred": self.pred(x).squeeze(-1)}
 
 
 class MultiHead(nn.Module):

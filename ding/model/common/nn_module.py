@@ -40,15 +40,18 @@ def mlp(
     norm_type: str | None = None,
     out_dim: int | None = None,
     linear: Callable[[int, int], nn.Module] = nn.Linear,
+    dropout: float | None = None,
 ) -> nn.Sequential:
-    """``in_dim -> hidden_sizes[0] -> ... -> hidden_sizes[-1]`` with an activation after each hidden layer, then an
-    optional plain Linear to ``out_dim`` (no activation: e.g. Q-values or logits). ``linear`` builds every linear
-    layer (e.g. :class:`NoisyLinear`)."""
+    """``in_dim -> hidden_sizes[0] -> ... -> hidden_sizes[-1]`` with an activation (and ``dropout``, if given) after
+    each hidden layer, then an optional plain Linear to ``out_dim`` (no activation: e.g. Q-values or logits).
+    ``linear`` builds every linear layer (e.g. :class:`NoisyLinear`)."""
     act = activation if activation is not None else nn.ReLU()
     layers: list[nn.Module] = []
     dim = in_dim
     for size in hidden_sizes:
         layers += fc_block(dim, size, act, norm_type, linear)
+        if dropout is not None:
+            layers.append(nn.Dropout(dropout))
         dim = size
     if out_dim is not None:
         layers.append(linear(dim, out_dim))

@@ -49,7 +49,8 @@ def build_encoder(
     """FCEncoder for 1-d observations, ConvEncoder for (C, H, W) images; ``hidden_size_list=None`` picks the
     default of each: :data:`VECTOR_ENCODER_SIZES`, or the Nature CNN (``NATURE_CNN_SIZES``) for images."""
     if len(obs_shape) == 1:
-        return FCEncoder(obs_shape[0], hidden_size_list or VECTOR_ENCODER_SIZES, activation, norm_type)
+        return FCEncoder(obs_shape[0], hidden_size_list or VECTOR_ENCODER_SIZES, activation=activation,
+                         norm_type=norm_type)
     if len(obs_shape) == 3:
         return ConvEncoder(obs_shape, hidden_size_list or NATURE_CNN_SIZES, activation, norm_type=norm_type)
     raise ValueError(f"obs_shape {obs_shape}: use an int (vector observations) or (C, H, W) (images)")

@@ -12,7 +12,15 @@ import torch.nn as nn
 from ding.config.ranges import at_least, greater_than, one_of, shape, sizes
 from ding.utils import MODEL_REGISTRY
 
-from ..common import DiscreteHead, RegressionHead, ReparameterizationHead, discrete_head
+from ..common import (
+    ConvEncoder,
+    DiscreteHead,
+    FCEncoder,
+    IMPALAConvEncoder,
+    RegressionHead,
+    ReparameterizationHead,
+    discrete_head,
+)
 from ..common.head import SIGMA_TYPES
 from ..common.nn_module import NORM_TYPES
 from .q_learning import as_shape, build_encoder
@@ -66,10 +74,13 @@ class VAC(nn.Module):
         fixed_sigma_value: float = 0.3,
         bound_type: str | None = None,
         encoder: nn.Module | None = None,
+        impala_cnn_encoder: bool = False,
     ) -> None:
         """``encoder``: DI-engine's option, a module of the user's own used as the shared encoder (without
         ``share_encoder``: the actor's, the critic getting a copy); its output size is its ``output_size`` attribute,
-        else ``encoder_hidden_size_list[-1]``."""
+        else ``encoder_hidden_size_list[-1]``. ``impala_cnn_encoder=True`` (DI-engine's option, image observations)
+        builds :class:`IMPALAConvEncoder` s instead of the default encoders: ``encoder_hidden_size_list`` gives
+        their stacks' channels and its last entry their output size (unset: the encoder's defaults)."""
         super().__init__()
         if action_space not in ACTION_SPACES:
             raise ValueError(f"VAC action_space: unknown {action_space!r}; use one of {ACTION_SPACES}")
@@ -86,9 +97,19 @@ class VAC(nn.Module):
             self.actor_encoder = encoder
             self.critic_encoder = encoder if self.share_encoder else copy.deepcopy(encoder)
         else:
-            self.actor_encoder = build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
-            self.critic_encoder = (self.actor_encoder if self.share_encoder else
-                                   build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type))
+            def new_encoder() -> ConvEncoder | FCEncoder | IMPALAConvEncoder:
+                if not impala_cnn_encoder:
+                    return build_encoder(self.obs_shape, encoder_hidden_size_list, activation, norm_type)
+                if len(self.obs_shape) != 3:
+                    raise ValueError(f"VAC impala_cnn_encoder=True needs image observations (C, H, W), got obs_shape "
+                                     f"{tuple(self.obs_shape)}")
+                if not encoder_hidden_size_list:
+                    return IMPALAConvEncoder(self.obs_shape)
+                sizes = [int(n) for n in encoder_hidden_size_list]
+                return IMPALAConvEncoder(self.obs_shape, channels=sizes, outsize=sizes[-1])
+
+            self.actor_encoder = new_encoder()
+            self.critic_encoder = self.actor_encoder if self.share_encoder else new_encoder()
             feat = self.actor_encoder.output_size
         make_head = functools.partial(_actor_head, hidden=actor_head_hidden_size, layers=actor_head_layer_num,
                                       feat=feat, activation=activation, norm_type=norm_type, sigma_type=sigma_type,

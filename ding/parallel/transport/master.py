@@ -6,6 +6,7 @@ when its heartbeats stop (its pending tasks fail with :class:`SlaveLost`), so no
 """
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import threading
@@ -26,6 +27,20 @@ from ding.parallel.transport.base import (
 from ding.parallel.transport.client import HttpClient
 
 _task_counter = itertools.count()
+
+
+@enum.unique
+class TaskStatus(enum.IntEnum):
+    """Where a task stands (DI-engine's ``ding.interaction.master.task.TaskStatus``). A ding task is sent when its
+    :class:`TaskHandle` is made, so a handle reads ``STARTED`` until it ends ``COMPLETED`` or ``FAILED``;
+    ``IDLE``, ``STARTING`` and ``START_FAILED`` are DI-engine's states before a task reaches its slave."""
+
+    IDLE = 0x00
+    STARTING = 0x11
+    STARTED = 0x12
+    START_FAILED = 0x13
+    COMPLETED = 0x21
+    FAILED = 0x22
 
 
 class TaskHandle:
@@ -59,6 +74,13 @@ class TaskHandle:
     @property
     def error(self) -> TaskFailed | None:
         return self._error
+
+    @property
+    def status(self) -> TaskStatus:
+        with self._lock:
+            if not self._event.is_set():
+                return TaskStatus.STARTED
+            return TaskStatus.FAILED if self._error is not None else TaskStatus.COMPLETED
 
     def add_done_callback(self, fn: Callable[[TaskHandle], None]) -> None:
         with self._lock:

@@ -128,3 +128,22 @@ def save_minari(dataset_id: str, arrays: Mapping[str, np.ndarray], observation_s
                                        action_space=action_space, algorithm_name=str(extra.get("policy", "ding")),
                                        description=json.dumps(extra))
     return dataset_id
+
+
+def offline_data_save_type(exp_data: Sequence[Mapping[str, Any]], expert_data_path: str, data_type: str = "naive",
+                           overwrite: bool = False) -> str:
+    """DI-engine's writer of collected transitions: ``data_type='hdf5'`` (DI-engine's layout) or ``'d4rl'``, to
+    ``expert_data_path`` (DI-engine's ``x.pkl`` becomes ``x_demos.hdf5``). Returns the path written.
+
+    DI-engine's default ``'naive'`` (a pickle) is refused with an error saying what to pass instead: ding never
+    writes pickles, which are unsafe to load."""
+    if data_type == "naive":
+        raise DatasetError(f"offline_data_save_type({expert_data_path!r}): data_type 'naive' (pickle) is not written "
+                           "by ding; pass data_type='hdf5' (DI-engine's layout) or 'd4rl'")
+    if data_type not in ("hdf5", "d4rl"):
+        raise DatasetError(f"offline_data_save_type({expert_data_path!r}): unknown data_type {data_type!r}; use "
+                           "'hdf5' or 'd4rl'")
+    path = str(expert_data_path)
+    if path.endswith(".pkl"):
+        path = path[: -len(".pkl")] + "_demos.hdf5"
+    return save_hdf5(path, transitions_to_arrays(exp_data), layout=data_type, overwrite=overwrite)
