@@ -2,8 +2,7 @@
 
 For A/B benchmarks only (``tests/benchmark/bench_parallel.py --ab``; docs/benchmarks.md): a user's run has no reason
 to turn one off, so none is a config key. ``DING_PARALLEL_OFF=eval_shards,sample_cache`` turns off those two in the
-process that reads it and in every process it starts (the variable is inherited). The placement governor is not here:
-``system_config.cpu_affinity='off'`` turns it off.
+process that reads it and in every process it starts (the variable is inherited).
 """
 from __future__ import annotations
 

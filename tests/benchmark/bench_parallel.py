@@ -2,7 +2,7 @@
 
     python tests/benchmark/bench_parallel.py --suite --seeds 8   # 4 configs x 3 slow-env kinds, parallel vs serial
     python tests/benchmark/bench_parallel.py --suite --kinds native --configs shipped,big-batch
-    python tests/benchmark/bench_parallel.py --ab governor       # one speed mechanism on and off (see --help)
+    python tests/benchmark/bench_parallel.py --ab eval_shards    # one speed mechanism on and off (see --help)
     python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism of parallel_matrix.MECHANISMS
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups
@@ -76,8 +76,6 @@ system_config.path_data = './{exp}/data'
 system_config.path_policy = './{exp}/policy'
 main_config.policy.collect.collector.collector_num = {collectors}
 main_config.policy.learn.learner.learner_num = {learners}
-if {cpu_affinity!r} is not None:  # --cpu-affinity: an A/B of the roles' CPU placement
-    system_config.cpu_affinity = {cpu_affinity!r}
 if {unpaced!r}:  # (d): the learner trains as fast as it can on what the buffer holds
     main_config.policy.other.commander.learner_iter_per_sample = 0
 create_config.env_manager.type = {manager!r}
@@ -118,7 +116,7 @@ def run(setup: Setup, seed: int, stop_value: float = 195.0, train_iter: int | No
     mode = setup.mode
     text = CONFIG.format(mode=mode, exp="bench", stop_value=stop_value, collectors=max(setup.collectors, 1),
                          manager=setup.manager, step_cost=setup.step_cost, learners=setup.learners,
-                         unpaced=setup.unpaced, cpu_affinity=CPU_AFFINITY)
+                         unpaced=setup.unpaced)
     flags = ["--train-iter", str(train_iter)] if train_iter is not None else []
     r = pm.run_process(text, mode, seed, stop_value, flags)
     result, row, wall = r["result"], r["reached_row"], r["wall_s"]
@@ -140,7 +138,6 @@ def _median(rows: list[dict], key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-CPU_AFFINITY: str | None = None  # --cpu-affinity (None: the config's default, system_config.cpu_affinity)
 
 # the targets of issue #16 item 5, for the parallel line of a setup: (time, env steps) as ratios to the setup's first
 # serial line, at most (None: no target)
@@ -260,7 +257,7 @@ def _plain_serial_config(directory: str, exp: str) -> str:
     path = os.path.join(directory, "cfg.py")
     with open(path, "w") as f:
         f.write(CONFIG.format(mode="serial", exp=exp, stop_value=1e9, collectors=1, manager="base", step_cost=None,
-                              learners=1, unpaced=False, cpu_affinity=None))
+                              learners=1, unpaced=False))
     return path
 
 
@@ -462,8 +459,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--setups", default="a,b,c", help="which setups to run, e.g. 'b,c' (default: all)")
     ap.add_argument("--repeats", type=int, default=1,
                     help="rounds of the time-to-195 runs: every seed again, medians over all runs (default: 1)")
-    ap.add_argument("--cpu-affinity", choices=("auto", "off"), default=None,
-                    help="system_config.cpu_affinity of the parallel runs (default: the config's, 'auto')")
     ap.add_argument("--suite", action="store_true",
                     help="issue #37 item 5: parallel against serial over --configs x --kinds, and CartPole throughput")
     ap.add_argument("--ab", metavar="MECHANISM", default=None,
@@ -479,8 +474,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = ap.parse_args(argv)
     if args.suite or args.ab:
         return matrix(ap, args)
-    global CPU_AFFINITY
-    CPU_AFFINITY = args.cpu_affinity
     if args.repeats < 1:
         ap.error(f"--repeats: expected a number of rounds >= 1, got {args.repeats}")
     keys = [k.strip() for k in args.setups.split(",") if k.strip()]

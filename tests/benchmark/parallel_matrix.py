@@ -72,8 +72,6 @@ def _env_toggled(name: str, off: str, note: str) -> Mechanism:
 
 
 MECHANISMS = {m.name: m for m in (
-    Mechanism("governor", "system.cpu_affinity 'auto' (trainer pinned, placement governor) vs 'off'",
-              {"system.cpu_affinity": "auto"}, {"system.cpu_affinity": "off"}),
     _env_toggled("role_start", "role_fork", "roles forked from the launcher vs exec'd (DING_PARALLEL_OFF=role_fork)"),
     _env_toggled("eval_shards", "eval_shards", "an evaluation split over every collector vs whole on one "
                                                "(DING_PARALLEL_OFF=eval_shards)"),

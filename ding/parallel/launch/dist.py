@@ -19,7 +19,6 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
-from ding.parallel.launch.cpu_placement import apply_placement
 from ding.parallel.launch.role_process import die_with_parent, set_process_name
 from ding.parallel.launch.slurm import ADDRESS_FILE, read_address
 
@@ -71,7 +70,6 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     die_with_parent()
     setup_torch_threads()
     member = role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0
-    apply_placement(name, trains=member)  # (ding -m parallel's CPU placement; a learner0 that trains itself: later)
     if member:
         from ding.parallel.roles.learner_group import (
             run_group_member,  # learner1..: follows learner0 through the learner group;

@@ -13,21 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ding.config import compile_config_parallel, rename_experiment
 from ding.engine.resume import lock_run_dir, resume_dir
-from ding.parallel.launch.cpu_placement import (
-    PLACEMENT_ENV,
-    CpuPlacement,
-    PlacementGovernor,
-    RunTree,
-    allowed_cpus,
-    pin_process,
-    plan_placement,
-)
 from ding.parallel.launch.driver import check_resumable, drive_coordinator, read_state
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
 from ding.parallel.launch.role_process import PARENT_PID_ENV, role_env
@@ -35,7 +26,6 @@ from ding.parallel.launch.supervisor import Role, RoleId, RoleSupervisor, role_l
 from ding.parallel.mechanisms import is_on, turned_off
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
-from ding.utils.torch_threads import requested_torch_threads
 
 
 class LocalStarter:
@@ -47,18 +37,14 @@ class LocalStarter:
     clean_exit_ends = False  # the coordinator is in this process: the supervisor is told when the run ends
     end_now: int = signal.SIGKILL  # a learner blocked in a collective runs no SIGTERM handler
 
-    def __init__(self, config_path: str, token: str, placement: CpuPlacement | None = None) -> None:
+    def __init__(self, config_path: str, token: str) -> None:
         self._config_path, self._token = config_path, token
-        self._placement = placement  # the run's CPU placement, handed to every role it starts (or restarts)
         self.address = ("", 0)  # the coordinator's: set once it listens
         self._forked: dict[str, ForkedRole] = {}  # forked before the coordinator listened, not released yet
 
     def _env(self) -> dict[str, str]:
         env = role_env(self._token)
         env[PARENT_PID_ENV] = str(os.getpid())
-        env.pop(PLACEMENT_ENV, None)  # (a placement of an outer run is not this run's)
-        if self._placement is not None:
-            env[PLACEMENT_ENV] = self._placement.to_env()
         return env
 
     def _argv(self, role: Role) -> list[str]:
@@ -138,10 +124,8 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     roles = [RoleId(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
 
-    placement, why = plan_run_placement(cfg, roles)
-    print(f"ding: {why}", flush=True)
-    starter = LocalStarter(os.path.join(exp, "total_config.py"), token, placement)
-    with RoleSupervisor(starter, exp, cfg.system.max_restarts) as procs, _Placed(placement) as placed:
+    starter = LocalStarter(os.path.join(exp, "total_config.py"), token)
+    with RoleSupervisor(starter, exp, cfg.system.max_restarts) as procs:
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
             starter.prefork(roles, exp)
 
@@ -151,51 +135,11 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
             procs.report_to(coordinator.notice, coordinator.fail, lambda: coordinator.end_reason is not None)
             for role in roles:
                 procs.start(role)
-            placed.govern(procs.pids)  # (a thread: after the forks)
             yield procs
 
         return drive_coordinator(
             cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
             resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
-
-
-def plan_run_placement(cfg: Any, roles: list[RoleId]) -> tuple[CpuPlacement | None, str]:
-    """The CPU placement of a local run of ``roles`` (:func:`plan_placement`): its processes are this launcher and
-    one per role, so a machine with a CPU for each places nothing."""
-    return plan_placement(str(cfg.system.get("cpu_affinity", "auto")),
-                          [r.name for r in roles if r.role == "learner"], requested_torch_threads(),
-                          processes=1 + len(roles))
-
-
-class _Placed:
-    """This process (it hosts the coordinator) and the run's roles placed by ``placement`` while the run lasts: moved
-    off the trainers' CPUs and back by a :class:`PlacementGovernor` once the roles run (:meth:`govern`; a thread, so
-    not before the roles are forked). This process's threads get their affinity back at the end (a caller of
-    parallel_pipeline keeps its own)."""
-
-    def __init__(self, placement: CpuPlacement | None) -> None:
-        self.placement = placement
-        self._before = allowed_cpus() or frozenset()
-        self.governor: PlacementGovernor | None = None
-
-    def __enter__(self) -> _Placed:
-        return self
-
-    def govern(self, roles: Callable[[], list[int]]) -> None:
-        """Start moving the run's processes: this one and ``roles()`` (the role processes) with what runs under them;
-        nothing else this process started."""
-        if self.placement is None or self.governor is not None:
-            return
-        tree = RunTree(os.getpid(), list(self.placement.trainers.values()), roles=roles)
-        self.governor = PlacementGovernor(frozenset().union(*self.placement.trainers.values()), self._before,
-                                          tree.trainers, tree.others)
-        self.governor.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.governor is not None:
-            self.governor.close()
-        if self.placement is not None:
-            pin_process(self._before)
 
 
 def _start_method(cfg: Any) -> str:

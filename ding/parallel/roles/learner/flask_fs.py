@@ -20,7 +20,6 @@ from typing import Any
 from easydict import EasyDict
 
 from ding.parallel.files import policy_path, run_dir
-from ding.parallel.launch.cpu_placement import apply_placement
 from ding.parallel.protocol import (
     DemandAnswer,
     GetDataTask,
@@ -101,7 +100,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        apply_placement(name, trains=True)  # this process trains: the training CPUs of ding -m parallel's placement
         self._slave: Any = RoleSlave(cfg, name, "learner", token, self._task_handlers(), self.deal_with_resource(),
                                      self._logger)
         self.send_policy_freq = 1  # set from the learner config by the start task
