@@ -21,7 +21,7 @@ PARALLEL_MODULES = (
     "ding/parallel/coordinator/data_ledger.py", "ding/parallel/commanders/base.py",
     "ding/parallel/commanders/solo.py", "ding/parallel/roles/role.py",
     "ding/parallel/roles/collector/base_comm.py", "ding/parallel/roles/collector/flask_fs.py",
-    "ding/parallel/roles/collector/naive.py", "ding/parallel/roles/collector/base_parallel.py",
+    "ding/parallel/roles/collector/base_parallel.py",
     "ding/parallel/roles/collector/zergling.py", "ding/parallel/roles/learner/base.py",
     "ding/parallel/roles/learner/flask_fs.py", "ding/parallel/roles/collector/marine.py",
     "ding/parallel/commanders/one_vs_one.py", "ding/parallel/roles/learner_group/aggregator.py",

@@ -1,5 +1,5 @@
-"""What the learner's and the collector's comm classes share: their process's HTTP slave, which turns each task into
-its typed record and hands it to the handler registered for that record type, and how it finds the coordinator."""
+"""What the learner's and the collector's comm classes share: the HTTP slave that turns each task into its typed
+record and runs the handler registered for that type, and joining the coordinator."""
 from __future__ import annotations
 
 import functools
@@ -12,7 +12,7 @@ from ding.parallel.protocol import ProtocolError, Record, decode_task
 from ding.parallel.transport import PeerUnreachable, Slave, resolve_token
 from ding.parallel.transport.slave import heartbeat_times
 
-# Config keys every comm role has (documented once here; see docs/parallel.md).
+# Config keys every comm role has (see docs/parallel.md).
 COMM_ROLE_CONFIG = dict(
     host="127.0.0.1",  # address the role's HTTP server binds
     port=0,  # 0: a free port (the role then joins the coordinator at coordinator_host:coordinator_port)
@@ -20,23 +20,19 @@ COMM_ROLE_CONFIG = dict(
     coordinator_host=None,  # where to join; None: wait for the coordinator to connect this role
     coordinator_port=None,
     auth_token=None,  # shared secret; None: the DING_AUTH_TOKEN environment variable
-    # the coordinator's (system_config.coordinator.heartbeat_timeout, set by the launcher): the role beats every tenth
-    # of it, and gives up (its process exits) on a coordinator it has not reached for six of them
+    # the coordinator's heartbeat_timeout: the role beats every tenth of it and exits after six without the coordinator
     heartbeat_timeout=10.0,
     path_data=None,  # the run's shared directories; when set, a task naming other ones is refused (None: any)
     path_policy=None,
 )
 
-
 Handler = Callable[[Any], Record]
 
 
 class RoleSlave(Slave):
-    """The slave of a comm role. ``handlers`` maps task record types (``LearnTask``, ``CollectTask``, ...) to
-    ``fn(task) -> answer record``: a task that arrives is checked and rebuilt as its record (a malformed one fails
-    with a :class:`ProtocolError` naming the field), :meth:`_process_task` runs its handler, and the answer record goes
-    back as JSON. ``cfg`` is the role's config (:data:`COMM_ROLE_CONFIG`); ``token`` wins over ``cfg.auth_token`` and
-    the environment."""
+    """The slave of a comm role: ``handlers`` maps task record types to ``fn(task) -> answer record``. A task that
+    arrives is rebuilt as its record (a malformed one fails with a :class:`ProtocolError` naming the field) and its
+    answer goes back as JSON. ``token`` wins over ``cfg.auth_token`` and the environment."""
 
     def __init__(self, cfg: Mapping[str, Any], name: str, role: str, token: str | None,
                  handlers: Mapping[type[Record], Handler], resource: Mapping[str, Any],
@@ -54,7 +50,6 @@ class RoleSlave(Slave):
         return self._process_task(decode_task(name, payload)).to_json()
 
     def _process_task(self, task: Record) -> Record:
-        """Run ``task`` with the handler registered for its type; the answer record."""
         handler = self._typed.get(type(task))
         if handler is None:
             raise ProtocolError(type(task).__name__, "(task)", f"{self.role} '{self.name}' runs no such task",
@@ -62,19 +57,10 @@ class RoleSlave(Slave):
         return handler(task)
 
 
-def start_slave(slave: Slave, cfg: Mapping[str, Any]) -> None:
-    """Start serving; join the coordinator when its address is known (the coordinator ignores a join of a role it
-    has already connected)."""
-    slave.start()
-    host, port = cfg.get("coordinator_host"), cfg.get("coordinator_port")
-    if host and port:
-        join_coordinator(slave, str(host), int(port))
-
-
 def join_coordinator(slave: Slave, host: str, port: int) -> None:
-    """Join the coordinator at ``host:port``, retrying while nothing answers there (it may still be starting) for at
-    most ``master_lost_timeout`` seconds; then a :class:`PeerUnreachable` naming the address. A refusal (a wrong
-    token: 401) raises :class:`RequestRejected` at once."""
+    """Join the coordinator at ``host:port``, retrying while nothing answers (it may still be starting) for at most
+    ``master_lost_timeout`` seconds, then a :class:`PeerUnreachable` naming the address. A refusal (a wrong token)
+    raises :class:`RequestRejected` at once."""
     deadline = time.monotonic() + slave.master_lost_timeout
     while True:
         try:
@@ -92,24 +78,27 @@ def join_coordinator(slave: Slave, host: str, port: int) -> None:
 
 
 def _why(e: Exception) -> str:
-    text = str(e)
+    text = str(e).lower()
     for known in ("Connection refused", "timed out", "Name or service not known", "No route to host",
                   "Network is unreachable", "Temporary failure in name resolution"):
-        if known.lower() in text.lower():
+        if known.lower() in text:
             return known.lower()
     return type(e.__cause__ or e).__name__
 
 
 class SlaveBacked:
-    """Mixin of a comm role served by a :class:`Slave` (``self._slave``): start it (joining the coordinator), wait for
-    it to close, expose it."""
+    """Mixin of a comm role served by ``self._slave``: start it (joining the coordinator when its address is known;
+    the coordinator ignores a join of a role it already connected), wait for it to close, expose it."""
 
     _slave: Slave
     _cfg: Any
 
     def start(self) -> None:
         super().start()  # type: ignore[misc]
-        start_slave(self._slave, self._cfg)
+        self._slave.start()
+        host, port = self._cfg.get("coordinator_host"), self._cfg.get("coordinator_port")
+        if host and port:
+            join_coordinator(self._slave, str(host), int(port))
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the slave closes (the coordinator ended the run, or it is gone); True if it did."""

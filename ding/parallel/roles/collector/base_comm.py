@@ -1,6 +1,7 @@
 """BaseCommCollector: a collector process's link to the coordinator."""
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
@@ -11,10 +12,8 @@ from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
 
 
 class BaseCommCollector(ABC):
-    """Receives the coordinator's collector tasks and gives the parallel collector it builds (through its
-    constructor) the functions it talks through: ``send_stepdata`` (write one sample's data file),
-    ``send_samples`` (write a task's samples together; by default one file each through ``send_stepdata``) and
-    ``get_policy_update_info`` (read the published policy). Metadata goes back in each task's answer."""
+    """Receives the coordinator's collector tasks and hands the parallel collector it builds the functions it talks
+    through: ``send_stepdata``, ``send_samples`` and ``get_policy_update_info``. Metadata goes back in each answer."""
 
     config: dict = {}
 
@@ -34,8 +33,7 @@ class BaseCommCollector(ABC):
         """Store one sample where the learner can read it."""
 
     def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
-        """Store a task's samples; their data ids in order. This default writes one data file per sample
-        (``<file_id>.<i>``); a comm collector with a shared directory writes them together."""
+        """Store a task's samples; their data ids in order (by default one data file ``<file_id>.<i>`` each)."""
         from ding.parallel.roles.collector.base_parallel import samples_one_by_one
 
         return samples_one_by_one(self.send_stepdata, file_id, samples, compress)
@@ -52,7 +50,5 @@ def create_comm_collector(cfg: Mapping, **kwargs: Any) -> BaseCommCollector:
     import_module(cfg.get("import_names"))
     name = cfg.get("type", "flask_fs")
     if name not in COMM_COLLECTOR_REGISTRY:
-        import importlib
-
         importlib.import_module("ding.parallel.roles.collector.flask_fs")
     return COMM_COLLECTOR_REGISTRY.get(name, where="comm_collector.type")(cfg, **kwargs)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -14,14 +15,11 @@ from ding.utils import PARALLEL_COLLECTOR_REGISTRY, config_of, import_module
 
 
 class BaseParallelCollector(ABC):
-    """Runs collector tasks handed over by its comm collector: collect samples into data files, or evaluate.
+    """Runs the collector tasks its comm collector hands over (the records of :mod:`ding.parallel.protocol`).
 
-    The comm collector gives it (constructor arguments) the two functions it talks through:
-    ``send_stepdata(data_id, sample, compress)`` writes one data file, ``send_samples(file_id, samples, compress)``
-    writes a task's samples together and returns their data ids, ``get_policy_update_info(path)`` reads the
-    published policy (None: not published yet). Tasks and answers are the records of
-    :mod:`ding.parallel.protocol`.
-    """
+    It talks through the comm collector's ``send_stepdata(data_id, sample, compress)`` (one data file),
+    ``send_samples(file_id, samples, compress)`` (a task's samples; their data ids) and
+    ``get_policy_update_info(path)`` (the published policy; None: not yet)."""
 
     config: dict = {}
 
@@ -37,8 +35,7 @@ class BaseParallelCollector(ABC):
         self._instance_name = instance_name
         self._logger = logging.getLogger(f"ding.parallel_collector.{instance_name}")
         self._policy_iter = -1
-        self.send_stepdata = send_stepdata  # (data_id, sample, compress)
-        # (file_id, samples, compress) -> their data ids; without one, each sample through send_stepdata
+        self.send_stepdata = send_stepdata
         self.send_samples = send_samples or functools.partial(samples_one_by_one, send_stepdata)
         self.get_policy_update_info = get_policy_update_info
 
@@ -62,7 +59,7 @@ class BaseParallelCollector(ABC):
 
     @abstractmethod
     def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
-        """Run one collector task (collect or evaluate) and return its answer."""
+        """Run one collect or evaluation task; its answer."""
 
     @abstractmethod
     def get_finish_info(self) -> CollectorFinishInfo:
@@ -81,15 +78,13 @@ def get_parallel_collector_cls(cfg: Mapping) -> type:
     import_module(cfg.get("import_names"))
     name = cfg.get("type", "zergling")
     if name not in PARALLEL_COLLECTOR_REGISTRY:
-        import importlib
-
         importlib.import_module("ding.parallel.roles.collector.zergling")
     return PARALLEL_COLLECTOR_REGISTRY.get(name, where="policy.collect.collector.type")
 
 
 def create_parallel_collector(cfg: Any, **kwargs: Any) -> BaseParallelCollector:
-    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling'); ``cfg`` is the
-    compiled main config."""
+    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling') for the compiled main
+    config ``cfg``."""
     return get_parallel_collector_cls(cfg.policy.collect.collector)(cfg, **kwargs)
 
 

@@ -1,19 +1,19 @@
-"""FlaskFileSystemCollector: a collector process — an HTTP slave of the coordinator writing data files.
+"""FlaskFileSystemCollector: a collector process, an HTTP slave of the coordinator writing data files.
 
-Task flow (started by the coordinator; the records are in :mod:`ding.parallel.protocol`): a
-``CollectorStartTask`` builds the parallel collector (envs, policy); each ``CollectTask`` collects samples into
+A ``CollectorStartTask`` builds the parallel collector (envs, policy); each ``CollectTask`` collects samples into
 ``path_data`` and answers with their metadata, each ``EvalTask`` runs one evaluation; a ``CollectorCloseTask`` closes
-the envs. Its slave is a :class:`NaiveCollector`; ``resource`` reports what the process offers.
-"""
+the envs."""
 from __future__ import annotations
 
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ding.parallel.files import policy_path, run_dir
+from easydict import EasyDict
+
+from ding.parallel.files import policy_path, read_policy, run_dir, write_data, write_samples
 from ding.parallel.protocol import (
     CollectorCloseTask,
     CollectorFinishInfo,
@@ -23,17 +23,31 @@ from ding.parallel.protocol import (
     CollectTask,
     EvalResult,
     EvalTask,
+    Record,
 )
 from ding.parallel.roles.collector.base_comm import BaseCommCollector
-from ding.parallel.roles.collector.naive import NaiveCollector
-from ding.parallel.roles.role import COMM_ROLE_CONFIG, SlaveBacked
+from ding.parallel.roles.collector.base_parallel import create_parallel_collector
+from ding.parallel.roles.role import COMM_ROLE_CONFIG, Handler, RoleSlave, SlaveBacked
 from ding.parallel.transport import TaskCancelled
 from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
 
 
+class NaiveCollector(RoleSlave):
+    """The collector's slave: runs the tasks its comm collector registered handlers for; its ``ping`` answer also
+    carries ``timestep()``, the env steps taken so far."""
+
+    def __init__(self, cfg: Mapping[str, Any], name: str, token: str | None, handlers: Mapping[type[Record], Handler],
+                 resource: Mapping[str, Any], logger: logging.Logger, timestep: Callable[[], int]) -> None:
+        self._timestep = timestep
+        super().__init__(cfg, name, "collector", token, handlers, resource, logger)
+
+    def _on_ping(self, payload: dict) -> dict:
+        return dict(super()._on_ping(payload), timestep=int(self._timestep()))
+
+
 @COMM_COLLECTOR_REGISTRY.register("flask_fs")
 class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
-    """A collector process's comm collector: see the module docstring for the task flow."""
+    """A collector process's comm collector (see the module docstring)."""
 
     config = dict(
         type="flask_fs",
@@ -44,20 +58,18 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
 
     def __init__(self, cfg: Mapping, name: str = "collector0", token: str | None = None) -> None:
         super().__init__(deep_merge_dicts(self.default_config(), cfg))
-        cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.collector_slave.{name}")
         self._collector: Any = None
         self._path_data = ""
         self._task_lock = threading.Lock()  # one collector task at a time: the envs are not shared
-        self._slave = NaiveCollector(cfg, name, token, {
+        self._slave = NaiveCollector(self._cfg, name, token, {
             CollectorStartTask: self.deal_with_collector_start,
             CollectTask: self.deal_with_collector_data,
             EvalTask: self.deal_with_collector_data,
             CollectorCloseTask: self.deal_with_collector_close,
         }, self.deal_with_resource(), self._logger, timestep=self._timestep)
 
-    # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
         self._slave.close()
         with self._task_lock:
@@ -65,23 +77,18 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
         super().close()
 
     def _close_collector(self) -> None:
-        if self._collector is not None:
-            collector, self._collector = self._collector, None
+        collector, self._collector = self._collector, None
+        if collector is not None:
             collector.close()
 
     def _timestep(self) -> int:
         collector = self._collector
         return collector.get_finish_info().envstep if collector is not None else 0
 
-    # ---------------------------------------------------------------- tasks
     def deal_with_resource(self) -> dict:
         return {"cpu": os.cpu_count() or 1, "gpu": 0}
 
     def deal_with_collector_start(self, task: CollectorStartTask) -> CollectorStarted:
-        from easydict import EasyDict
-
-        from ding.parallel.roles.collector.base_parallel import create_parallel_collector
-
         with self._task_lock:
             self._close_collector()
             cfg = EasyDict(task.main_config)
@@ -106,6 +113,7 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             return self._collector.run_task(task)
 
     def _check_cancelled(self) -> None:
+        """A cancelled task writes no more files: the coordinator deleted its data."""
         if self._slave.task_cancelled():
             raise TaskCancelled(f"collector '{self.name}': the task was cancelled (its deadline passed); "
                                 "nothing more of it is written")
@@ -116,21 +124,14 @@ class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
             self._close_collector()
             return info
 
-    # ---------------------------------------------------------------- the parallel collector's side
     def send_stepdata(self, data_id: str, stepdata: Any, compress: bool = True) -> int:
-        from ding.parallel.files import write_data
-
-        self._check_cancelled()  # a cancelled task writes no more files: the coordinator deleted its data
+        self._check_cancelled()
         return write_data(self._path_data, data_id, stepdata, compress=compress)
 
     def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
         """Write a task's samples together (one data file, split only past its size cap); their data ids."""
-        from ding.parallel.files import write_samples
-
         self._check_cancelled()
         return write_samples(self._path_data, file_id, samples, compress=compress)
 
     def get_policy_update_info(self, path: str) -> dict | None:
-        from ding.parallel.files import read_policy
-
         return read_policy(path, max_bytes=int(float(self._cfg.max_policy_file_mb) * (1 << 20)))

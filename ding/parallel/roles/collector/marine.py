@@ -1,22 +1,14 @@
-"""MarineParallelCollector: one policy or two policies, many envs — battles of a two-player game, driven by tasks.
+"""MarineParallelCollector: battles of a two-player game, driven by tasks.
 
-A collect task of the ``one_vs_one`` commander carries a :class:`~ding.parallel.protocol.BattleJob`: the
-league players of the two seats and the policy files that play them (plain names under ``path_policy``). Seat 0 is
-the learner's player (the published policy, reloaded as the zergling collector does). When both seats name the same
-file the learner's policy plays itself (one policy, both sides' samples kept); otherwise a second policy, loaded from
-the opponent's file (a historical snapshot), plays seat 1 greedily and only acts; in a fixed-opponent job (the league's
-``fixed_opponent_prob``) a training copy of ``eval_opponent`` plays seat 1. Every task starts fresh games (the
-envs are reset, so no game spans two opponents) and plays whole games until ``n_sample`` samples exist; its answer
-holds the samples' metadata and a :class:`~ding.parallel.protocol.BattleResult` with every game's result per
-seat. The games reach the league only through that answer: a task whose collector dies reports nothing.
-
-An evaluation plays the learner's policy against the fixed opponent ``eval_opponent`` (``'module:Class'``, e.g.
-Connect Four's scripted player) with the battle evaluator; its answer carries the games too (win rate).
-"""
+A collect task of the ``one_vs_one`` commander carries a :class:`~ding.parallel.protocol.BattleJob`: the league
+players of the two seats and the policy files that play them. Seat 0 is the learner's published policy. Seat 1 is the
+same policy (self-play: both sides' samples kept), an opponent's snapshot played greedily that only acts, or, in a
+fixed-opponent job, a training copy of ``eval_opponent``. Every task resets the envs (no game spans two opponents) and
+plays whole games until ``n_sample`` samples exist; its answer holds every game's result per seat. An evaluation plays
+the learner's policy against ``eval_opponent`` (``'module:Class'``) with the battle evaluator."""
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import time
 from collections.abc import Mapping
@@ -42,8 +34,8 @@ _SINGULAR = {"win": "wins", "draw": "draws", "loss": "losses"}  # words some env
 
 
 class SeatPolicy:
-    """A policy that only acts in a seat: ``forward`` without the collect settings (e.g. epsilon) meant for the
-    learner's policy, no transitions kept (``collect_data`` False)."""
+    """A policy that only acts in a seat: ``forward`` without the learner's collect settings (e.g. epsilon), no
+    transitions kept."""
 
     collect_data = False
 
@@ -85,10 +77,14 @@ def game_result(info: Any, where: str) -> str:
     return str(word)
 
 
+def _games(info: Any) -> list[list[str]]:
+    """Each finished game's results per seat, from the two seats' last infos."""
+    return [[game_result(a, "seat 0"), game_result(b, "seat 1")] for a, b in zip(info[0], info[1])]
+
+
 @PARALLEL_COLLECTOR_REGISTRY.register("marine")
 class MarineParallelCollector(ZerglingParallelCollector):
-    """See the module docstring. ``cfg`` is the compiled main config (``policy.collect.collector`` is this
-    collector's own config); the env is a two-player battle env."""
+    """See the module docstring; the env is a two-player battle env."""
 
     config = dict(
         ZerglingParallelCollector.config,
@@ -108,7 +104,7 @@ class MarineParallelCollector(ZerglingParallelCollector):
         self._opponent_file: tuple[str, int, int] | None = None  # (file, mtime_ns, size) loaded into it
 
     def start(self) -> None:
-        from ding.worker.builder import build_acting, build_policy
+        from ding.worker.builder import build_policy
 
         spec = self._own_cfg.get("eval_opponent")
         if not spec:
@@ -118,23 +114,15 @@ class MarineParallelCollector(ZerglingParallelCollector):
         opponent_cls = load_object(spec, "policy.collect.collector.eval_opponent")
         kwargs = dict(self._own_cfg.get("eval_opponent_kwargs") or {})
         eval_opponent = opponent_cls(**kwargs)
-        # fixed-opponent jobs (the league's fixed_opponent_prob) play their own instance: evaluating never changes what
-        # training sees
+        # fixed-opponent jobs play their own instance: evaluating never changes what training sees
         self._train_opponent = SeatPolicy(opponent_cls(**kwargs))
         self._opponent = build_policy(self._cfg, ["eval"], seed=self._seed)
-        evaluator_cfg = dict(self._cfg.policy.eval.evaluator)
-        evaluator_cfg["type"] = "battle_interaction"
-        acting = build_acting(self._cfg, seed=self._seed, dynamic_seed=True,
-                              collector_cfg=dict(self._own_cfg.serial_collector), exp_name=self._exp_name,
-                              instance_name=self._instance_name, opponents=[SeatPolicy(self._opponent.eval_mode)],
-                              eval_opponents=[eval_opponent], evaluator_cfg=evaluator_cfg)
-        self._closables += acting.closables
-        self._policy, self._collector, self._evaluator = acting.policy, acting.collector, acting.evaluator
+        evaluator_cfg = dict(self._cfg.policy.eval.evaluator, type="battle_interaction")
+        self._build(opponents=[SeatPolicy(self._opponent.eval_mode)], eval_opponents=[eval_opponent],
+                    evaluator_cfg=evaluator_cfg)
 
-    # ---------------------------------------------------------------- policies
     def _seat_policies(self, job: BattleJob | None) -> list[Any]:
-        """The two seats' policies of a task: the learner's policy in seat 0; seat 1 the same (self-play) or the
-        opponent's snapshot, loaded from its file when it changed."""
+        """The two seats' policies of a task; an opponent's snapshot is loaded from its file when it changed."""
         learner = self._policy.collect_mode
         if job is None or job.self_play:
             return [learner, learner]
@@ -149,17 +137,11 @@ class MarineParallelCollector(ZerglingParallelCollector):
                                     "exist") from None
         stamp = (name, st.st_mtime_ns, st.st_size)
         if stamp != self._opponent_file:
-            state = self.get_policy_update_info(path)
-            if state is None:
+            if self._load_policy(path, self._opponent.eval_mode) is None:
                 raise FileNotFoundError(f"the opponent's policy file '{path}' could not be read")
-            from ding.parallel.files import check_policy_fits
-
-            check_policy_fits(state, self._opponent.eval_mode.state_dict()["model"], path)
-            self._opponent.eval_mode.load_state_dict({"model": state["model"]})
             self._opponent_file = stamp
         return [learner, SeatPolicy(self._opponent.eval_mode)]
 
-    # ---------------------------------------------------------------- tasks
     def _collect(self, task: CollectTask) -> CollectResult:
         self._update_policy(force=self._policy_iter < 0)
         t0 = time.perf_counter()
@@ -168,47 +150,28 @@ class MarineParallelCollector(ZerglingParallelCollector):
         collector.reset_env()  # fresh games: none spans two opponents, none is left half-played for the next task
         collector.reset_policy(self._seat_policies(job))
         envstep0 = collector.envstep
-        train_iter = max(self._policy_iter, 0)
         samples: list[Any] = []
         games: list[list[str]] = []
         returns: list[float] = []
         while len(samples) < task.n_sample:
-            data, info = collector.collect(n_episode=1, train_iter=train_iter,
+            data, info = collector.collect(n_episode=1, train_iter=max(self._policy_iter, 0),
                                            policy_kwargs=dict(task.collect_setting))
             for seat_data in data:
                 samples.extend(seat_data)
-            for last0, last1 in zip(info[0], info[1]):
-                games.append([game_result(last0, "seat 0"), game_result(last1, "seat 1")])
+            games += _games(info)
+            for last0 in info[0]:
                 ret = last0.get("eval_episode_return") if isinstance(last0, Mapping) else None
                 if ret is not None:
                     returns.append(float(np.asarray(ret, dtype=np.float64).reshape(-1).sum()))
-        metadata = self._write_samples(task.task_id, samples)
-        self._recorder.take()  # (the battle collector reports its games itself)
-        steps = collector.envstep - envstep0
-        totals = self._totals
-        totals.envstep += steps
-        totals.sample_count += len(metadata)
-        totals.episode_count += len(games)
-        totals.tasks += 1
-        return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
-                             policy_iter=self._policy_iter, episode_returns=returns,
-                             duration=time.perf_counter() - t0,
-                             battle=None if job is None else BattleResult(players=list(job.players), games=games))
+        battle = None if job is None else BattleResult(players=list(job.players), games=games)
+        return self._collect_answer(task, t0, envstep0, samples, len(games), episode_returns=returns, battle=battle)
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
-        """The learner's policy (or an evaluation's snapshot, see the zergling collector) against the fixed opponent
-        for ``task.n_episode`` games (0: the configured number)."""
         policy_iter = self._load_eval_policy(task)
         t0 = time.perf_counter()
-        self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
-        save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
-        _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
-                                       n_episode=task.n_episode or None)
-        self._totals.eval_tasks += 1
-        games = [[game_result(a, "seat 0"), game_result(b, "seat 1")] for a, b in zip(info[0], info[1])]
+        info = self._run_evaluator(task, policy_iter)
         returns = [float(r) for r in info.players[0].returns]
         return EvalResult(policy_iter=policy_iter, eval_return_mean=float(np.mean(returns)),
                           eval_return_std=float(np.std(returns)), episode_returns=returns,
-                          duration=time.perf_counter() - t0, env_time=info.env_time,
-                          policy_time=info.policy_time,
-                          battle=BattleResult(players=[task.policy_id, "eval_opponent"], games=games))
+                          duration=time.perf_counter() - t0, env_time=info.env_time, policy_time=info.policy_time,
+                          battle=BattleResult(players=[task.policy_id, "eval_opponent"], games=_games(info)))

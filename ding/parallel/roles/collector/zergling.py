@@ -1,11 +1,9 @@
-"""ZerglingParallelCollector: one policy, many envs — the serial sample collector and evaluator, driven by tasks.
+"""ZerglingParallelCollector: one policy, many envs; the serial sample collector and evaluator, driven by tasks.
 
-Each collect task steps the envs (batched inference through the same env managers and the same
-:class:`SampleSerialCollector` as serial mode) until ``n_sample`` samples exist, writes each to its own data file and
-returns their metadata. Each evaluation task runs the serial evaluator. Before either, the policy is reloaded from the
-learner's policy file when it changed (at most every ``update_policy_second`` seconds for collect tasks, always for
-evaluations). Envs and partial trajectories live on between tasks.
-"""
+A collect task steps the envs (the same env managers and :class:`SampleSerialCollector` as serial mode) until
+``n_sample`` samples exist and writes them to data files; an evaluation task runs the serial evaluator. Before either,
+the policy is reloaded when the learner's policy file changed (for collect tasks at most every
+``update_policy_second``). Envs and partial trajectories live on between tasks."""
 from __future__ import annotations
 
 import dataclasses
@@ -17,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from ding.parallel.files import check_policy_fits, policy_path
 from ding.parallel.protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
 from ding.parallel.roles.collector.base_parallel import BaseParallelCollector
-from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir
+from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir, torch_save_atomic
 from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.worker.collector.episode_callback import EpisodeCallback
+from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
 
 
 def compress_enabled(compressor: object) -> bool:
@@ -50,8 +50,8 @@ class _EpisodeRecorder(EpisodeCallback):
 
 @PARALLEL_COLLECTOR_REGISTRY.register("zergling")
 class ZerglingParallelCollector(BaseParallelCollector):
-    """See the module docstring. ``cfg`` is the compiled main config (its ``policy.collect.collector`` section is
-    this collector's own config)."""
+    """See the module docstring. ``cfg`` is the compiled main config (``policy.collect.collector`` is this
+    collector's own config)."""
 
     config = dict(
         type="zergling",
@@ -83,18 +83,27 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._totals = CollectorFinishInfo()
 
     def start(self) -> None:
-        from ding.worker.builder import (
-            build_acting,  # the one builder (serial runs use it too); lazy: it imports this package
-        )
+        self._build()
+        self._collector.register_callback(self._recorder)
+
+    def _build(self, **kwargs: Any) -> None:
+        from ding.worker.builder import build_acting  # lazy: it imports this package
 
         acting = build_acting(self._cfg, seed=self._seed, dynamic_seed=True,
                               collector_cfg=dict(self._own_cfg.serial_collector), exp_name=self._exp_name,
-                              instance_name=self._instance_name)
+                              instance_name=self._instance_name, **kwargs)
         self._closables += acting.closables
         self._policy, self._collector, self._evaluator = acting.policy, acting.collector, acting.evaluator
-        self._collector.register_callback(self._recorder)
 
-    # ---------------------------------------------------------------- policy
+    def _load_policy(self, path: str, *modes: Any) -> dict | None:
+        """Load the policy file ``path`` into ``modes`` once it fits the first; its state (None: nothing there)."""
+        state = self.get_policy_update_info(path)
+        if state is not None:
+            check_policy_fits(state, modes[0].state_dict()["model"], path)
+            for mode in modes:
+                mode.load_state_dict({"model": state["model"]})
+        return state
+
     def _update_policy(self, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last_check < float(self._own_cfg.update_policy_second):
@@ -107,18 +116,11 @@ class ZerglingParallelCollector(BaseParallelCollector):
         stamp = (st.st_mtime_ns, st.st_size)
         if stamp == self._policy_stat:
             return
-        state = self.get_policy_update_info(self._policy_path)
-        if state is None:
-            return
-        from ding.parallel.files import check_policy_fits
+        state = self._load_policy(self._policy_path, self._policy.collect_mode, self._policy.eval_mode)
+        if state is not None:
+            self._policy_stat = stamp
+            self._policy_iter = int(state["iter"])
 
-        check_policy_fits(state, self._policy.collect_mode.state_dict()["model"], self._policy_path)
-        self._policy.collect_mode.load_state_dict({"model": state["model"]})
-        self._policy.eval_mode.load_state_dict({"model": state["model"]})
-        self._policy_stat = stamp
-        self._policy_iter = int(state["iter"])
-
-    # ---------------------------------------------------------------- tasks
     def run_task(self, task: CollectTask | EvalTask) -> CollectResult | EvalResult:
         torch_threads_in_this_thread()  # tasks run in the slave's worker threads
         if isinstance(task, EvalTask):
@@ -131,22 +133,15 @@ class ZerglingParallelCollector(BaseParallelCollector):
         envstep0 = self._collector.envstep
         samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
                                           policy_kwargs=dict(task.collect_setting))
-        metadata = self._write_samples(task.task_id, samples)
         returns, lengths = self._recorder.take()
-        steps = self._collector.envstep - envstep0
-        totals = self._totals
-        totals.envstep += steps
-        totals.sample_count += len(metadata)
-        totals.episode_count += len(returns)
-        totals.tasks += 1
-        return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
-                             policy_iter=self._policy_iter, episode_returns=returns, episode_lengths=lengths,
-                             duration=time.perf_counter() - t0)
+        return self._collect_answer(task, t0, envstep0, samples, len(returns), episode_returns=returns,
+                                    episode_lengths=lengths)
 
-    def _write_samples(self, task_id: str, samples: list[dict[str, Any]]) -> list[SampleMeta]:
-        """Write the samples to the task's data file ``<task_id>_0`` (data ids ``<task_id>_0:<i>``; split into more
-        files only past the size a file may have); their metadata (with a sample's own priority)."""
-        ids = self.send_samples(f"{task_id}_0", samples, self.compress)
+    def _collect_answer(self, task: CollectTask, t0: float, envstep0: int, samples: list[dict[str, Any]],
+                        episodes: int, **fields: Any) -> CollectResult:
+        """Write the samples to the task's data file ``<task_id>_0`` (split only past a file's size cap), count them
+        in the totals; the answer (each sample's metadata carries its own priority)."""
+        ids = self.send_samples(f"{task.task_id}_0", samples, self.compress)
         collect_iter = max(self._policy_iter, 0)
         metadata = []
         for data_id, sample in zip(ids, samples):
@@ -154,43 +149,46 @@ class ZerglingParallelCollector(BaseParallelCollector):
             metadata.append(SampleMeta(data_id=data_id, collect_iter=collect_iter,
                                        priority=None if priority is None
                                        else float(np.asarray(priority).reshape(-1)[0])))
-        return metadata
+        steps = self._collector.envstep - envstep0
+        self._totals.envstep += steps
+        self._totals.sample_count += len(metadata)
+        self._totals.episode_count += episodes
+        self._totals.tasks += 1
+        return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
+                             policy_iter=self._policy_iter, duration=time.perf_counter() - t0, **fields)
 
     def _load_eval_policy(self, task: EvalTask) -> int:
-        """Load the policy an evaluation names into the eval mode: the newest published one, or the snapshot of an
-        evaluation split over collectors; returns its train iteration."""
-        from ding.parallel.files import check_policy_fits, policy_path
-
+        """Load the policy an evaluation names into the eval mode (the newest published one, or the snapshot of an
+        evaluation split over collectors); its train iteration."""
         if task.policy_id == os.path.basename(self._policy_path):
             self._update_policy(force=True)
             return self._policy_iter
         path = policy_path(os.path.dirname(self._policy_path), task.policy_id)
-        state = self.get_policy_update_info(path)
+        state = self._load_policy(path, self._policy.eval_mode)
         if state is None:
             raise FileNotFoundError(f"evaluation task {task.task_id}: its policy snapshot {path!r} is gone")
-        check_policy_fits(state, self._policy.eval_mode.state_dict()["model"], path)
-        self._policy.eval_mode.load_state_dict({"model": state["model"]})
         self._policy_stat = None  # the modes may share a model: the next task reloads the live policy
         self._last_check = -math.inf
         return int(state["iter"])
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
-        """Evaluate the newest policy, or the snapshot the task names (a shard of an evaluation split over
-        collectors: every shard evaluates that same file), for ``task.n_episode`` episodes (0: the configured)."""
         policy_iter = self._load_eval_policy(task)
+        info = self._run_evaluator(task, policy_iter, policy_kwargs=dict(task.eval_setting))
+        return EvalResult.from_evaluator(info, policy_iter)
+
+    def _run_evaluator(self, task: EvalTask, policy_iter: int, **kwargs: Any) -> Any:
+        """Evaluate the loaded policy for ``task.n_episode`` episodes (0: the configured number); the evaluator's
+        info. Every shard of an evaluation split over collectors evaluates the same snapshot."""
         self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
         save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
         _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
-                                       n_episode=task.n_episode or None, policy_kwargs=dict(task.eval_setting))
+                                       n_episode=task.n_episode or None, **kwargs)
         self._totals.eval_tasks += 1
-        return EvalResult.from_evaluator(info, policy_iter)
+        return info
 
     def _save_best(self, ckpt_name: str) -> None:
         """A new best evaluation: keep this policy as ``<exp>/collector_ckpt/ckpt_best.pth.tar`` (tensors only,
         atomic). Not in ``<exp>/ckpt/``: that directory is the learner's alone (docs/parallel.md, Security)."""
-        from ding.utils import torch_save_atomic
-        from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
-
         state = dict(self._policy.eval_mode.state_dict())
         state["last_iter"] = max(self._policy_iter, 0)
         torch_save_atomic(state, os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, ckpt_name))
