@@ -1,28 +1,8 @@
-"""Several learners for one run: ``policy.learn.learner.learner_num > 1``.
+"""Several learners for one run (``policy.learn.learner.learner_num > 1``; docs/distributed.md, Several learners).
 
-The coordinator talks to one learner, ``learner0``, as always; with ``learner_num > 1`` that process is a
-:class:`LearnerAggregator` (DI-engine's name; ``start`` / ``close`` / ``merge_info``): a
-:class:`~ding.parallel.roles.learner.flask_fs.FlaskFileSystemLearner` that also leads a ``torch.distributed``
-group (:mod:`ding.parallel.roles.learner_group.group`) of ``learner_num`` learner processes. ``learner1..`` are
-:class:`LearnerGroupMember` processes: no HTTP server, no coordinator; they follow rank 0 through the group.
-
-What happens, in each of the group's processes in the same order (so the collectives match):
-
-1. start: rank 0, on the coordinator's start task, forms the group and sends the task to the others; every rank
-   builds the same learner from it (same seed, the same checkpoint from the shared ``ckpt`` directory: exact resume
-   holds) and, before training, takes rank 0's model tensors;
-2. every iteration: rank 0 sends the batch the coordinator sampled (its samples, read by rank 0); each rank trains on
-   its own contiguous share (``numpy.array_split`` order); before each optimizer step (or before a policy clips
-   them by hand, so the mean is clipped as one learner would), the gradients are averaged over the group (one
-   allreduce), so the parameters stay identical; after it, the models' buffers (BatchNorm's running statistics)
-   are averaged too; ranks >= 1 draw their own noise (package RNGs reseeded from the run's seed, the rank and the
-   start iteration: :func:`member_seed`); the logged scalars are averaged
-   (``LogReduceHook``) and the shares' priority infos gathered at rank 0, merged (:meth:`LearnerAggregator.merge_info`)
-   and reported to the coordinator as one learner's;
-3. only rank 0 writes checkpoints (``BaseLearner`` writes on rank 0 only) and publishes the policy;
-4. stop: rank 0 sends a stop message when its training ends; the others end their training and exit.
-
-A learner lost mid-run ends the run with one error; the group is not rebuilt (docs/distributed.md says why).
+``learner0`` is a :class:`LearnerAggregator` (DI-engine's name): the coordinator's one learner, which also leads the
+group. ``learner1..`` are :class:`LearnerGroupMember` processes without an HTTP server that follow it through the
+group, every rank making the same collectives in the same order. A lost learner ends the run; the group is not rebuilt.
 """
 from __future__ import annotations
 
@@ -82,21 +62,6 @@ def split_batch(samples: list, size: int) -> list[list]:
     return [samples[bounds[i]:bounds[i + 1]] for i in range(size)]
 
 
-def _merge(values: list[Any], n: int | None) -> Any:
-    first = values[0]
-    if all(v is None for v in values):
-        return None
-    if isinstance(first, dict):
-        return {k: _merge([v.get(k) if isinstance(v, dict) else None for v in values], n) for k in first}
-    if isinstance(first, np.ndarray) and first.ndim > 0:
-        out = np.concatenate([np.asarray(v).reshape(-1, *first.shape[1:]) for v in values])
-        return out[:n] if n is not None else out
-    if isinstance(first, (list, tuple)):
-        flat = [x for v in values for x in (v or [])]
-        return flat[:n] if n is not None else flat
-    return first
-
-
 def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str]:
     """A group member's rendezvous file (next to the run's data directory) and the run's token."""
     if not cfg.get("path_data"):
@@ -107,14 +72,15 @@ def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str
 
 
 class _GroupHook(LearnerHook):
-    """Before the run: every rank takes rank 0's model tensors and averages its gradients over the group before each
-    optimizer step. After each iteration: the shares' priority infos go to rank 0, which merges them."""
+    """Before the run: take rank 0's model tensors, average gradients before each optimizer step, reseed a member,
+    reduce logged scalars over the group. After each iteration: average the buffers and merge the shares' priority
+    infos at rank 0 (``batch_len()``: the length of the batch just split)."""
 
     def __init__(self, group: LearnerGroup, position: str, batch_len: Any = None, seed: int = 0) -> None:
         super().__init__(f"learner_group_{position}", 35 if position == "after_iter" else 0, position=position)
         self._group = group
-        self._batch_len = batch_len  # rank 0: the length of the batch just split (for merging)
-        self._seed = int(seed)  # the run's seed: members (rank >= 1) derive theirs from it
+        self._batch_len = batch_len
+        self._seed = int(seed)
         self._buffers: list = []
 
     def __call__(self, engine: BaseLearner) -> None:
@@ -128,7 +94,7 @@ class _GroupHook(LearnerHook):
             return
         if not self._buffers:
             self._buffers = policy_buffers(engine.policy)
-        self._group.average_buffers(self._buffers)  # BatchNorm statistics of each share -> the group's
+        self._group.average_buffers(self._buffers)
         parts = self._group.gather(encode(engine.priority_info, compress=False))
         if parts is not None:
             infos = [decode(p, where=f"learner {i}'s priority info") for i, p in enumerate(parts)]
@@ -136,7 +102,7 @@ class _GroupHook(LearnerHook):
 
 
 class _StopMembersHook(LearnerHook):
-    """Rank 0, after its run: tell the other ranks to stop (if the data source did not already)."""
+    """Rank 0, after its run: train a batch already sent, then tell the other ranks to stop."""
 
     def __init__(self, aggregator: LearnerAggregator) -> None:
         super().__init__("learner_group_stop", 0, position="after_run")
@@ -148,7 +114,7 @@ class _StopMembersHook(LearnerHook):
 
 
 class LearnerAggregator(FlaskFileSystemLearner):
-    """``learner0`` of a group of learners (see the module docstring): the coordinator's one learner."""
+    """``learner0`` of a group of learners: the coordinator's one learner; the group forms on its start task."""
 
     config = dict(FlaskFileSystemLearner.config, **GROUP_CONFIG)
     _column_batches = False  # each batch is split into the ranks' shares of sample dicts
@@ -166,9 +132,8 @@ class LearnerAggregator(FlaskFileSystemLearner):
         self._batch_len: int | None = None
         self._sent: tuple[list, int] | None = None  # rank 0's share of the last batch sent, and train_iter then
 
-    # DI-engine's interface: start (inherited: the group forms on the coordinator's start task) / close / merge_info
     def close(self) -> None:
-        """Stop training, stop the other learners, leave the group (removing the rendezvous file), close the slave."""
+        """Stop training and the other learners, leave the group (removing the rendezvous file), close the slave."""
         try:
             super().close()
         finally:
@@ -180,11 +145,18 @@ class LearnerAggregator(FlaskFileSystemLearner):
         """One learner's info from the group's (in rank order): list-like values (priorities, replay ids) are
         concatenated in the order of the batch's shares (and cut to ``n``, the batch's length), dicts merged key by
         key, anything else is rank 0's."""
-        if not infos:
+        if not infos or all(v is None for v in infos):
             return None
-        return _merge(list(infos), n)
+        first = infos[0]
+        if isinstance(first, dict):
+            return {k: LearnerAggregator.merge_info([v.get(k) if isinstance(v, dict) else None for v in infos], n)
+                    for k in first}
+        if isinstance(first, np.ndarray) and first.ndim > 0:
+            return np.concatenate([np.asarray(v).reshape(-1, *first.shape[1:]) for v in infos])[:n]
+        if isinstance(first, (list, tuple)):
+            return [x for v in infos for x in (v or [])][:n]
+        return first
 
-    # ---------------------------------------------------------------- the group
     def _start_learning(self, task: LearnerStartTask) -> LearnerStarted:
         cfg = EasyDict(task.main_config)
         batch_size = int(cfg.policy.learn.batch_size)
@@ -195,27 +167,29 @@ class LearnerAggregator(FlaskFileSystemLearner):
         self._group = LearnerGroup.host(self._rendezvous, str(self._cfg.host),
                                         str(self._cfg.get("advertise_host") or self._cfg.host), self._size, backend,
                                         float(self._cfg.group_timeout), self.name, self._token)
-        self._group.send(KIND_DATA, json.dumps(task.to_json()).encode())
-        self._last_sent = time.monotonic()
+        self._send(KIND_DATA, json.dumps(task.to_json()).encode())
         return super()._start_learning(task)
 
+    def _send(self, kind: int, payload: bytes = b"") -> None:
+        assert self._group is not None
+        self._group.send(kind, payload)
+        self._last_sent = time.monotonic()
+
     def get_data(self, batch_size: int) -> list | None:
-        samples = super().get_data(batch_size)  # sample dicts: this class sets _column_batches = False
+        samples = super().get_data(batch_size)
         learner = self._trainer.learner
         if samples is None or learner is None or learner.stop_requested:  # (a batch sent must be trained)
             self.stop_members()
             return None
-        assert self._group is not None
         self._batch_len = len(samples)
-        self._group.send(KIND_DATA, encode(samples, compress=False))
-        self._last_sent = time.monotonic()
+        self._send(KIND_DATA, encode(samples, compress=False))
         share = split_batch(samples, self._size)[0]
         self._sent = (share, learner.train_iter)
         return share
 
     def finish_sent_batch(self, engine: BaseLearner) -> None:
-        """After the run: a batch the other ranks got but the learner did not train (a stop request came between the
-        data and the update) is trained now, or the others would wait for its gradients."""
+        """After the run: train a batch the other ranks got but this learner did not (a stop request came between
+        the data and the update), or they would wait for its gradients."""
         if self._sent is not None and engine.train_iter == self._sent[1] and not self._stopped_members:
             engine.train(self._sent[0])
         self._sent = None
@@ -223,8 +197,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
     def on_idle(self) -> None:
         """While rank 0 waits for data, the other ranks wait in a broadcast: keep it alive."""
         if self._group is not None and not self._stopped_members and time.monotonic() - self._last_sent > _KEEPALIVE_S:
-            self._group.send(KIND_KEEPALIVE)
-            self._last_sent = time.monotonic()
+            self._send(KIND_KEEPALIVE)
 
     def stop_members(self) -> None:
         """Tell the other ranks to stop, then check that every rank ends with the same parameters."""
@@ -245,7 +218,7 @@ class LearnerAggregator(FlaskFileSystemLearner):
 
 
 class LearnerGroupMember:
-    """``learnerN`` (N >= 1) of a group of learners: follows rank 0 through the group (see the module docstring)."""
+    """``learnerN`` (N >= 1) of a group of learners: follows rank 0 through the group."""
 
     def __init__(self, cfg: Any, name: str) -> None:
         self._cfg = EasyDict(dict(GROUP_CONFIG, **dict(cfg)))

@@ -1,29 +1,13 @@
-"""The learners of one run as a ``torch.distributed`` process group: rendezvous, messages, gradient averaging.
+"""The learners of one run as a ``torch.distributed`` process group (gloo on CPU, nccl on GPUs); docs/distributed.md.
 
-Several learners (``policy.learn.learner.learner_num > 1``) train one policy together. Rank 0 is the
-:class:`~ding.parallel.roles.learner_group.aggregator.LearnerAggregator`, the only learner the coordinator talks to;
-ranks 1.. are :class:`~ding.parallel.roles.learner_group.aggregator.LearnerGroupMember` processes that talk to rank 0
-only, through this group. Nothing here is our own transport or allreduce: the group is ``torch.distributed`` (gloo on
-CPU, nccl where the policy runs on GPUs), and the rendezvous is its ``TCPStore``.
-
-Rendezvous: rank 0 opens a ``TCPStore`` on a free port of its listening address (a socket this module binds to that
-address and hands to the store: torch's own server would bind every interface) and writes that address to
-``<run dir>/learner_group.json`` (atomically; the run directory is the parent of ``path_data``, which every host
-shares). The other ranks read that file (with the safe reader: a regular file, capped) and connect; a stale file
-from an earlier run points at a closed port, so they re-read it until the group forms or ``group_timeout`` passes.
-Rank 0 removes the file when it closes.
-
-Membership: ``torch.distributed`` authenticates nobody, so anyone who reaches the store could join as a rank. Right
-after the group forms, before any task or batch is sent, every rank proves that it holds the run's token
-(:func:`prove_membership`: an HMAC over every rank's fresh nonce and its own rank); a rank that cannot prove it (or
-sends nothing) ends the group with one :class:`LearnerGroupError` on every honest rank, and nothing else flows.
-
-Messages (rank 0 to all, ``broadcast``; all to rank 0, ``gather``) are bytes in uint8 tensors: the start task as
-JSON and the batches and learn infos in the safe sample format (:mod:`ding.torch_utils.codec`); nothing received
-through the group is unpickled.
-"""
+Rendezvous: rank 0 opens a ``TCPStore`` on a socket it binds to its own address only (torch's would bind every
+interface) and writes that address to ``<run dir>/learner_group.json``; the others read it (a regular file, capped)
+and connect, re-reading a stale file until ``group_timeout``. ``torch.distributed`` authenticates nobody, so before
+anything else flows every rank proves it holds the run's token (:meth:`LearnerGroup._prove_membership`). Messages are
+bytes in uint8 tensors: JSON or the safe sample format, never unpickled."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -58,7 +42,7 @@ class LearnerGroupError(DingError, RuntimeError):
 
 
 def rendezvous_path(path_data: str) -> str:
-    """Where rank 0 writes the group's address: next to the run's data directory (on the shared filesystem)."""
+    """Where rank 0 writes the group's address: next to the run's (shared) data directory."""
     return os.path.join(os.path.dirname(os.path.normpath(path_data)) or ".", RENDEZVOUS_FILE)
 
 
@@ -66,9 +50,11 @@ def pick_backend(use_cuda: bool) -> str:
     """nccl where the policy runs on a GPU and nccl exists, gloo otherwise."""
     import torch.distributed as dist
 
-    if use_cuda and torch.cuda.is_available() and dist.is_nccl_available():
-        return "nccl"
-    return "gloo"
+    return "nccl" if use_cuda and torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+
+
+def _bytes(t: torch.Tensor) -> bytes:
+    return bytes(t.cpu().numpy().tobytes())
 
 
 class LearnerGroup:
@@ -81,13 +67,13 @@ class LearnerGroup:
         self.rank, self.size, self.backend, self.name = rank, size, backend, name
         self._store = store
         self._timeout_s = float(timeout_s)
-        if backend == "nccl":  # one GPU per learner of a host (nccl refuses two ranks on one device); the policy's
-            torch.cuda.set_device(rank % torch.cuda.device_count())  # 'cuda' is then this one
+        if backend == "nccl":  # one GPU per learner of a host (nccl refuses two ranks on one device)
+            torch.cuda.set_device(rank % torch.cuda.device_count())
         self._device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
         self._logger = logging.getLogger(f"ding.learner_group.{name}")
         if backend == "gloo" and local_address and "GLOO_SOCKET_IFNAME" not in os.environ:
-            interface = _interface_of(local_address)  # gloo's own sockets on the run's interface only (by default
-            if interface:  # it takes the host name's address, often loopback or every interface)
+            interface = _interface_of(local_address)  # gloo's sockets on the run's interface only (by default it
+            if interface:  # takes the host name's address, often loopback or every interface)
                 os.environ["GLOO_SOCKET_IFNAME"] = interface
         try:
             dist.init_process_group(backend, store=store, rank=rank, world_size=size,
@@ -98,12 +84,11 @@ class LearnerGroup:
         self._closed = False
         self._listener: socket.socket | None = None
         try:
-            prove_membership(self, token)
+            self._prove_membership(token)
         except BaseException:
             self.close()
             raise
 
-    # ---------------------------------------------------------------- forming and leaving
     @classmethod
     def host(cls, path: str, bind_host: str, advertise_host: str, size: int, backend: str, timeout_s: float,
              name: str, token: str, port: int = 0) -> LearnerGroup:
@@ -135,8 +120,8 @@ class LearnerGroup:
 
     @classmethod
     def join(cls, path: str, rank: int, size: int, timeout_s: float, name: str, token: str) -> LearnerGroup:
-        """Rank > 0: read rank 0's address from ``path`` and join, retrying until ``timeout_s`` has passed; then prove
-        ``token`` and check that every other rank holds it too."""
+        """Rank > 0: read rank 0's address from ``path`` and join (and prove ``token``), retrying until ``timeout_s``
+        has passed."""
         import torch.distributed as dist
 
         deadline = time.monotonic() + float(timeout_s)
@@ -185,12 +170,38 @@ class LearnerGroup:
             self._listener.close()
             self._listener = None
 
-    # ---------------------------------------------------------------- messages
+    def _prove_membership(self, token: str) -> None:
+        """Every rank shows every other one that it holds ``token`` before anything else flows: all exchange fresh
+        nonces, then each sends HMAC-SHA256(token, domain | all nonces | its rank) and checks everyone else's."""
+        import torch.distributed as dist
+
+        nonces = self._zeros(_NONCE_BYTES)
+        self._collective(lambda: dist.all_gather(nonces, self._tensor(secrets.token_bytes(_NONCE_BYTES))))
+        seen = b"".join(_bytes(t) for t in nonces)
+        proofs = [hmac.new(token.encode(), _PROOF_DOMAIN + seen + r.to_bytes(4, "big"), hashlib.sha256).digest()
+                  for r in range(self.size)]
+        got = self._zeros(len(proofs[0]))
+        self._collective(lambda: dist.all_gather(got, self._tensor(proofs[self.rank])))
+        bad = [r for r in range(self.size) if r != self.rank and not hmac.compare_digest(_bytes(got[r]), proofs[r])]
+        if bad:
+            raise LearnerGroupError(
+                f"{self.name} (rank {self.rank} of {self.size}): rank(s) {', '.join(map(str, bad))} of the learner "
+                "group did not prove the run's auth token: a process that does not hold the token joined the group's "
+                "rendezvous, or the learners were started with different tokens (system_config.auth_token / "
+                "DING_AUTH_TOKEN). Nothing was sent to the group; the run ends")
+
+    def _tensor(self, data: bytes) -> torch.Tensor:
+        return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self._device)
+
+    def _zeros(self, n: int, dtype: torch.dtype = torch.uint8) -> list[torch.Tensor]:
+        """One zero tensor of ``n`` elements per rank (a gather's receive buffers)."""
+        return [torch.zeros(n, dtype=dtype, device=self._device) for _ in range(self.size)]
+
     def send(self, kind: int, payload: bytes = b"") -> None:
         """Rank 0: send a message of ``kind`` (KIND_*) to every other rank."""
         self._broadcast_header(kind, len(payload))
         if payload:
-            self._broadcast(torch.frombuffer(bytearray(payload), dtype=torch.uint8))
+            self._broadcast(self._tensor(payload))
 
     def receive(self) -> tuple[int, bytes]:
         """Rank > 0: the next message from rank 0, as (kind, payload)."""
@@ -199,7 +210,7 @@ class LearnerGroup:
             return kind, b""
         buf = torch.empty(n, dtype=torch.uint8, device=self._device)
         self._broadcast(buf)
-        return kind, bytes(buf.cpu().numpy().tobytes())
+        return kind, _bytes(buf)
 
     def _broadcast_header(self, kind: int, n: int) -> tuple[int, int]:
         header = torch.tensor([kind, n], dtype=torch.int64, device=self._device)
@@ -209,28 +220,24 @@ class LearnerGroup:
     def _broadcast(self, tensor: torch.Tensor) -> None:
         import torch.distributed as dist
 
-        self._collective(lambda: dist.broadcast(tensor.to(self._device) if tensor.device != self._device
-                                                else tensor, src=0))
+        self._collective(lambda: dist.broadcast(tensor, src=0))
 
     def gather(self, payload: bytes) -> list[bytes] | None:
         """Every rank's ``payload``, in rank order, at rank 0 (None at the other ranks)."""
         import torch.distributed as dist
 
-        size = torch.tensor([len(payload)], dtype=torch.int64, device=self._device)
-        sizes = [torch.zeros(1, dtype=torch.int64, device=self._device) for _ in range(self.size)]
-        self._collective(lambda: dist.all_gather(sizes, size))
+        sizes = self._zeros(1, torch.int64)
+        self._collective(lambda: dist.all_gather(sizes, torch.tensor([len(payload)], device=self._device)))
         n = max(int(s.item()) for s in sizes)
         mine = torch.zeros(n, dtype=torch.uint8, device=self._device)
         if payload:
-            mine[:len(payload)] = torch.frombuffer(bytearray(payload), dtype=torch.uint8).to(self._device)
-        out = [torch.zeros(n, dtype=torch.uint8, device=self._device) for _ in range(self.size)] if self.rank == 0 \
-            else None
+            mine[:len(payload)] = self._tensor(payload)
+        out = self._zeros(n) if self.rank == 0 else None
         self._collective(lambda: dist.gather(mine, out, dst=0))
         if out is None:
             return None
-        return [bytes(t[:int(s.item())].cpu().numpy().tobytes()) for t, s in zip(out, sizes)]
+        return [_bytes(t[:int(s.item())]) for t, s in zip(out, sizes)]
 
-    # ---------------------------------------------------------------- the model
     def broadcast_tensors(self, tensors: list[torch.Tensor]) -> None:
         """Overwrite ``tensors`` (in place) with rank 0's."""
         import torch.distributed as dist
@@ -246,8 +253,8 @@ class LearnerGroup:
         self._average([p.grad for p in params if p.grad is not None])
 
     def average_buffers(self, buffers: list[torch.Tensor]) -> None:
-        """Keep the models' buffers identical: floating ones (BatchNorm's running statistics) become the group's
-        mean (one allreduce), the others (``num_batches_tracked``) rank 0's."""
+        """Floating buffers (BatchNorm's running statistics) become the group's mean, the others
+        (``num_batches_tracked``) rank 0's."""
         self._average([b for b in buffers if b.is_floating_point()])
         self.broadcast_tensors([b for b in buffers if not b.is_floating_point()])
 
@@ -262,9 +269,8 @@ class LearnerGroup:
         flat /= self.size
         offset = 0
         for t in tensors:
-            n = t.numel()
-            t.data.copy_(flat[offset:offset + n].view_as(t))
-            offset += n
+            t.data.copy_(flat[offset:offset + t.numel()].view_as(t))
+            offset += t.numel()
 
     def all_reduce_mean(self, values: dict[str, float], world_size: int | None = None) -> dict[str, float]:
         """Each value's mean over the group (a :class:`LogReduceHook`'s reducer: the learners' logged scalars)."""
@@ -278,34 +284,6 @@ class LearnerGroup:
                                     f"({_short_cause(e)}): a learner was lost; the group is not rebuilt (see "
                                     "docs/distributed.md, Several learners): the run ends, resume it from its last "
                                     "checkpoint") from e
-
-
-def prove_membership(group: LearnerGroup, token: str) -> None:
-    """Every rank shows every other one that it holds ``token``, before anything else flows through the group: all
-    ranks exchange fresh random nonces, then each sends HMAC-SHA256(token, domain | all nonces | its rank) and checks
-    everyone else's. A rank that gets a wrong proof raises :class:`LearnerGroupError` naming the rank(s)."""
-    import torch.distributed as dist
-
-    nonce = torch.frombuffer(bytearray(secrets.token_bytes(_NONCE_BYTES)), dtype=torch.uint8).to(group._device)
-    nonces = [torch.zeros(_NONCE_BYTES, dtype=torch.uint8, device=group._device) for _ in range(group.size)]
-    group._collective(lambda: dist.all_gather(nonces, nonce))
-    seen = b"".join(bytes(t.cpu().numpy().tobytes()) for t in nonces)
-    proofs = [_proof(token, seen, r) for r in range(group.size)]
-    mine = torch.frombuffer(bytearray(proofs[group.rank]), dtype=torch.uint8).to(group._device)
-    got = [torch.zeros(len(proofs[0]), dtype=torch.uint8, device=group._device) for _ in range(group.size)]
-    group._collective(lambda: dist.all_gather(got, mine))
-    bad = [r for r in range(group.size)
-           if r != group.rank and not hmac.compare_digest(bytes(got[r].cpu().numpy().tobytes()), proofs[r])]
-    if bad:
-        raise LearnerGroupError(
-            f"{group.name} (rank {group.rank} of {group.size}): rank(s) {', '.join(map(str, bad))} of the learner "
-            "group did not prove the run's auth token: a process that does not hold the token joined the group's "
-            "rendezvous, or the learners were started with different tokens (system_config.auth_token / "
-            "DING_AUTH_TOKEN). Nothing was sent to the group; the run ends")
-
-
-def _proof(token: str, nonces: bytes, rank: int) -> bytes:
-    return hmac.new(token.encode(), _PROOF_DOMAIN + nonces + rank.to_bytes(4, "big"), hashlib.sha256).digest()
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -360,15 +338,12 @@ def _interface_of(address: str) -> str | None:
 
 
 def _short_cause(e: BaseException) -> str:
-    """gloo's message without its source location and advice: 'Read error [127.0.0.1]:45977: Connection reset by
-    peer'."""
+    """gloo's message without its source location and advice ('Read error [127.0.0.1]:45977: Connection reset')."""
     text = (str(e).splitlines() or [""])[0]
     text = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", text)
     return text.split(" This is typically")[0].rstrip(". ") or type(e).__name__
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.remove(path)
-    except FileNotFoundError:
-        pass
