@@ -26,7 +26,7 @@ PARALLEL_MODULES = (
     "ding/parallel/roles/learner/flask_fs.py", "ding/parallel/roles/collector/marine.py",
     "ding/parallel/commanders/one_vs_one.py", "ding/parallel/roles/learner_group/aggregator.py",
     "ding/parallel/roles/learner_group/group.py", "ding/parallel/roles/learner/batch_reader.py",
-    "ding/parallel/roles/learner/trainer.py", "ding/parallel/roles/learner_group/policy_sync.py",
+    "ding/parallel/roles/learner/trainer.py",
 )
 # (module, literal) -> why that string is not a payload key there.
 ALLOWED = {

@@ -158,11 +158,9 @@ class MarineParallelCollector(ZerglingParallelCollector):
                                            policy_kwargs=dict(task.collect_setting))
             for seat_data in data:
                 samples.extend(seat_data)
-            games += _games(info)
-            for last0 in info[0]:
-                ret = last0.get("eval_episode_return") if isinstance(last0, Mapping) else None
-                if ret is not None:
-                    returns.append(float(np.asarray(ret, dtype=np.float64).reshape(-1).sum()))
+            games += _games(info)  # (each seat's last info is a dict: game_result checked it)
+            returns += [float(np.asarray(last0["eval_episode_return"], dtype=np.float64).reshape(-1).sum())
+                        for last0 in info[0] if last0.get("eval_episode_return") is not None]
         battle = None if job is None else BattleResult(players=list(job.players), games=games)
         return self._collect_answer(task, t0, envstep0, samples, len(games), episode_returns=returns, battle=battle)
 

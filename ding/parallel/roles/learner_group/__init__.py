@@ -1,7 +1,5 @@
 """Several learners behind one: the :class:`LearnerAggregator` (rank 0, the coordinator's learner) and the other
 members of its ``torch.distributed`` learner group."""
-from __future__ import annotations
-
 from ding.parallel.roles.learner_group.aggregator import (
            LearnerAggregator,
            LearnerGroupMember,

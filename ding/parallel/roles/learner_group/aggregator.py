@@ -2,16 +2,18 @@
 
 ``learner0`` is a :class:`LearnerAggregator` (DI-engine's name): the coordinator's one learner, which also leads the
 group. ``learner1..`` are :class:`LearnerGroupMember` processes without an HTTP server that follow it through the
-group, every rank making the same collectives in the same order. A lost learner ends the run; the group is not rebuilt.
-"""
+group, every rank making the same collectives in the same order; their models stay identical (rank 0's tensors at
+start, gradients averaged before each optimizer step, buffers after it, final digests compared). A lost learner ends
+the run; the group is not rebuilt."""
 from __future__ import annotations
 
+import hashlib
 import json
-import logging
 import time
 from typing import Any
 
 import numpy as np
+import torch
 from easydict import EasyDict
 
 from ding.parallel.files import run_dir
@@ -26,13 +28,6 @@ from ding.parallel.roles.learner_group.group import (
     LearnerGroupError,
     pick_backend,
     rendezvous_path,
-)
-from ding.parallel.roles.learner_group.policy_sync import (
-    attach_policy,
-    check_digests,
-    member_seed,
-    params_digest,
-    policy_buffers,
 )
 from ding.parallel.transport.base import resolve_token
 from ding.torch_utils import decode, encode
@@ -60,6 +55,106 @@ def split_batch(samples: list, size: int) -> list[list]:
         samples = [samples[i % len(samples)] for i in range(size)]
     bounds = np.cumsum([0] + [len(a) for a in np.array_split(np.arange(len(samples)), size)])
     return [samples[bounds[i]:bounds[i + 1]] for i in range(size)]
+
+
+def _policy_object(view: Any) -> Any:
+    """The policy instance behind a learn-mode view (a namedtuple of bound methods), or ``view`` itself."""
+    return getattr(getattr(view, "forward", None), "__self__", view)
+
+
+def _policy_parts(view: Any) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.optim.Optimizer]]:
+    """The tensors of every model of the policy (models inside model wrappers too; parameters and buffers, each
+    once), the buffers among them, and its optimizers; in the order of the policy's attribute names (the same in
+    every rank, list and tuple attributes flattened)."""
+    policy = _policy_object(view)
+    values: list = []
+    for key in sorted(vars(policy)):
+        value = getattr(policy, key)
+        values.extend(value if isinstance(value, (list, tuple)) else [value])
+    modules = [m for m in (v if isinstance(v, torch.nn.Module) else getattr(v, "_model", None) for v in values)
+               if isinstance(m, torch.nn.Module)]
+    tensors: dict[int, torch.Tensor] = {}
+    for module in modules:
+        for t in module.state_dict(keep_vars=True).values():
+            if isinstance(t, torch.Tensor):
+                tensors.setdefault(id(t), t)
+    buffers = {id(b) for m in modules for b in m.buffers()}
+    return (list(tensors.values()), [t for t in tensors.values() if id(t) in buffers],
+            [v for v in values if isinstance(v, torch.optim.Optimizer)])
+
+
+def params_digest(view: Any) -> str:
+    """sha256 of the policy's model tensors: equal digests, bit-identical models."""
+    h = hashlib.sha256()
+    for t in _policy_parts(view)[0]:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+class _GradientMean:
+    """The gradients of one optimizer's parameters averaged over the group once per step: before the step, or
+    earlier when the policy asks (``Policy._sync_gradients``, before it clips them by hand)."""
+
+    def __init__(self, group: LearnerGroup, params: list) -> None:
+        self._group, self.params, self._done = group, params, False
+        self.ids = {id(p) for p in params}
+
+    def average(self) -> None:
+        if not self._done:
+            self._group.average_gradients(self.params)
+            self._done = True
+
+    def before_step(self, *_: Any) -> None:
+        self.average()
+        self._done = False  # the next step's gradients are new
+
+
+def attach_policy(view: Any, group: LearnerGroup) -> int:
+    """Give every model of the policy rank 0's tensors and make each of its optimizers average the gradients over
+    the group before it steps (or before the policy clips them); the number of optimizers hooked."""
+    policy = _policy_object(view)
+    tensors, _, optimizers = _policy_parts(view)
+    if not optimizers:
+        raise LearnerGroupError(f"{type(policy).__name__} has no torch optimizer among its attributes: several "
+                                "learners (learner_num > 1) cannot average its gradients")
+    group.broadcast_tensors(tensors)
+    means = [_GradientMean(group, [p for g in opt.param_groups for p in g["params"]]) for opt in optimizers]
+    for opt, mean in zip(optimizers, means):
+        opt.register_step_pre_hook(mean.before_step)
+
+    def sync(params: Any) -> None:
+        ids = {id(p) for p in params}
+        for m in means:
+            if m.ids & ids:
+                m.average()
+
+    policy.gradient_sync = sync
+    return len(optimizers)
+
+
+def policy_buffers(view: Any) -> list:
+    """The buffers of every model of the policy (BatchNorm's running statistics), each once, in a fixed order."""
+    return _policy_parts(view)[1]
+
+
+def member_seed(seed: int, rank: int, train_iter: int) -> int:
+    """The package-RNG seed of learner ``rank`` (>= 1) of a group: each member draws its own noise for its share;
+    rank 0 keeps the run's RNGs (restored on resume)."""
+    return int(np.random.SeedSequence([int(seed), int(rank), int(train_iter)]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def check_digests(group: LearnerGroup, learner: BaseLearner) -> None:
+    """Every rank logs its :func:`params_digest`; rank 0 compares them (a mismatch is a :class:`LearnerGroupError`)."""
+    digest = params_digest(learner.policy)
+    learner.info(f"learner group: final parameters sha256 {digest} at train_iter {learner.train_iter}")
+    parts = group.gather(digest.encode())
+    if parts is None:
+        return
+    digests = [p.decode(errors="replace") for p in parts]
+    if len(set(digests)) != 1:
+        raise LearnerGroupError(f"the {group.size} learners ended with different parameters (sha256 per rank: "
+                                f"{', '.join(d[:12] for d in digests)}): gradients were not averaged the same way")
+    learner.info(f"learner group: parameters identical on all {group.size} learners")
 
 
 def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str]:
@@ -228,7 +323,6 @@ class LearnerGroupMember:
             raise ConfigError(f"{name}: learner_rank must be in 1..{self.size - 1} (learner_num {self.size}), got "
                               f"{self.rank}")
         self._rendezvous, self._token = _group_link(self._cfg, name)
-        self._logger = logging.getLogger(f"ding.learner_member.{name}")
         self._group: LearnerGroup | None = None
         self.learner: BaseLearner | None = None
         self._stopped = False

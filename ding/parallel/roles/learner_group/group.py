@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import torch
+import torch.distributed as dist
 
 from ding.utils import DataFileError, DingError, atomic_write, read_regular_file
 from ding.worker.learner.learner_hook import allreduce_mean
@@ -48,8 +49,6 @@ def rendezvous_path(path_data: str) -> str:
 
 def pick_backend(use_cuda: bool) -> str:
     """nccl where the policy runs on a GPU and nccl exists, gloo otherwise."""
-    import torch.distributed as dist
-
     return "nccl" if use_cuda and torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
 
 
@@ -62,11 +61,7 @@ class LearnerGroup:
 
     def __init__(self, rank: int, size: int, backend: str, store: Any, timeout_s: float, name: str,
                  token: str, local_address: str = "") -> None:
-        import torch.distributed as dist
-
         self.rank, self.size, self.backend, self.name = rank, size, backend, name
-        self._store = store
-        self._timeout_s = float(timeout_s)
         if backend == "nccl":  # one GPU per learner of a host (nccl refuses two ranks on one device)
             torch.cuda.set_device(rank % torch.cuda.device_count())
         self._device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else torch.device("cpu")
@@ -77,10 +72,10 @@ class LearnerGroup:
                 os.environ["GLOO_SOCKET_IFNAME"] = interface
         try:
             dist.init_process_group(backend, store=store, rank=rank, world_size=size,
-                                    timeout=timedelta(seconds=self._timeout_s))
+                                    timeout=timedelta(seconds=float(timeout_s)))
         except Exception as e:  # noqa: BLE001 -- one message naming what failed
             raise LearnerGroupError(f"{name}: the learner group ({size} learners, {backend}) did not form within "
-                                    f"group_timeout ({self._timeout_s:g} s): {type(e).__name__}: {e}") from e
+                                    f"group_timeout ({float(timeout_s):g} s): {type(e).__name__}: {e}") from e
         self._closed = False
         self._listener: socket.socket | None = None
         try:
@@ -94,8 +89,6 @@ class LearnerGroup:
              name: str, token: str, port: int = 0) -> LearnerGroup:
         """Rank 0: open the store on ``bind_host`` only, announce its address in ``path``, wait for the other ranks
         (``timeout_s``) and check that each holds ``token``."""
-        import torch.distributed as dist
-
         listener = None
         try:
             listener = _listen(bind_host, int(port))
@@ -122,8 +115,6 @@ class LearnerGroup:
     def join(cls, path: str, rank: int, size: int, timeout_s: float, name: str, token: str) -> LearnerGroup:
         """Rank > 0: read rank 0's address from ``path`` and join (and prove ``token``), retrying until ``timeout_s``
         has passed."""
-        import torch.distributed as dist
-
         deadline = time.monotonic() + float(timeout_s)
         last = "no rendezvous file yet"
         while True:
@@ -153,8 +144,6 @@ class LearnerGroup:
 
     def close(self, path: str | None = None) -> None:
         """Leave the group (rank 0 also removes the rendezvous file ``path``). Idempotent."""
-        import torch.distributed as dist
-
         if self._closed:
             return
         self._closed = True
@@ -165,7 +154,6 @@ class LearnerGroup:
                 dist.destroy_process_group()
         except Exception as e:  # noqa: BLE001 -- a broken group cannot be left cleanly; the process ends anyway
             self._logger.warning(f"{self.name}: leaving the learner group: {e}")
-        self._store = None
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -173,8 +161,6 @@ class LearnerGroup:
     def _prove_membership(self, token: str) -> None:
         """Every rank shows every other one that it holds ``token`` before anything else flows: all exchange fresh
         nonces, then each sends HMAC-SHA256(token, domain | all nonces | its rank) and checks everyone else's."""
-        import torch.distributed as dist
-
         nonces = self._zeros(_NONCE_BYTES)
         self._collective(lambda: dist.all_gather(nonces, self._tensor(secrets.token_bytes(_NONCE_BYTES))))
         seen = b"".join(_bytes(t) for t in nonces)
@@ -218,14 +204,10 @@ class LearnerGroup:
         return int(header[0]), int(header[1])
 
     def _broadcast(self, tensor: torch.Tensor) -> None:
-        import torch.distributed as dist
-
         self._collective(lambda: dist.broadcast(tensor, src=0))
 
     def gather(self, payload: bytes) -> list[bytes] | None:
         """Every rank's ``payload``, in rank order, at rank 0 (None at the other ranks)."""
-        import torch.distributed as dist
-
         sizes = self._zeros(1, torch.int64)
         self._collective(lambda: dist.all_gather(sizes, torch.tensor([len(payload)], device=self._device)))
         n = max(int(s.item()) for s in sizes)
@@ -240,8 +222,6 @@ class LearnerGroup:
 
     def broadcast_tensors(self, tensors: list[torch.Tensor]) -> None:
         """Overwrite ``tensors`` (in place) with rank 0's."""
-        import torch.distributed as dist
-
         for t in tensors:
             buf = t.data if t.device == self._device else t.data.to(self._device)
             self._collective(functools.partial(dist.broadcast, buf, src=0))
@@ -260,8 +240,6 @@ class LearnerGroup:
 
     def _average(self, tensors: list[torch.Tensor]) -> None:
         """Each tensor (in place) replaced by its mean over the group, in one allreduce."""
-        import torch.distributed as dist
-
         if not tensors:
             return
         flat = torch.cat([t.detach().reshape(-1).to(self._device) for t in tensors])
