@@ -1,7 +1,6 @@
 """BaseCommCollector: a collector process's link to the coordinator."""
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
@@ -47,8 +46,5 @@ class BaseCommCollector(ABC):
 
 def create_comm_collector(cfg: Mapping, **kwargs: Any) -> BaseCommCollector:
     """The comm collector ``cfg.type`` names (e.g. 'flask_fs'), after importing ``cfg.import_names``."""
-    import_module(cfg.get("import_names"))
-    name = cfg.get("type", "flask_fs")
-    if name not in COMM_COLLECTOR_REGISTRY:
-        importlib.import_module("ding.parallel.roles.collector.flask_fs")
-    return COMM_COLLECTOR_REGISTRY.get(name, where="comm_collector.type")(cfg, **kwargs)
+    import_module(cfg.get("import_names"))  # (this package's own collectors registered when it was imported)
+    return COMM_COLLECTOR_REGISTRY.get(cfg.get("type", "flask_fs"), where="comm_collector.type")(cfg, **kwargs)

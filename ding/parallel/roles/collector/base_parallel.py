@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -75,11 +74,8 @@ class BaseParallelCollector(ABC):
 
 
 def get_parallel_collector_cls(cfg: Mapping) -> type:
-    import_module(cfg.get("import_names"))
-    name = cfg.get("type", "zergling")
-    if name not in PARALLEL_COLLECTOR_REGISTRY:
-        importlib.import_module("ding.parallel.roles.collector.zergling")
-    return PARALLEL_COLLECTOR_REGISTRY.get(name, where="policy.collect.collector.type")
+    import_module(cfg.get("import_names"))  # (this package's own collectors registered when it was imported)
+    return PARALLEL_COLLECTOR_REGISTRY.get(cfg.get("type", "zergling"), where="policy.collect.collector.type")
 
 
 def create_parallel_collector(cfg: Any, **kwargs: Any) -> BaseParallelCollector:
