@@ -50,7 +50,6 @@ def data_ids_valid(data_ids: list) -> bool:
 
 
 def data_path(path_data: str, data_id: str) -> str:
-    """The path of the data file that holds ``data_id``."""
     return os.path.join(path_data, split_data_id(data_id)[0])
 
 
@@ -122,7 +121,6 @@ def write_samples(path_data: str, file_id: str, samples: list, compress: bool = 
 
 
 def read_data(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
-    """The sample of ``data_id``."""
     return read_data_file(path_data, data_id, limits)[data_id]
 
 

@@ -144,9 +144,8 @@ class LearnInfo(Record):
                      jsonable: Any) -> LearnInfo:
         """The record of a ``BaseLearner``'s ``learn_info`` (``jsonable`` turns tensors into lists)."""
         pi = learn_info.get("priority_info")
-        priority = None
-        if pi:
-            priority = PriorityInfo(**{f.name: jsonable(pi[f.name]) for f in dataclasses.fields(PriorityInfo)})
+        fields = dataclasses.fields(PriorityInfo)
+        priority = PriorityInfo(**{f.name: jsonable(pi[f.name]) for f in fields}) if pi else None
         return cls(learner_step=int(learn_info.get("learner_step", 0)), policy_iter=policy_iter,
                    learner_done=bool(learn_info.get("learner_done", False)), priority_info=priority,
                    stats={k: float(v) for k, v in stats.items()})
@@ -341,19 +340,19 @@ class CollectResult(Record):
 
     def _validate(self, peer: str, context: Any) -> None:
         _at_least(self, peer, 0, "envstep", "sample_count")
-        job = context.job if isinstance(context, CollectTask) else None
-        if job is not None and (self.battle is None or self.battle.players != job.players):
-            got = None if self.battle is None else self.battle.players
-            raise self._bad("battle.players", f"must be the task's players {job.players}, got {got}", peer)
-        if job is None and isinstance(context, CollectTask) and self.battle is not None:
-            raise self._bad("battle", "the task was no battle (it had no job)", peer)
         if self.eval_flag:
             raise self._bad("eval_flag", "must be false in the answer to a collect task", peer)
-        prefix = f"{context.task_id}_" if isinstance(context, CollectTask) else None
-        for i, meta in enumerate(self.metadata):  # (SampleMeta checked each is a plain file name)
-            if prefix is not None and not meta.data_id.startswith(prefix):
-                raise self._bad(f"metadata[{i}].data_id", f"{meta.data_id!r:.80} is not a data file of task "
-                                                          f"{context.task_id} ('{prefix}*')", peer)
+        if isinstance(context, CollectTask):
+            job, got = context.job, None if self.battle is None else self.battle.players
+            if job is not None and got != job.players:
+                raise self._bad("battle.players", f"must be the task's players {job.players}, got {got}", peer)
+            if job is None and got is not None:
+                raise self._bad("battle", "the task was no battle (it had no job)", peer)
+            prefix = f"{context.task_id}_"
+            for i, meta in enumerate(self.metadata):  # (SampleMeta checked each is a plain file name)
+                if not meta.data_id.startswith(prefix):
+                    raise self._bad(f"metadata[{i}].data_id", f"{meta.data_id!r:.80} is not a data file of task "
+                                                              f"{context.task_id} ('{prefix}*')", peer)
         self.sample_count = len(self.metadata)
 
 

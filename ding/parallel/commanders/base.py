@@ -110,7 +110,6 @@ class BaseCommander(ABC):
         """The learner reported progress (train iterations, published policy)."""
 
     def learner_started(self, task_id: str, info: LearnerStarted) -> None:
-        """A learner answered its start task."""
         self.update_learner_info(task_id, LearnInfo(learner_step=info.learner_step, policy_iter=info.policy_iter))
 
     def get_policy_id(self) -> str:
@@ -159,8 +158,7 @@ class BaseCommander(ABC):
 
 
 def get_parallel_commander_cls(cfg: Mapping) -> type:
-    """The commander class ``cfg.type`` names (default 'solo'; this package registers the built-in ones), after
-    importing ``cfg.import_names``."""
+    """The commander class ``cfg.type`` names (default 'solo'), after importing ``cfg.import_names``."""
     import_module(cfg.get("import_names"))
     return COMMANDER_REGISTRY.get(cfg.get("type", "solo"), where="policy.other.commander.type")
 

@@ -64,8 +64,7 @@ class OneVsOneCommander(SoloCommander):
         from ding.league import create_league
 
         self._path_policy = path_policy
-        league_cfg = dict(self._league_cfg, path_policy=path_policy)
-        league = create_league(league_cfg)
+        league = create_league(dict(self._league_cfg, path_policy=path_policy))
         if len(league.active_players) != 1:
             raise ConfigError(f"policy.other.league.active_players: parallel mode trains one learner, so the league "
                               f"needs exactly one active player (e.g. dict(main_player=1)); this one has "

@@ -48,7 +48,6 @@ class BaseCommLearner(ABC):
 
 
 def create_comm_learner(cfg: Mapping, **kwargs: Any) -> BaseCommLearner:
-    """The comm learner ``cfg.type`` names (default 'flask_fs', registered by this package), after importing
-    ``cfg.import_names``."""
+    """The comm learner ``cfg.type`` names (default 'flask_fs'), after importing ``cfg.import_names``."""
     import_module(cfg.get("import_names"))
     return COMM_LEARNER_REGISTRY.get(cfg.get("type", "flask_fs"), where="comm_learner.type")(cfg, **kwargs)
