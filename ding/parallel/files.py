@@ -1,16 +1,8 @@
 """The shared directory of parallel mode: data files written by collectors, the policy file written by the learner.
 
-A data file holds one sample (its data id is the file name, DI-engine's layout) or a list of samples (a collect
-task's samples together: the data id of sample ``i`` of file ``F`` is ``F:i``). One file per collect task instead of
-one per sample costs a quarter of the collector's CPU per sample and one read instead of many on the learner
-(docs/benchmarks.md, Parallel mode).
-
-Both are written atomically (a reader sees the previous file or the whole new one), both in the safe sample format
-of :mod:`ding.torch_utils.codec` (data files zlib-compressed, policy files raw: a policy reload is a JSON header and
-a copy of the tensors' bytes, about a tenth of ``torch.load``'s CPU). Nothing here ever unpickles anything. Both
-readers treat the files as hostile (anyone who can write the shared directory can plant one): regular files only (no
-links, FIFOs or devices), a size cap, a cap on what they expand to, and a strict structure; every refusal is one
-:class:`DataFileError` naming the file.
+A data file holds one sample (data id: the file name) or a collect task's list of samples (sample ``i`` of file ``F``
+is ``F:i``). Both kinds are written atomically in the format of :mod:`ding.torch_utils.codec`, never unpickled, and
+read as hostile: regular files only, size caps, a strict structure; every refusal is one :class:`DataFileError`.
 """
 from __future__ import annotations
 
@@ -22,18 +14,17 @@ from ding.torch_utils import DEFAULT_LIMITS, DecodeLimits, decode, encode, load_
 from ding.utils import DataFileError, atomic_write, read_regular_file
 
 POLICY_MAX_BYTES = 1 << 30  # default cap on a policy file and what it holds (comm collector: max_policy_file_mb)
+DATA_FILE_MAX_BYTES = 8 << 20  # a collect task's samples go to files of at most this many bytes (or one sample each)
 
 _DATA_ID = re.compile(r"[A-Za-z0-9_.\-]+")
 _SAMPLE_ID = re.compile(r"([A-Za-z0-9_.\-]+)(?::(\d{1,9}))?")
 # many data ids checked in one match: each a plain file name (not '.' or '..') with an optional ':<index>', one per line
 _SAMPLE_IDS = re.compile(r"(?:(?!\.\.?(?::|\n))[A-Za-z0-9_.\-]+(?::\d{1,9})?\n)*")
-DATA_FILE_MAX_BYTES = 8 << 20  # a collect task's samples go to files of at most this many bytes (or one sample each)
 
 
 def split_data_id(data_id: Any) -> tuple[str, int | None]:
-    """``(file name, index)`` of a data id: ``'F'`` is the one sample in file ``F`` (index None), ``'F:i'`` sample
-    ``i`` of the list in ``F``. A :class:`DataFileError` for anything else (the file name must be plain: letters,
-    digits, '_.-', not '.' or '..'; so nothing escapes the directory)."""
+    """``(file name, index)`` of a data id: ``'F'`` is the one sample in file ``F``, ``'F:i'`` sample ``i`` of its
+    list. The file name must be plain (letters, digits, '_.-', not '.' or '..'), so nothing escapes the directory."""
     m = _SAMPLE_ID.fullmatch(data_id) if isinstance(data_id, str) else None
     if m is None or m.group(1) in (".", ".."):
         raise DataFileError(f"invalid data id {data_id!r:.80}: must be a plain file name of letters, digits, '_.-', "
@@ -53,31 +44,25 @@ def task_of(data_id: Any) -> str | None:
 
 
 def data_ids_valid(data_ids: list) -> bool:
-    """Whether every item is a valid data id (see :func:`split_data_id`), in one pass (a learn task carries
-    hundreds); False sends the caller to check them one by one to name the bad one."""
+    """Whether every item is a valid data id, in one pass (a learn task carries hundreds)."""
     return all(type(i) is str and "\n" not in i for i in data_ids) and \
         _SAMPLE_IDS.fullmatch("".join(i + "\n" for i in data_ids)) is not None
 
 
 def data_path(path_data: str, data_id: str) -> str:
-    """The path of the data file that holds ``data_id`` (``path_data/<file name>``, see :func:`split_data_id`)."""
     return os.path.join(path_data, split_data_id(data_id)[0])
 
 
 def policy_path(path_policy: str, policy_id: Any) -> str:
-    """``path_policy/policy_id``; a policy id is a plain file name like a data id (nothing escapes the directory)."""
+    """``path_policy/policy_id``; a policy id is a plain file name like a data id's."""
     if not isinstance(policy_id, str) or not _DATA_ID.fullmatch(policy_id) or policy_id in (".", ".."):
         raise DataFileError(f"invalid policy id {policy_id!r}: must be a plain file name of letters, digits, '_.-'")
     return os.path.join(path_policy, policy_id)
 
 
 def run_dir(given: Any, expected: Any, what: str) -> str:
-    """A shared directory named by a peer's task (``what`` names the field, e.g. ``learner_start_task.path_data``).
-
-    It must be a path string; when this role's own config names the run's directory (``expected``: the
-    ``path_data`` / ``path_policy`` of its ``system_config``, as every role of ``ding -m parallel`` has), the task
-    must name that same directory, so a peer cannot point a role at any other directory.
-    """
+    """A shared directory named by a peer's task field ``what``; when this role's config names the run's directory
+    (``expected``), the task must name that one, so a peer cannot point a role anywhere else."""
     if not isinstance(given, str) or not given.strip() or "\x00" in given:
         raise DataFileError(f"{what}: expected a directory path, got {given!r}")
     if expected and os.path.realpath(given) != os.path.realpath(str(expected)):
@@ -87,11 +72,8 @@ def run_dir(given: Any, expected: Any, what: str) -> str:
 
 
 def learner_load_path(load_path: Any, ckpt_dir: str, what: str = "learner_start_task.load_path") -> str | None:
-    """The checkpoint a peer asks the learner to load, confined to the learner's own checkpoint directory.
-
-    ``load_path`` must be ``ckpt_dir`` itself (its newest good ``iteration_N``) or an ``iteration_N.pth.tar`` in it:
-    the learner loads only what it wrote itself (collectors write elsewhere). None or '' means nothing to load.
-    """
+    """The checkpoint a peer asks the learner to load: ``ckpt_dir`` itself or an ``iteration_N.pth.tar`` in it (the
+    learner loads only what it wrote); None for nothing."""
     if load_path is None or load_path == "":
         return None
     if not isinstance(load_path, str) or "\x00" in load_path:
@@ -107,7 +89,7 @@ def learner_load_path(load_path: Any, ckpt_dir: str, what: str = "learner_start_
 
 
 def write_data(path_data: str, data_id: str, sample: Any, compress: bool = True) -> int:
-    """Write one sample to the data file ``data_id`` (a plain file name); returns the file's size."""
+    """Write one sample to the data file ``data_id``; returns the file's size."""
     if split_data_id(data_id)[1] is not None:
         raise DataFileError(f"write_data: {data_id!r} names a sample inside a file; give the file name alone")
     return save_file(sample, data_path(path_data, data_id), compress=compress)
@@ -115,9 +97,8 @@ def write_data(path_data: str, data_id: str, sample: Any, compress: bool = True)
 
 def write_samples(path_data: str, file_id: str, samples: list, compress: bool = True,
                   max_bytes: int = DATA_FILE_MAX_BYTES) -> list[str]:
-    """Write ``samples`` to as few data files as fit ``max_bytes`` each (``file_id``, then ``file_id.1``, ...) and
-    return their data ids in order (``'<file>:<i>'``). A file that would be larger is split in halves, down to one
-    sample per file, so a learner's file size limit is met by any sample that meets it alone."""
+    """Write ``samples`` to as few files of at most ``max_bytes`` as fit (``file_id``, ``file_id.1``, ...; a larger
+    one is split in halves down to one sample) and return their data ids in order."""
     if split_data_id(file_id)[1] is not None:
         raise DataFileError(f"write_samples: {file_id!r} must be a plain file name")
     ids: list[str] = []
@@ -132,7 +113,7 @@ def write_samples(path_data: str, file_id: str, samples: list, compress: bool = 
             half = len(chunk) // 2
             pending[:0] = [chunk[:half], chunk[half:]]
             continue
-        name = file_id if part == 0 else f"{file_id}.{part}"
+        name = f"{file_id}.{part}" if part else file_id
         part += 1
         atomic_write(os.path.join(path_data, name), blob, fsync=False)
         ids += [f"{name}:{i}" for i in range(len(chunk))]
@@ -140,19 +121,14 @@ def write_samples(path_data: str, file_id: str, samples: list, compress: bool = 
 
 
 def read_data(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
-    """The sample of ``data_id``; anything wrong with the file (see :func:`ding.torch_utils.load_file`) is a
-    :class:`DataFileError`."""
     return read_data_file(path_data, data_id, limits)[data_id]
 
 
 def read_data_file(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """Every sample of the data file holding ``data_id``, by data id (a reader caches them all: the other samples
-    of a collect task's file are in the buffer too). The file must hold what its data ids say: one sample (a dict)
-    for ``'F'``, a list of sample dicts with ``i`` in range for ``'F:i'``; anything else is a
-    :class:`DataFileError` naming the file."""
+    """Every sample of the data file holding ``data_id``, by data id. The file must hold what its ids say: a sample
+    dict for ``'F'``, a list of sample dicts with ``i`` in range for ``'F:i'``."""
     name, index = split_data_id(data_id)
-    path = os.path.join(path_data, name)
-    stored = load_file(path, limits=limits)
+    stored = load_file(os.path.join(path_data, name), limits=limits)
     if index is None:
         if not isinstance(stored, dict):
             raise DataFileError(f"data file {name}: holds a {type(stored).__name__}, not a sample dict")
@@ -166,18 +142,14 @@ def read_data_file(path_data: str, data_id: str, limits: DecodeLimits = DEFAULT_
 
 
 def write_policy(path: str, model_state: dict, policy_iter: int) -> None:
-    """Publish ``{'model': state_dict, 'iter': n}`` at ``path``, atomically, in the sample format of
-    :mod:`ding.torch_utils.codec` (uncompressed: raw tensor bytes behind a JSON header; no pickle)."""
+    """Publish ``{'model': state_dict, 'iter': n}`` at ``path``, atomically and uncompressed (raw tensor bytes
+    behind a JSON header: a reload costs about a tenth of ``torch.load``)."""
     atomic_write(path, encode({"model": dict(model_state), "iter": int(policy_iter)}, compress=False), fsync=False)
 
 
 def read_policy(path: str, max_bytes: int = POLICY_MAX_BYTES) -> dict | None:
-    """The published policy ``{'model': {name: tensor}, 'iter': int}``, or None when none exists yet.
-
-    A file that is not a regular file, is larger than ``max_bytes``, is not in the codec's format (a pickle, a torch
-    zip archive), decodes to more than ``max_bytes``, or has another structure is a :class:`DataFileError` naming it.
-    Decoding builds numpy arrays and tensors only, so a planted file can fail a task but never run code.
-    """
+    """The published policy ``{'model': {name: tensor}, 'iter': int}``, or None when none exists yet. A file that is
+    not regular, is or decodes to more than ``max_bytes``, or has another format or structure is refused."""
     import torch
 
     try:
@@ -197,8 +169,7 @@ def read_policy(path: str, max_bytes: int = POLICY_MAX_BYTES) -> dict | None:
 
 
 def check_policy_fits(state: dict, model_state: dict, path: str) -> None:
-    """A :class:`DataFileError` naming ``path`` unless the policy's tensors have exactly the names, shapes and dtypes
-    of ``model_state`` (the reader's own model)."""
+    """Refuse the policy file ``path`` unless its tensors have the names, shapes and dtypes of ``model_state``."""
     model = state["model"]
     missing, unexpected = sorted(set(model_state) - set(model)), sorted(set(model) - set(model_state))
     if missing or unexpected:
@@ -212,7 +183,7 @@ def check_policy_fits(state: dict, model_state: dict, path: str) -> None:
 
 
 def to_columns(batch: list[dict]) -> dict[str, list]:
-    """A batch of metadata dicts as ``{key: [value per item]}``: the same data in a fraction of the JSON."""
+    """A batch of metadata dicts as ``{key: [value per item]}``."""
     keys = list(batch[0]) if batch else []
     return {k: [m.get(k) for m in batch] for k in keys}
 
@@ -221,12 +192,10 @@ def from_columns(batch: dict | list) -> list[dict]:
     """The metadata dicts of a batch given as columns (``to_columns``) or already as a list of dicts."""
     if isinstance(batch, list):
         return batch
-    if not isinstance(batch, dict) or not batch:
+    columns = list(batch.values()) if isinstance(batch, dict) else []
+    if not columns:
         raise DataFileError(f"a batch must be a list of metadata dicts or a dict of equal-length columns, got "
                             f"{type(batch).__name__}")
-    columns = list(batch.values())
-    n = len(columns[0]) if isinstance(columns[0], list) else -1
-    if n < 0 or any(not isinstance(c, list) or len(c) != n for c in columns):
+    if any(not isinstance(c, list) or len(c) != len(columns[0]) for c in columns):
         raise DataFileError("a batch given as columns needs one list per key, all of the same length")
-    keys = list(batch)
-    return [dict(zip(keys, row)) for row in zip(*columns)]
+    return [dict(zip(batch, row)) for row in zip(*columns)]

@@ -1,14 +1,7 @@
 """The protocol of parallel mode: the task names and one typed record per task and per answer.
 
-The coordinator sends tasks to the learner and the collectors (:class:`TaskName`); each task's payload and each answer
-is one of the records below. A record crosses the wire as a JSON object (``to_json``) and is rebuilt where it enters a
-process with ``from_json``, which checks every field against the record's annotations: a missing field, a wrong type
-or a non-finite number raises one :class:`ProtocolError` that names the record, the field and the peer it came from.
-Records add their own rules on top (a data id is a plain file name under the collector task that wrote it, lists that
-go together have one length, ...). A peer's malformed message fails that task, never the run (docs/parallel.md).
-
-Fields without a default are required; keys a record does not know are ignored (a newer peer may send more).
-The protocol table in docs/parallel.md is checked against this module by tests/worker/test_parallel_protocol.py.
+Records cross the wire as JSON and are checked by ``from_json`` where they enter (one :class:`ProtocolError` naming
+record, field and peer); a malformed message fails its task, never the run. docs/parallel.md has the table.
 """
 from __future__ import annotations
 
@@ -23,11 +16,10 @@ from ding.parallel.files import data_ids_valid, from_columns, split_data_id, to_
 from ding.utils import DataFileError, JsonRecord, ProtocolError
 from ding.utils.json_record import fields_doc
 
-Record = JsonRecord  # every task and answer below is one
+Record = JsonRecord
 
-DATA_ID = "data_id"  # the key of a sample's data file in metadata and in buffer items (SampleMeta.data_id)
+DATA_ID = "data_id"  # the key of a sample's data file in metadata and in buffer items
 COLLECT_TASK_PREFIX = "collector_task_"  # collect task ids, and so the names of the data files they write
-_EVAL_FLAG = "eval_flag"
 
 
 class TaskName(str, Enum):
@@ -42,28 +34,27 @@ class TaskName(str, Enum):
     COLLECTOR_CLOSE = "collector_close_task"
 
 
-def check_data_id(data_id: Any) -> str | None:
-    """What is wrong with ``data_id`` as a data file name (None: nothing): a plain name, no separators, no '..'."""
-    if not isinstance(data_id, str):
-        return f"must be a str, got {type(data_id).__name__}"
+def _check_id(rec: Record, name: str, value: Any, peer: str) -> None:
+    """Raise for field ``name`` unless ``value`` is a data id (a plain file name: no separators, no '..')."""
+    if not isinstance(value, str):
+        raise rec._bad(name, f"must be a str, got {type(value).__name__}", peer)
     try:
-        split_data_id(data_id)  # the one rule for data ids
+        split_data_id(value)
     except DataFileError:
-        return (f"{data_id!r:.80} is not a data id (a plain file name of letters, digits, '_.-', no '..', no "
-                "separators; optionally ':<sample index>')")
-    return None
+        raise rec._bad(name, f"{value!r:.80} is not a data id (a plain file name of letters, digits, '_.-', no '..', "
+                             "no separators; optionally ':<sample index>')", peer) from None
 
 
-def _nonnegative(rec: Record, peer: str, *names: str) -> None:
+def _at_least(rec: Record, peer: str, low: int, *names: str) -> None:
     for name in names:
-        if getattr(rec, name) < 0:
-            raise rec._bad(name, f"must be >= 0, got {getattr(rec, name)}", peer)
+        if getattr(rec, name) < low:
+            raise rec._bad(name, f"must be >= {low}, got {getattr(rec, name)}", peer)
 
 
 # ------------------------------------------------------------------------------------------------ learner
 @dataclass
 class LearnerStarted(Record):
-    """Answer to :class:`LearnerStartTask`: where the learner starts (a restarted one continues from a checkpoint)."""
+    """Answer to :class:`LearnerStartTask`: the step the learner starts at."""
 
     learner_step: int
     policy_iter: int
@@ -71,9 +62,8 @@ class LearnerStarted(Record):
     already_started: bool = False  # a repeated start task found training running
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "learner_step")
-        if self.policy_iter < -1:
-            raise self._bad("policy_iter", f"must be >= -1, got {self.policy_iter}", peer)
+        _at_least(self, peer, 0, "learner_step")
+        _at_least(self, peer, -1, "policy_iter")
 
 
 @dataclass
@@ -101,9 +91,7 @@ class LearnerDemand(Record):
     cur_learner_iter: int = 0
 
     def _validate(self, peer: str, context: Any) -> None:
-        for name in ("batch_size", "n_batches"):
-            if getattr(self, name) < 1:
-                raise self._bad(name, f"must be >= 1, got {getattr(self, name)}", peer)
+        _at_least(self, peer, 1, "batch_size", "n_batches")
 
 
 @dataclass
@@ -149,16 +137,15 @@ class LearnInfo(Record):
     skipped: bool = False  # every data file of the batch was missing or damaged: nothing trained
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "learner_step")
+        _at_least(self, peer, 0, "learner_step")
 
     @classmethod
     def from_learner(cls, learn_info: Mapping[str, Any], policy_iter: int, stats: Mapping[str, float],
                      jsonable: Any) -> LearnInfo:
-        """The record of a :class:`BaseLearner`'s ``learn_info`` dict (``jsonable`` turns tensors into lists)."""
+        """The record of a ``BaseLearner``'s ``learn_info`` (``jsonable`` turns tensors into lists)."""
         pi = learn_info.get("priority_info")
-        priority = None
-        if pi:
-            priority = PriorityInfo(**{f.name: jsonable(pi[f.name]) for f in dataclasses.fields(PriorityInfo)})
+        fields = dataclasses.fields(PriorityInfo)
+        priority = PriorityInfo(**{f.name: jsonable(pi[f.name]) for f in fields}) if pi else None
         return cls(learner_step=int(learn_info.get("learner_step", 0)), policy_iter=policy_iter,
                    learner_done=bool(learn_info.get("learner_done", False)), priority_info=priority,
                    stats={k: float(v) for k, v in stats.items()})
@@ -173,13 +160,13 @@ class LearnResult(Record):
     skipped_files: int = 0
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "trained", "skipped_files")
+        _at_least(self, peer, 0, "trained", "skipped_files")
 
 
 @dataclass
 class LearnTask(Record):
-    """Batches of sampled metadata to train on, each as columns ``{key: [value per item]}`` with a ``data_id``
-    column; the learner answers when it trained on all of them (or after ``wait_s``)."""
+    """Batches of sampled metadata as columns ``{key: [value per item]}`` with a ``data_id`` column; answered once
+    all are trained (or after ``wait_s``)."""
 
     TASK: ClassVar[TaskName] = TaskName.LEARNER_LEARN
     RESULT: ClassVar[type[Record]] = LearnResult
@@ -194,20 +181,16 @@ class LearnTask(Record):
                 raise self._bad(f"data[{i}].data_id", "is missing", peer)
             if any(len(col) != len(ids) for col in batch.values()):
                 raise self._bad(f"data[{i}]", "columns must all have the same length", peer)
-            if data_ids_valid(ids):  # all of them in one pass; else find and name the bad one
-                continue
-            for j, data_id in enumerate(ids):
-                problem = check_data_id(data_id)
-                if problem:
-                    raise self._bad(f"data[{i}].data_id[{j}]", problem, peer)
+            if not data_ids_valid(ids):  # all of them in one pass; else find and name the bad one
+                for j, data_id in enumerate(ids):
+                    _check_id(self, f"data[{i}].data_id[{j}]", data_id, peer)
 
     def batches(self) -> list[list[dict[str, Any]]]:
-        """The batches as lists of metadata dicts."""
         return [from_columns(b) for b in self.data]
 
     @classmethod
     def of_batches(cls, batches: list[list[dict[str, Any]]], envstep: int, wait_s: float) -> LearnTask:
-        """The task for batches of metadata dicts (sent as columns: the same data in a fraction of the JSON)."""
+        """The task for batches of metadata dicts (sent as columns: a fraction of the JSON)."""
         return cls(data=[to_columns(b) for b in batches], envstep=envstep, wait_s=wait_s)
 
 
@@ -217,12 +200,12 @@ class LearnerClosed(Record):
 
     learner_step: int
     ckpt_name: str | None = None
-    train_s: float = 0.0  # seconds the learner's training thread ran ...
-    data_wait_s: float = 0.0  # ... and, of them, waited for its next batch (the rest it trained)
-    trained: int = 0  # train iterations this learner process ran (a restarted one: since its checkpoint)
+    train_s: float = 0.0  # seconds the training thread ran, and of them waited for a batch
+    data_wait_s: float = 0.0
+    trained: int = 0  # train iterations this process ran (a restarted one: since its checkpoint)
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "learner_step", "train_s", "data_wait_s", "trained")
+        _at_least(self, peer, 0, "learner_step", "train_s", "data_wait_s", "trained")
 
 
 @dataclass
@@ -257,16 +240,14 @@ class CollectorStartTask(Record):
 
 @dataclass
 class SampleMeta(Record):
-    """One collected sample: its data file (``data_id``, under ``path_data``), the policy that made it, its priority."""
+    """One collected sample: its data file under ``path_data``, the policy that made it, its priority."""
 
     data_id: str
     collect_iter: int = 0
     priority: float | None = None
 
     def _validate(self, peer: str, context: Any) -> None:
-        problem = check_data_id(self.data_id)
-        if problem:
-            raise self._bad("data_id", problem, peer)
+        _check_id(self, "data_id", self.data_id, peer)
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
@@ -277,18 +258,14 @@ class SampleMeta(Record):
 
 BATTLE_OUTCOMES = ("wins", "draws", "losses")  # one game's result for one player (DI-engine's words)
 _MIRROR = {"wins": "losses", "losses": "wins", "draws": "draws"}
-
-
 FIXED_OPPONENT = "fixed_opponent"  # seat 1's player id in a fixed-opponent job (no league player)
 
 
 @dataclass
 class BattleJob(Record):
-    """The players of a battle collect task (one_vs_one commander): league player ids and the policy files (plain
-    names under ``path_policy``) that play them, in seat order; seat 0 is the learner's player. The same file in both
-    seats is self-play: one policy plays both players and both sides' samples are kept. With ``fixed_opponent`` seat 1
-    is the collector's fixed opponent (the league's ``fixed_opponent_prob``): ``players[1]`` is
-    :data:`FIXED_OPPONENT` and ``policy_files`` has seat 0's file only."""
+    """The players of a battle collect task in seat order (seat 0: the learner's) and the policy files under
+    ``path_policy`` that play them; one file in both seats is self-play. With ``fixed_opponent`` seat 1 is the
+    collector's fixed opponent: ``players[1]`` is :data:`FIXED_OPPONENT` and only seat 0 has a file."""
 
     players: list[str]
     policy_files: list[str]
@@ -305,9 +282,7 @@ class BattleJob(Record):
             raise self._bad("policy_files", f"has {len(self.policy_files)} entries, {files} expected (one per "
                                            "seat played by a policy file)", peer)
         for i, name in enumerate(self.policy_files):
-            problem = check_data_id(name)
-            if problem:
-                raise self._bad(f"policy_files[{i}]", problem, peer)
+            _check_id(self, f"policy_files[{i}]", name, peer)
 
     @property
     def self_play(self) -> bool:
@@ -316,9 +291,8 @@ class BattleJob(Record):
 
 @dataclass
 class BattleResult(Record):
-    """The finished games of one battle task: ``games[k][i]`` is seat ``i``'s result of game ``k``, one of
-    'wins' / 'draws' / 'losses', and the two seats' results of a game agree (a win is the other's loss). Only
-    whole games are in it, and it travels only in the task's answer: a task that does not finish reports none."""
+    """The finished games of one battle task: ``games[k][i]`` is seat ``i``'s result of game ``k`` (one of
+    :data:`BATTLE_OUTCOMES`; the seats agree). It travels only in a finished task's answer."""
 
     players: list[str]
     games: list[list[str]] = field(default_factory=list)
@@ -338,7 +312,7 @@ class BattleResult(Record):
                 raise self._bad(f"games[{k}]", f"{game} do not agree (one player's win is the other's loss)", peer)
 
     def home_outcomes(self) -> list[str]:
-        """Seat 0's result of every game (the league's ``finish_job`` reads the home player's view)."""
+        """Seat 0's result of every game."""
         return [game[0] for game in self.games]
 
     def rates(self) -> tuple[float, float, float]:
@@ -365,20 +339,20 @@ class CollectResult(Record):
     battle: BattleResult | None = None  # a battle task's games (its task had a ``job``)
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "envstep", "sample_count")
-        job = context.job if isinstance(context, CollectTask) else None
-        if job is not None and (self.battle is None or self.battle.players != job.players):
-            got = None if self.battle is None else self.battle.players
-            raise self._bad("battle.players", f"must be the task's players {job.players}, got {got}", peer)
-        if job is None and isinstance(context, CollectTask) and self.battle is not None:
-            raise self._bad("battle", "the task was no battle (it had no job)", peer)
+        _at_least(self, peer, 0, "envstep", "sample_count")
         if self.eval_flag:
             raise self._bad("eval_flag", "must be false in the answer to a collect task", peer)
-        prefix = f"{context.task_id}_" if isinstance(context, CollectTask) else None
-        for i, meta in enumerate(self.metadata):  # (each is a plain file name: SampleMeta checked it)
-            if prefix is not None and not meta.data_id.startswith(prefix):
-                raise self._bad(f"metadata[{i}].data_id", f"{meta.data_id!r:.80} is not a data file of task "
-                                                          f"{context.task_id} ('{prefix}*')", peer)
+        if isinstance(context, CollectTask):
+            job, got = context.job, None if self.battle is None else self.battle.players
+            if job is not None and got != job.players:
+                raise self._bad("battle.players", f"must be the task's players {job.players}, got {got}", peer)
+            if job is None and got is not None:
+                raise self._bad("battle", "the task was no battle (it had no job)", peer)
+            prefix = f"{context.task_id}_"
+            for i, meta in enumerate(self.metadata):  # (SampleMeta checked each is a plain file name)
+                if not meta.data_id.startswith(prefix):
+                    raise self._bad(f"metadata[{i}].data_id", f"{meta.data_id!r:.80} is not a data file of task "
+                                                              f"{context.task_id} ('{prefix}*')", peer)
         self.sample_count = len(self.metadata)
 
 
@@ -393,13 +367,13 @@ class EvalResult(Record):
     episode_lengths: list[int] = field(default_factory=list)
     envstep_count: int = 0
     duration: float = 0.0
-    env_time: float = 0.0  # of duration: seconds the envs' steps took (what splitting an evaluation divides) ...
-    policy_time: float = 0.0  # ... and the CPU seconds of the policy's forward passes (what every shard repeats)
+    env_time: float = 0.0  # of duration: seconds of env steps, and CPU seconds of the policy's forward passes
+    policy_time: float = 0.0
     eval_flag: bool = True
     battle: BattleResult | None = None  # a battle evaluation's games against the fixed opponent
 
     def _validate(self, peer: str, context: Any) -> None:
-        _nonnegative(self, peer, "duration", "env_time", "policy_time")
+        _at_least(self, peer, 0, "duration", "env_time", "policy_time")
         if not self.eval_flag:
             raise self._bad("eval_flag", "must be true in the answer to an evaluation", peer)
 
@@ -416,8 +390,7 @@ class EvalResult(Record):
 
 @dataclass
 class CollectTask(Record):
-    """Collect ``n_sample`` samples with ``collect_setting`` (e.g. epsilon) into data files named
-    ``<task_id>_<i>``."""
+    """Collect ``n_sample`` samples with ``collect_setting`` (e.g. epsilon) into data files ``<task_id>_<i>``."""
 
     TASK: ClassVar[TaskName] = TaskName.COLLECTOR_DATA
     RESULT: ClassVar[type[Record]] = CollectResult
@@ -432,17 +405,13 @@ class CollectTask(Record):
     job: BattleJob | None = None  # a battle: who plays whom (the one_vs_one commander's league decides)
 
     def _validate(self, peer: str, context: Any) -> None:
-        if self.n_sample < 1:
-            raise self._bad("n_sample", f"must be >= 1, got {self.n_sample}", peer)
-        problem = check_data_id(self.task_id)
-        if problem:
-            raise self._bad("task_id", problem, peer)
+        _at_least(self, peer, 1, "n_sample")
+        _check_id(self, "task_id", self.task_id, peer)
 
 
 @dataclass
 class EvalTask(Record):
-    """Evaluate the newest policy with ``eval_setting``; a new best (above ``best_return``) is kept as
-    ``ckpt_best``."""
+    """Evaluate the newest policy with ``eval_setting``; a new best (above ``best_return``) is kept as ``ckpt_best``."""
 
     TASK: ClassVar[TaskName] = TaskName.COLLECTOR_DATA
     RESULT: ClassVar[type[Record]] = EvalResult
@@ -491,14 +460,14 @@ WIRE_RECORDS: tuple[type[Record], ...] = (
 
 
 def decode_task(name: str, payload: Any, peer: str = "the coordinator") -> Record:
-    """The task record of a ``task/new`` message named ``name`` (a collector data task is a collect task or an
-    evaluation by its ``eval_flag``)."""
+    """The task record of a ``task/new`` message named ``name`` (a collector data task is an evaluation by its
+    ``eval_flag``)."""
     try:
         task = TaskName(name)
     except ValueError:
         raise ProtocolError("task", "name", f"{name!r:.60} is no task of parallel mode", peer) from None
     if task is TaskName.COLLECTOR_DATA:
-        is_eval = isinstance(payload, Mapping) and payload.get(_EVAL_FLAG) is True
+        is_eval = isinstance(payload, Mapping) and payload.get("eval_flag") is True
         return (EvalTask if is_eval else CollectTask).from_json(payload, peer)
     (cls,) = [c for c in TASK_RECORDS if c.TASK is task]  # type: ignore[attr-defined]
     return cls.from_json(payload, peer)
@@ -513,7 +482,7 @@ def decode_result(task: Record, data: Any, peer: str) -> Record:
 # ------------------------------------------------------------------------------------------------ coordinator side
 @dataclass
 class LearnerSlot(Record):
-    """A learner task the commander hands out: which buffer it trains from, where it publishes its policy."""
+    """A learner task the commander hands out: the buffer it trains from, where it publishes its policy."""
 
     task_id: str
     buffer_id: str
@@ -553,12 +522,11 @@ class CommanderState(CommanderStatus):
     eval_history: list[EvalRecord] = field(default_factory=list)
     end_reason: str | None = None
     reached_stop_value: bool = False
-    league: dict[str, Any] | None = None  # the one_vs_one commander's league (players, payoff, ratings, generator)
-    league_games: int = 0  # games of finished battle tasks the league counted (one_vs_one)
-    fixed_opponent_games: int = 0  # games of finished tasks against the fixed opponent (one_vs_one; not in the league)
+    league: dict[str, Any] | None = None  # one_vs_one: the league's state, the games it counted, and those against the
+    league_games: int = 0  # fixed opponent (not in the league)
+    fixed_opponent_games: int = 0
 
 
-# ------------------------------------------------------------------------------------------------ documentation
 def protocol_table() -> str:
     """The protocol as the Markdown tables of docs/parallel.md (a test keeps the two equal)."""
     rows = ["| task (wire name) | payload record: fields | answer record: fields |", "|---|---|---|"]

@@ -55,16 +55,14 @@ class LimitedSpaceContainer:
 
 
 class BaseCommander(ABC):
-    """The interface the :class:`~ding.parallel.coordinator.Coordinator` drives. ``cfg`` is the compiled main config.
-    Tasks and answers are the typed records of :mod:`ding.parallel.protocol`, already checked."""
+    """The interface the coordinator drives, with already checked records; ``cfg`` is the compiled main config."""
 
     config: dict = dict(
         collector_task_space=None,  # collector tasks running at once; None: one per connected collector
-        learner_task_space=1,  # accepted for DI-engine configs; must be 1 (one learner task: a group is one too)
+        learner_task_space=1,  # accepted for DI-engine configs; must be 1 (a learner group is one task too)
         eval_interval=60.0,  # seconds: evaluate at least this often (policy.eval.evaluator.eval_freq also triggers)
     )
-    # checked when the config compiles (ding/config/ranges.py); a subclass's own are merged with these
-    config_ranges = {
+    config_ranges = {  # checked when the config compiles; a subclass's own are merged with these
         "learner_task_space": between(1, 1, integer=True, hint="accepted for DI-engine configs: one learner task "
                                                                "runs at a time; several learners are one group"),
     }
@@ -75,12 +73,11 @@ class BaseCommander(ABC):
 
     def __init__(self, cfg: Any) -> None:
         self._cfg = cfg
-        self.eval_history: list[EvalRecord] = []  # one record per finished evaluation
-        self.max_env_step: float = math.inf  # limits that end the run (the Coordinator sets them from its own)
+        self.eval_history: list[EvalRecord] = []
+        self.max_env_step: float = math.inf  # limits that end the run (the coordinator sets them)
         self.max_train_iter: float = math.inf
-        # set by the Coordinator for commanders that split an evaluation over collectors (see eval_shards.py): copy
-        # the live policy file to a snapshot id (None: none could be taken), and drop a snapshot once its evaluation
-        # ended (True: keep it first as the best evaluated policy)
+        # set by the coordinator for split evaluations: copy the live policy to a snapshot id (None: failed), and drop
+        # a snapshot once its evaluation ended (True: keep it first as the best evaluated policy)
         self.snapshot_policy: Callable[[str], str | None] | None = None
         self.drop_snapshot: Callable[[str, bool], None] | None = None
 
@@ -113,16 +110,14 @@ class BaseCommander(ABC):
         """The learner reported progress (train iterations, published policy)."""
 
     def learner_started(self, task_id: str, info: LearnerStarted) -> None:
-        """A learner answered its start task."""
         self.update_learner_info(task_id, LearnInfo(learner_step=info.learner_step, policy_iter=info.policy_iter))
 
     def get_policy_id(self) -> str:
-        """File name (under ``path_policy``) the learner publishes its policy to."""
+        """The file under ``path_policy`` the learner publishes its policy to."""
         return "policy"
 
     def set_path_policy(self, path_policy: str) -> None:
-        """The run's shared policy directory (the coordinator tells it before anything starts); a commander that
-        publishes files beside the learner's policy (the league's snapshots) keeps them there."""
+        """The run's shared policy directory, told before anything starts (a league keeps its snapshots there)."""
 
     @abstractmethod
     def learner_may_train(self, buffer_count: int) -> bool:
@@ -142,7 +137,7 @@ class BaseCommander(ABC):
 
     @property
     def reached_stop_value(self) -> bool:
-        """True once an evaluation reached the stop value: the run is finished (nothing to resume)."""
+        """True once an evaluation reached the stop value (nothing to resume)."""
         return False
 
     @abstractmethod
@@ -163,16 +158,11 @@ class BaseCommander(ABC):
 
 
 def get_parallel_commander_cls(cfg: Mapping) -> type:
+    """The commander class ``cfg.type`` names (default 'solo'), after importing ``cfg.import_names``."""
     import_module(cfg.get("import_names"))
     return COMMANDER_REGISTRY.get(cfg.get("type", "solo"), where="policy.other.commander.type")
 
 
 def create_parallel_commander(cfg: Any) -> BaseCommander:
-    """The commander ``cfg.policy.other.commander.type`` names (default 'solo'), built from the compiled main config."""
-    commander_cfg = cfg.policy.other.commander
-    import_module(commander_cfg.get("import_names"))
-    if commander_cfg.get("type", "solo") not in COMMANDER_REGISTRY:
-        import importlib
-
-        importlib.import_module("ding.parallel.commanders.solo")
-    return get_parallel_commander_cls(commander_cfg)(cfg)
+    """The commander ``cfg.policy.other.commander`` names, built from the compiled main config."""
+    return get_parallel_commander_cls(cfg.policy.other.commander)(cfg)

@@ -1,5 +1,4 @@
-"""OneVsOneCommander: self-play with a league in parallel mode — the learner trains the league's main player, the
-league picks each collect task's opponent, battle results feed its payoff table (DI-engine's ``one_vs_one``)."""
+"""OneVsOneCommander: the learner trains a league's main player, the league picks each collect task's opponent."""
 from __future__ import annotations
 
 import copy
@@ -32,32 +31,14 @@ _logger = logging.getLogger("ding.commander.one_vs_one")
 
 @COMMANDER_REGISTRY.register("one_vs_one")
 class OneVsOneCommander(SoloCommander):
-    """The solo commander's pacing and evaluation, plus a league (``policy.other.league``, see docs/league.md).
-
-    - **Jobs.** Each collect task carries the league's job for the main player: the two players and the policy files
-      that play them, side by side in ``path_policy``: the main player is the learner's published policy file, a
-      historical player its snapshot file ``<id>_ckpt_<step>.pth``. The marine collector plays the games. With the
-      league's ``fixed_opponent_prob`` a job plays the collector's fixed opponent instead (e.g. a scripted player,
-      drawn from the league's generator); those games stay out of the payoff table and the ratings.
-    - **Results.** A finished task's games go to the league (payoff table, Elo) in one call, after its samples entered
-      the buffer. A task that fails, times out or whose collector dies contributes nothing: results travel only in a
-      task's answer, so the table never holds part of a task.
-    - **Snapshots.** The learner's progress is the main player's step; every ``snapshot_check_iters`` iterations the
-      published policy is copied to the main player's checkpoint and the league judges a snapshot (every
-      ``one_phase_step`` iterations, or after ``one_phase_step`` when it beats everyone). A first snapshot is taken
-      when the first policy is published, so PFSP has an opponent from the start.
-    - **Evaluation** is the solo commander's, against the marine collector's fixed opponent; each record has the
-      win rate. The league's state is in the commander's saved state (``--resume`` continues it).
-
-    One learner trains one player: the league must have exactly one active player (a main player or a naive
-    self-play player).
-    """
+    """The solo commander plus a league (``policy.other.league``): each collect task carries the league's job, a
+    finished task's games go to the league in one call, the published policy is snapshotted as the main player
+    (docs/league.md, Parallel mode). The league must have exactly one active player."""
 
     config = dict(
         SoloCommander.config,
         snapshot_check_iters=10,  # judge a snapshot of the main player at most every this many train iterations
     )
-
     config_ranges = {"snapshot_check_iters": at_least(1, integer=True)}
 
     def __init__(self, cfg: Any) -> None:
@@ -83,8 +64,7 @@ class OneVsOneCommander(SoloCommander):
         from ding.league import create_league
 
         self._path_policy = path_policy
-        league_cfg = dict(self._league_cfg, path_policy=path_policy)
-        league = create_league(league_cfg)
+        league = create_league(dict(self._league_cfg, path_policy=path_policy))
         if len(league.active_players) != 1:
             raise ConfigError(f"policy.other.league.active_players: parallel mode trains one learner, so the league "
                               f"needs exactly one active player (e.g. dict(main_player=1)); this one has "
@@ -98,12 +78,6 @@ class OneVsOneCommander(SoloCommander):
             raise RuntimeError("OneVsOneCommander: set_path_policy() builds the league first (the coordinator "
                                "calls it)")
         return self._league
-
-    def _policy_file(self, player_id: str, checkpoint_path: str) -> str:
-        """The file (under path_policy) that plays ``player_id``: the published policy for the main player."""
-        if player_id == self._main_id:
-            return self._policy_id
-        return os.path.basename(checkpoint_path)
 
     def _judge_snapshot(self, learner_step: int, force: bool = False) -> None:
         """Copy the published policy to the main player's checkpoint and let the league judge a snapshot."""
@@ -155,7 +129,9 @@ class OneVsOneCommander(SoloCommander):
             return dataclasses.replace(task, job=BattleJob(players=[self._main_id, FIXED_OPPONENT],
                                                            policy_files=[self._policy_id], fixed_opponent=True))
         job = league.get_job_info(self._main_id)
-        files = [self._policy_file(pid, path) for pid, path in zip(job.player_id, job.checkpoint_path)]
+        # the main player plays the published policy, a historical one its snapshot file beside it
+        files = [self._policy_id if pid == self._main_id else os.path.basename(path)
+                 for pid, path in zip(job.player_id, job.checkpoint_path)]
         return dataclasses.replace(task, job=BattleJob(players=list(job.player_id), policy_files=files))
 
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:

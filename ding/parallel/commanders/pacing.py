@@ -1,16 +1,11 @@
 """Pacing: the serial pipeline's replay ratio kept in parallel mode (docs/parallel.md, Pacing).
 
-The learner gets one more batch only while ``batches served < ratio * samples pushed``; a collector gets a new
-collect task only while ``samples pushed + samples in flight < batches served / ratio + ahead``, where ``ahead`` is
-``max(batch_size, 2 * n_sample * collectors)``. ``ratio == 0`` turns both off. The learner also waits once it is
-:data:`EVAL_LEAD` eval periods past the last evaluation handed out. Not thread-safe by itself: the commander calls it
-under its lock.
+The learner trains while ``batches served < ratio * samples pushed``, collectors collect while ``samples pushed + in
+flight < batches served / ratio + ahead`` (``ratio == 0``: no pacing). Not thread-safe: the commander holds its lock.
 """
 from __future__ import annotations
 
-# eval_freq periods the learner may train past the last evaluation handed out before it waits for the next one (once
-# the commander key ``eval_lead``; docs/parallel.md, Pacing)
-EVAL_LEAD = 2
+EVAL_LEAD = 2  # eval_freq periods the learner may train past the last evaluation handed out before it waits
 
 
 class Pacing:
@@ -38,18 +33,14 @@ class Pacing:
         return self.ratio == 0 or self.served < self.ratio * self.pushed
 
     def past_eval_lead(self) -> bool:
-        """The learner is ``eval_lead_batches`` batches (``EVAL_LEAD`` eval periods) past the last evaluation handed
-        out."""
+        """The learner is ``eval_lead_batches`` batches past the last evaluation handed out."""
         return 0 < self.eval_lead_batches <= self.served - self.served_at_eval
 
     def collect_allowed(self, collectors: int) -> bool:
         if self.ratio == 0:
             return True
         ahead = self.ahead
-        if ahead is None:
-            # two tasks per collector (one running, one waiting for the learner): collectors never wait on a busy
-            # learner's round trip, and the data they collect is at most that far ahead of the policy that collects
-            # it (policy lag); at least a batch, so the learner can start
+        if ahead is None:  # two tasks per collector (one running, one waiting) bound the policy lag; at least a batch
             ahead = max(self.batch_size, 2 * self.n_sample * max(1, collectors))
         planned = self.pushed + sum(self._in_flight.values())
         return planned < self.served / self.ratio + ahead

@@ -1,16 +1,12 @@
-"""The env steps each published policy was trained with, so an evaluation is recorded where serial mode records it.
-
-Collectors keep gathering while a policy is evaluated; recording the evaluation at the env-step count when its result
-arrives would credit the policy with data it never trained on. The commander notes the count at every publish and
-looks a policy up when its evaluation ends.
-"""
+"""The env steps each published policy was trained with, so an evaluation is recorded where serial mode records it
+(not at the later count when its result arrives, which would credit the policy with data it never trained on)."""
 from __future__ import annotations
 
 import bisect
 
 
 class PolicySteps:
-    """(published policy iteration, env steps collected by then), ascending; evaluations ask in ascending order."""
+    """(published policy iteration, env steps collected by then), ascending; evaluations ask in that order."""
 
     def __init__(self) -> None:
         self._steps: list[tuple[int, int]] = []
@@ -25,8 +21,8 @@ class PolicySteps:
         self._steps.clear()
 
     def of(self, policy_iter: int, envstep: int) -> int:
-        """The env steps collected when ``policy_iter`` was published (at most ``envstep``, the count now); the count
-        now for a policy not heard of yet."""
+        """The env steps collected when ``policy_iter`` was published, at most ``envstep`` (the count now; also the
+        answer for a policy not heard of yet)."""
         i = bisect.bisect_left(self._steps, (policy_iter, -1))
         step = self._steps[i][1] if i < len(self._steps) else envstep
         del self._steps[:i]  # evaluations go forward: older policies are not asked for again

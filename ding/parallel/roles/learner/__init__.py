@@ -1,4 +1,4 @@
-"""The learner role: its link to the coordinator (comm learners), the trainer it runs, its policy publisher."""
+"""The learner role: its link to the coordinator, the trainer it runs, its policy publisher."""
 from ding.parallel.roles.learner.base import BaseCommLearner, create_comm_learner
 from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner, SendLearnInfoHook, SendPolicyHook
 

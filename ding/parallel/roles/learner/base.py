@@ -11,9 +11,8 @@ from ding.utils import COMM_LEARNER_REGISTRY, config_of, import_module
 
 
 class BaseCommLearner(ABC):
-    """Receives the coordinator's learner tasks and gives the :class:`BaseLearner` it builds three functions:
-    ``get_data(batch_size)`` (its data source), ``send_policy(state_dict)`` and ``send_learn_info(learn_info)``
-    (called by the hooks in :attr:`hooks4call`)."""
+    """Receives the coordinator's learner tasks; the :class:`BaseLearner` it builds takes its data from
+    :meth:`get_data` and reports through the hooks in :attr:`hooks4call`."""
 
     config: dict = {}
 
@@ -49,11 +48,6 @@ class BaseCommLearner(ABC):
 
 
 def create_comm_learner(cfg: Mapping, **kwargs: Any) -> BaseCommLearner:
-    """The comm learner ``cfg.type`` names (e.g. 'flask_fs'), after importing ``cfg.import_names``."""
+    """The comm learner ``cfg.type`` names (default 'flask_fs'), after importing ``cfg.import_names``."""
     import_module(cfg.get("import_names"))
-    name = cfg.get("type", "flask_fs")
-    if name not in COMM_LEARNER_REGISTRY:
-        import importlib
-
-        importlib.import_module("ding.parallel.roles.learner.flask_fs")
-    return COMM_LEARNER_REGISTRY.get(name, where="comm_learner.type")(cfg, **kwargs)
+    return COMM_LEARNER_REGISTRY.get(cfg.get("type", "flask_fs"), where="comm_learner.type")(cfg, **kwargs)

@@ -1,8 +1,6 @@
-"""BatchReader: a learn task's batches read from their data files, through the learner's sample store.
+"""BatchReader: a learn task's batches read from their data files (in the task's thread) through a sample store.
 
-A learn task names its samples by data id; their files are read and decoded by the task's own thread (never the
-training thread) and kept in a :class:`SampleStore`. A file that is missing or damaged is skipped and counted; a
-damaged one is remembered and not read again (data files never change).
+A missing or damaged file is skipped and counted; a damaged one is not read again (data files never change).
 """
 from __future__ import annotations
 
@@ -29,8 +27,8 @@ _Batch = tuple[list[str], dict[str, list]]  # a batch's data ids at hand, and it
 
 @dataclass
 class ReadBatches:
-    """A learn task's batches as read: all their samples as one :class:`~ding.utils.data.ColumnBatch` when the policy
-    takes columns, else each batch's sample dicts; ``sizes`` per batch (0: every file of the batch was skipped)."""
+    """A learn task's batches as read: one :class:`ColumnBatch` of all samples when the policy takes columns, else
+    each batch's sample dicts; ``sizes`` per batch (0: every file of the batch was skipped)."""
 
     sizes: list[int]
     envstep: int
@@ -40,7 +38,7 @@ class ReadBatches:
     samples: list[list[dict]] | None = None
 
     def batches(self) -> list[ColumnBatch | list[dict] | None]:
-        """Per batch: a ColumnBatch (a view of ``columns``), its sample dicts, or None (nothing to train)."""
+        """Per batch: a view of ``columns``, its sample dicts, or None (nothing to train)."""
         if self.columns is not None:
             parts = iter(self.columns.split([n for n in self.sizes if n]))
             return [next(parts) if n else None for n in self.sizes]
@@ -49,7 +47,7 @@ class ReadBatches:
 
 
 class BatchReader:
-    """Reads learn tasks' batches for one learner (see the module docstring); thread-safe."""
+    """Reads learn tasks' batches for one learner; thread-safe."""
 
     def __init__(self, path_data: str, store: SampleStore, limits: DecodeLimits, logger: logging.Logger) -> None:
         self.path_data = path_data
@@ -62,8 +60,7 @@ class BatchReader:
 
     @classmethod
     def for_task(cls, task: LearnerStartTask, cfg: Any, logger: logging.Logger) -> BatchReader:
-        """The reader a start task asks for: its data directory, a store of the replay buffer's size holding at most
-        ``cfg.sample_cache_mb``, the decode limits of ``cfg.max_data_file_mb`` (a file, and what it decodes to)."""
+        """The reader of a start task's data directory, with the store and decode limits the role's ``cfg`` sets."""
         path_data = run_dir(task.path_data, cfg.get("path_data"), "LearnerStartTask.path_data")
         replay = EasyDict(task.main_config).policy.other.replay_buffer
         buffer_size = int(replay.get("replay_buffer_size", 0) or 0)
@@ -77,7 +74,7 @@ class BatchReader:
 
     def read(self, task: LearnTask, columns: bool) -> ReadBatches:
         """The task's batches, as one ColumnBatch (``columns``) or as sample dicts."""
-        torch_threads_in_this_thread()  # (this thread decodes the data files and stacks the batches)
+        torch_threads_in_this_thread()
         with self._lock:
             fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
             read = [self._load(meta, fresh) for meta in task.data]
@@ -118,8 +115,8 @@ class BatchReader:
         return fresh[data_id] if sample is None else sample
 
     def _load(self, meta: dict[str, list], fresh: dict[str, Any]) -> _Batch | None:
-        """A batch's data ids whose samples are at hand (kept, or read now into ``fresh``) and its metadata of those;
-        None when every file of the batch was skipped."""
+        """A batch's data ids whose samples are at hand (kept, or read now into ``fresh``) and their metadata; None
+        when every file of the batch was skipped."""
         ids, kept = self._read_samples(meta[DATA_ID], fresh)
         if not ids:
             return None
@@ -127,8 +124,8 @@ class BatchReader:
         return ids, {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
 
     def _read_samples(self, data_ids: list, fresh: dict[str, Any]) -> tuple[list[str], list[int]]:
-        """The ids of ``data_ids`` at hand and their positions, reading missing ones' whole files into the store (a
-        collect task's other samples are in the buffer too) and into ``fresh``."""
+        """The ids of ``data_ids`` at hand and their positions, reading missing ones' whole files into the store and
+        into ``fresh``."""
         store = self.store
         if not store.missing(data_ids, fresh):  # (the common case: every sample is kept)
             return list(data_ids), list(range(len(data_ids)))
@@ -167,11 +164,5 @@ def _without(read: _Batch | None, gone: set) -> _Batch | None:
 
 
 def _laid_over(stored: list[dict], extra: dict[str, list]) -> list[dict]:
-    """Sample dicts: each stored sample with its metadata laid over it (the stored sample is not changed)."""
-    samples = []
-    for j, sample in enumerate(stored):
-        sample = dict(sample)
-        for k, col in extra.items():
-            sample[k] = col[j]
-        samples.append(sample)
-    return samples
+    """Copies of the stored samples with their metadata laid over them."""
+    return [{**sample, **{k: col[j] for k, col in extra.items()}} for j, sample in enumerate(stored)]

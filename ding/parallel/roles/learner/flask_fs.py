@@ -1,13 +1,7 @@
-"""FlaskFileSystemLearner: a learner process's task side — an HTTP slave of the coordinator, data and policy in files.
+"""FlaskFileSystemLearner: a learner process's task side, an HTTP slave of the coordinator (docs/parallel.md).
 
-Task flow (all started by the coordinator; the records are in :mod:`ding.parallel.protocol`): a ``LearnerStartTask``
-builds the learner (at the run's latest checkpoint when the coordinator names one) and hands it to the
-:class:`~ding.parallel.roles.learner.trainer.Trainer`, which trains it in this process; a ``GetDataTask`` returns the
-learner's data demand; a ``LearnTask``'s data files are read by its own thread
-(:class:`~ding.parallel.roles.learner.batch_reader.BatchReader`) and its batches trained, the answer is their learn
-infos; a ``LearnerCloseTask`` stops training (a checkpoint is written). The policy is published to
-``path_policy/<policy_id>`` by a publisher thread, every ``send_policy_freq`` iterations but at most every
-``SEND_POLICY_INTERVAL_S`` seconds.
+A start task builds the learner and hands it to a :class:`Trainer`; a learn task's data files are read by its own
+thread (:class:`BatchReader`) and answered once trained; the policy file is written by a :class:`PolicyPublisher`.
 """
 from __future__ import annotations
 
@@ -43,18 +37,13 @@ from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.learner_hook import LearnerHook
 
 __all__ = ["FlaskFileSystemLearner", "ReadBatches", "SendLearnInfoHook", "SendPolicyHook"]
-# Batches the coordinator keeps queued at a learner, sent in learn tasks of a quarter of this (docs/benchmarks.md has
-# the A/B that fixed it).
-PREFETCH_BATCHES = 4
-
-
-# The policy is published every send_policy_freq train iterations, but at most this often: a fast learner with
-# DI-engine's send_policy_freq=1 would otherwise write it far more often than any collector reads it.
+PREFETCH_BATCHES = 4  # batches the coordinator keeps queued at a learner (docs/benchmarks.md)
+# at most this often, so a fast learner with DI-engine's send_policy_freq=1 does not write far more than is read
 SEND_POLICY_INTERVAL_S = 0.05
 
+
 class SendPolicyHook(LearnerHook):
-    """Publish the policy every ``send_policy_freq`` iterations of the comm learner, at most every
-    ``SEND_POLICY_INTERVAL_S`` seconds (after_iter)."""
+    """Publish the policy every ``send_policy_freq`` iterations, at most every ``send_policy_interval`` seconds."""
 
     def __init__(self, comm: FlaskFileSystemLearner) -> None:
         super().__init__("send_policy", 30, position="after_iter")
@@ -68,7 +57,7 @@ class SendPolicyHook(LearnerHook):
 
 
 class SendLearnInfoHook(LearnerHook):
-    """Hand each iteration's learn info to the learn task waiting for it (after_iter, after the other hooks)."""
+    """Hand each iteration's learn info to the learn task waiting for it (after the other hooks)."""
 
     def __init__(self, comm: FlaskFileSystemLearner) -> None:
         super().__init__("send_learn_info", 40, position="after_iter")
@@ -80,18 +69,16 @@ class SendLearnInfoHook(LearnerHook):
 
 @COMM_LEARNER_REGISTRY.register("flask_fs")
 class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
-    """A learner process's slave: see the module docstring for the task flow."""
+    """A learner process's slave (see the module docstring)."""
 
     config = dict(
         type="flask_fs",
         import_names=[],
         **COMM_ROLE_CONFIG,
-        # decoded samples are kept in memory (data files never change), up to the replay buffer's size and this many
-        # MiB (the oldest give way, a larger sample is skipped); None: replay_buffer_size x 64 KiB, 256-4096 MiB
+        # MiB of decoded samples kept in memory, up to the replay buffer's size; None: replay_buffer_size x 64 KiB,
+        # 256-4096 MiB
         sample_cache_mb=None,
-        # a data file larger than this (MiB) is skipped as damaged, and so is one that expands to more (decompressed
-        # bytes, array bytes; see docs/parallel.md, Security)
-        max_data_file_mb=64,
+        max_data_file_mb=64,  # a data file larger than this, or decoding to more, is skipped as damaged
     )
     _column_batches = True  # batches reach a policy that takes them as columns (False: always as sample lists)
 
@@ -100,26 +87,23 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         cfg = self._cfg
         self.name = name
         self._logger = logging.getLogger(f"ding.learner_slave.{name}")
-        self._slave: Any = RoleSlave(cfg, name, "learner", token, self._task_handlers(), self.deal_with_resource(),
-                                     self._logger)
-        self.send_policy_freq = 1  # set from the learner config by the start task
+        handlers: dict[type, Any] = {
+            LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,
+            LearnTask: self.deal_with_learner_learn, LearnerCloseTask: self.deal_with_learner_close}
+        self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(), self._logger)
+        self.send_policy_freq = 1  # these four are set by the start task
         self.send_policy_interval = 0.0
         self._publisher: PolicyPublisher | None = None
-        self._trainer = Trainer(name, self._logger)
-        self._reader: BatchReader | None = None  # set by the start task
+        self._reader: BatchReader | None = None
         self._columns = False  # hand batches over as ColumnBatch (the learner's policy takes them)
+        self._trainer = Trainer(name, self._logger)
         self._start_lock = threading.Lock()
 
-    # ---------------------------------------------------------------- process lifecycle
     def close(self) -> None:
-        """Stop training (a checkpoint is written by the learner's after_run hooks), close the learner and the slave."""
+        """Stop training (the learner's after_run hooks write a checkpoint), close the learner and the slave."""
         self._stop_learner(timeout=30.0)
         self._slave.close()
         super().close()
-
-    def _task_handlers(self) -> dict[type, Any]:
-        return {LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,
-                LearnTask: self.deal_with_learner_learn, LearnerCloseTask: self.deal_with_learner_close}
 
     def _stop_learner(self, timeout: float) -> LearnerClosed:
         closed = self._trainer.stop(timeout)
@@ -127,7 +111,6 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self._publisher.close()
         return closed
 
-    # ---------------------------------------------------------------- tasks
     def deal_with_resource(self) -> dict:
         return {"cpu": os.cpu_count() or 1, "gpu": 0}
 
@@ -150,7 +133,7 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         learner_cfg = cfg.policy.learn.learner
         self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
         self.send_policy_interval = SEND_POLICY_INTERVAL_S
-        tracking = role_writer(cfg, self.name, os.path.join(cfg.exp_name, "log", self.name))  # losses: TensorBoard..
+        tracking = role_writer(cfg, self.name, os.path.join(cfg.exp_name, "log", self.name))
         learner, loaded = build_task_learner(task, self.name, self.get_data, self.hooks4call, tb_logger=tracking)
         tracking.start(cfg)
         self._trainer.learner = learner
@@ -163,22 +146,15 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         return LearnerStarted(learner_step=learner.train_iter, policy_iter=self.policy_iter, loaded=loaded)
 
     def deal_with_get_data(self, task: GetDataTask) -> DemandAnswer:
-        """The learner's data demand (batch size, batches to keep queued here), waiting up to ``wait_s`` for it.
-
-        The demand is state, not a one-shot message: a coordinator that lost this learner (a frozen process, a network
-        partition) and admits it again asks again and must get the same answer, or it would wait forever."""
+        """The learner's data demand, waiting up to ``wait_s`` for it; state, not a one-shot message: a coordinator
+        that re-admits this learner asks again and must get the same answer."""
         return self._trainer.demand(task.wait_s)
 
     def deal_with_learner_learn(self, task: LearnTask) -> LearnResult:
-        """Read the batches' data files (here, in the task's thread: the training thread only trains), queue them for
-        the learner, answer with the learn info of each once the learner trained on all of them."""
+        """Read the batches' data files in the task's thread, answer once the training thread trained them all."""
         self._trainer.check()  # (a learner means a start task came: the reader is set)
         assert self._reader is not None
-        return self.deal_with_read_batches(self._reader.read(task, self._columns))
-
-    def deal_with_read_batches(self, read: ReadBatches) -> LearnResult:
-        """Queue the read batches for the training thread; answer once it trained on all of them."""
-        return self._trainer.train(read)
+        return self._trainer.train(self._reader.read(task, self._columns))
 
     def deal_with_learner_close(self, task: LearnerCloseTask) -> LearnerClosed:
         """Stop training; the learner's after_run hooks write the final checkpoint."""
@@ -188,28 +164,25 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             self.send_policy(learner.policy.state_dict())  # the final policy, written at once
         return closed
 
-    # ---------------------------------------------------------------- the learner's side
     def get_data(self, batch_size: int) -> list | None:
-        """The learner's data source: the next batch, already read by the learn task that brought it (None: stopping).
-        The coordinator keeps up to :data:`PREFETCH_BATCHES` batches queued here."""
+        """The learner's data source: the next batch read by a learn task (None: stopping)."""
         return self._trainer.next_batch(self.on_idle)
 
     def on_idle(self) -> None:
-        """Called by :meth:`get_data` about every 0.1 s while no batch is there (a subclass's keep-alive)."""
+        """Called about every 0.1 s while :meth:`get_data` waits (a subclass's keep-alive)."""
 
     def send_learn_info(self, learn_info: dict) -> None:
-        """Give the iteration's learn info to its learn task (the task's thread makes the record from it)."""
         self._trainer.add_info(learn_info, self.policy_iter)
 
     def send_policy(self, state_dict: dict) -> None:
-        """Publish the learner's policy now (at start and at the end; during training :meth:`publish_soon`)."""
+        """Publish the policy now (at start and at the end; during training :meth:`publish_soon`)."""
         if self._publisher is None:
             raise RuntimeError(f"learner '{self.name}' has no policy path yet (a LearnerStartTask first)")
         learner = self._trainer.learner
         self._publisher.publish_now(state_dict["model"], learner.train_iter if learner is not None else 0)
 
     def publish_soon(self, state_dict: dict, policy_iter: int) -> None:
-        """Hand a snapshot of the policy to the publisher thread (the training thread does not wait for the file)."""
+        """Hand a snapshot of the policy to the publisher thread (the training thread does not wait)."""
         assert self._publisher is not None
         self._publisher.publish_soon(state_dict["model"], policy_iter)
 
@@ -228,6 +201,5 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
     @property
     def hooks4call(self) -> list:
-        """The hooks the learner gets at the start task: :class:`SendPolicyHook`, :class:`SendLearnInfoHook`."""
         return [SendPolicyHook(self), SendLearnInfoHook(self)]
 

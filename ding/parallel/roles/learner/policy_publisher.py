@@ -9,19 +9,17 @@ from ding.utils.torch_threads import torch_threads_in_this_thread
 
 
 class PolicyPublisher:
-    """Publish ``{'model': tensors, 'iter': n}`` at ``path`` (written to a temporary name, then renamed).
+    """Publish ``{'model': tensors, 'iter': n}`` at ``path``, atomically.
 
-    :meth:`publish_soon` hands a snapshot of the model's tensors to a writer thread, so the training thread never
-    waits for serialization or the file system; when the writer is behind, only the newest snapshot is written.
-    :meth:`publish_now` writes at once (the first policy, the final one). A write that fails is raised by the next
-    publish, so the training thread stops with it.
+    :meth:`publish_soon` hands a snapshot to a writer thread (only the newest waiting one is written), so training
+    never waits for the file system; :meth:`publish_now` writes at once. A failed write is raised by the next publish.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.written_iter = -1  # the iteration of the policy file on disk (what collectors can read)
-        self.handed_iter = -1  # the iteration last handed over (written, or queued for the writer)
-        self.handed_at = float("-inf")  # time.monotonic() of that
+        self.handed_iter = -1  # the iteration last handed over (written, or queued), and its time.monotonic()
+        self.handed_at = float("-inf")
         self._lock = threading.Lock()  # guards _pending / _closed
         self._write_lock = threading.Lock()  # one write at a time, and never an older policy over a newer one
         self._pending: tuple[dict, int] | None = None
@@ -31,7 +29,7 @@ class PolicyPublisher:
         self._thread: threading.Thread | None = None
 
     def publish_now(self, model_state: dict, policy_iter: int) -> None:
-        """Write the policy at once (the newest wins over anything still queued)."""
+        """Write the policy at once (it wins over anything still queued)."""
         self._raise_error()
         with self._lock:
             self._pending = None

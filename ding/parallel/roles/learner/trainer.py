@@ -1,11 +1,7 @@
-"""Trainer: the training half of a learner process — a :class:`BaseLearner` trained by one thread, in this process.
+"""Trainer: the training half of a learner process, a :class:`BaseLearner` trained by one thread of this process.
 
-The HTTP side (:class:`~ding.parallel.roles.learner.flask_fs.FlaskFileSystemLearner`) talks to it in the records of
-:mod:`ding.parallel.protocol` and :class:`~ding.parallel.roles.learner.batch_reader.ReadBatches`: :meth:`Trainer.train`
-queues a learn task's read batches and answers with a ``LearnResult`` once they are trained, :meth:`Trainer.demand`
-answers a ``GetDataTask``, :meth:`Trainer.stop` ends training with a ``LearnerClosed``. The training thread only
-trains: it takes ready batches (:meth:`Trainer.next_batch`), and a learn task's thread is woken once, when its last
-batch is trained. A training thread that fails is raised, with its cause, by the next call.
+The training thread only trains the batches learn tasks queued; a task's thread is woken once, when its last batch is
+trained. A training thread that fails is raised, with its cause, by the next call.
 """
 from __future__ import annotations
 
@@ -34,9 +30,9 @@ _STOPPED = object()
 
 def build_task_learner(task: LearnerStartTask, name: str, data_source: Callable, hooks: list,
                        tb_logger: Any = None) -> tuple[BaseLearner, bool]:
-    """The learner a start task asks for (with ``hooks``), at the run's latest checkpoint when the task names one
-    (tensors only: nothing there is unpickled); and whether one was loaded."""
-    from ding.worker.builder import build_learning  # the one builder (serial runs use it too); lazy: it imports workers
+    """The learner a start task asks for (with ``hooks``), at the checkpoint the task names (tensors only, never
+    unpickled); and whether one was loaded."""
+    from ding.worker.builder import build_learning  # lazy: it imports workers
 
     cfg = EasyDict(task.main_config)
     ckpt_dir = os.path.join(cfg.exp_name, "ckpt")
@@ -54,14 +50,14 @@ def build_task_learner(task: LearnerStartTask, name: str, data_source: Callable,
 
 
 class _TaskSlot:
-    """Where the learn infos of one learn task's batches go; ``event`` is set once, when the last batch is in."""
+    """The learn infos of one learn task's batches; ``event`` is set once, when the last batch is in."""
 
     def __init__(self, n: int) -> None:
         self.event = threading.Event()
         self.left = n
         if n <= 0:
             self.event.set()
-        self.infos: list[Any] = []  # (learn_info, policy_iter, stats) per trained batch, converted by the task
+        self.infos: list[Any] = []  # (learn_info, policy_iter, stats) per trained batch
 
     def add(self, info: Any) -> None:
         self.infos.append(info)
@@ -83,7 +79,7 @@ def _jsonable(value: Any) -> Any:
 
 
 class Trainer:
-    """One learner's training thread and the batches queued for it (see the module docstring)."""
+    """One learner's training thread and the batches queued for it."""
 
     def __init__(self, name: str, logger: logging.Logger) -> None:
         self.name = name
@@ -93,7 +89,7 @@ class Trainer:
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self._stop = threading.Event()
-        self._demand: LearnerDemand | None = None  # kept: a re-admitted role asks again and gets the same answer
+        self._demand: LearnerDemand | None = None
         self._demand_set = threading.Event()
         self._data: queue.Queue = queue.Queue()  # (batch, task slot, envstep): read, not yet trained
         self._slots: collections.deque = collections.deque()  # slots of handed-out batches, in training order
@@ -107,8 +103,7 @@ class Trainer:
 
     def start(self, learner: BaseLearner, demand: LearnerDemand, tracking: TrackingWriter | None = None) -> None:
         """Train ``learner`` in a thread of this process; ``demand`` is what :meth:`demand` answers from now on."""
-        self.learner, self._tracking = learner, tracking
-        self._demand = demand
+        self.learner, self._tracking, self._demand = learner, tracking, demand
         self._demand_set.set()
         self._thread = threading.Thread(target=self._train, name=f"ding-{self.name}-train", daemon=True)
         self._thread.start()
@@ -142,7 +137,7 @@ class Trainer:
                 break
         self.check()
         learner = self.learner
-        trained = iter([LearnInfo.from_learner(i[0], i[1], i[2], _jsonable) for i in list(slot.infos)])
+        trained = iter([LearnInfo.from_learner(info, it, stats, _jsonable) for info, it, stats in list(slot.infos)])
         infos: list[LearnInfo] = []
         for batch in batches:  # in the task's batch order
             info = LearnInfo(learner_step=learner.train_iter if learner else 0, skipped=True) if batch is None \
@@ -153,8 +148,7 @@ class Trainer:
         return LearnResult(infos=infos, trained=len(infos), skipped_files=read.skipped_files)
 
     def next_batch(self, on_idle: Callable[[], None]) -> Any:
-        """The training thread's next batch (None: stopping), calling ``on_idle`` about every 0.1 s while none is
-        queued."""
+        """The training thread's next batch (None: stopping), calling ``on_idle`` every 0.1 s while none is there."""
         t0 = time.perf_counter()
         while True:
             try:
@@ -174,7 +168,6 @@ class Trainer:
             return batch
 
     def add_info(self, learn_info: dict, policy_iter: int) -> None:
-        """Give an iteration's learn info to the learn task of its batch."""
         if not self._slots:
             return  # an iteration not fed by a learn task
         learner = self.learner
