@@ -1,15 +1,11 @@
-"""Which address other hosts reach this one at: what a role or the coordinator advertises when its config says
-``advertise_host='auto'`` (the Slurm launcher's default, where a process only learns its node when it starts).
-
-The address is the one of the interface that routes towards a peer (a UDP "connect" sends nothing, it only asks the
-kernel for the route); without a peer, the first non-loopback address the host name resolves to.
+"""Which address other hosts reach this one at (what ``advertise_host='auto'`` becomes): the address of the interface
+that routes towards a peer (a UDP "connect" sends nothing), else the first non-loopback address of the host name.
 """
 from __future__ import annotations
 
 import os
 import socket
 
-AUTO = "auto"
 # Where the Slurm launcher (srun) ran: a peer every node of the job can route to.
 LAUNCH_NODE_ENV = "SLURM_LAUNCH_NODE_IPADDR"
 
@@ -53,6 +49,6 @@ def local_address(towards: str | None = None) -> str:
 
 def resolve_advertise_host(value: str | None, towards: str | None = None) -> str | None:
     """``value`` unless it is ``'auto'``, which becomes :func:`local_address` (``towards``: the peer to be reached)."""
-    if isinstance(value, str) and value.strip().lower() == AUTO:
+    if isinstance(value, str) and value.strip().lower() == "auto":
         return local_address(towards)
     return value

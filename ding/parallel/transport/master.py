@@ -1,11 +1,11 @@
-"""The master side (the coordinator): connects slaves, sends them tasks, receives completions and heartbeats.
+"""The master side (the coordinator): connects slaves, sends them tasks, receives their reports and heartbeats.
 
-A task is sent with ``task/new`` and runs asynchronously on the slave, which reports ``task/complete`` or
-``task/fail`` back. Every task has a deadline; a monitor thread fails tasks that pass it and declares a slave lost
-when its heartbeats stop (its pending tasks fail with :class:`SlaveLost`), so nothing waits forever.
+A monitor thread fails tasks that pass their deadline and declares a slave lost when its heartbeats stop (its pending
+tasks fail with :class:`SlaveLost`), so nothing waits forever.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import logging
@@ -31,9 +31,8 @@ _task_counter = itertools.count()
 
 @enum.unique
 class TaskStatus(enum.IntEnum):
-    """Where a task stands (DI-engine's ``ding.interaction.master.task.TaskStatus``). A ding task is sent when its
-    :class:`TaskHandle` is made, so a handle reads ``STARTED`` until it ends ``COMPLETED`` or ``FAILED``;
-    ``IDLE``, ``STARTING`` and ``START_FAILED`` are DI-engine's states before a task reaches its slave."""
+    """DI-engine's task states; a ding :class:`TaskHandle` reads ``STARTED`` until ``COMPLETED`` or ``FAILED`` (the
+    others are DI-engine's states before a task reaches its slave)."""
 
     IDLE = 0x00
     STARTING = 0x11
@@ -108,11 +107,7 @@ class SlaveConnection:
     """The master's view of one connected slave."""
 
     def __init__(self, name: str, role: str, host: str, port: int, client: HttpClient) -> None:
-        self.name = name
-        self.role = role
-        self.host = host
-        self.port = port
-        self.client = client
+        self.name, self.role, self.host, self.port, self.client = name, role, host, port, client
         self.last_seen = time.monotonic()
         self.alive = True
         self.resource: dict[str, Any] = {}
@@ -144,10 +139,9 @@ class Master:
         self.on_slave_lost = on_slave_lost
         self.on_join = on_join
         self._server = JsonServer(name, host, port, token, self._logger)
-        self._server.route("heartbeat", self._on_heartbeat)
-        self._server.route("task/complete", self._on_complete)
-        self._server.route("task/fail", self._on_fail)
-        self._server.route("join", self._on_join)
+        for endpoint, fn in (("heartbeat", self._on_heartbeat), ("task/complete", self._on_complete),
+                             ("task/fail", self._on_fail), ("join", self._on_join)):
+            self._server.route(endpoint, fn)
         self._lock = threading.RLock()
         self._slaves: dict[str, SlaveConnection] = {}
         self._pending: dict[str, TaskHandle] = {}
@@ -155,7 +149,6 @@ class Master:
         self._monitor: threading.Thread | None = None
         self._closed = False
 
-    # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         self._server.start()
         self._monitor = threading.Thread(target=self._watch, name=f"ding-{self.name}-monitor", daemon=True)
@@ -185,14 +178,11 @@ class Master:
         for handle in pending:
             handle._finish(error=TaskFailed(f"task {handle.name} ({handle.task_id}) abandoned: {reason}"))
         self._server.close()
-        for conn in self.slaves():
-            conn.client.close()
 
     def refused_requests(self) -> int:
         """Requests the server refused for a missing or wrong token."""
         return int(self._server.refusals.counts.get("rejected request", 0))
 
-    # ---------------------------------------------------------------- slaves
     def connect(self, name: str, host: str, port: int, role: str | None = None) -> SlaveConnection:
         """Connect the slave at ``host:port`` (it learns where to send heartbeats and results)."""
         client = HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
@@ -222,14 +212,11 @@ class Master:
         self._lose(conn, f"disconnected: {reason}", notify=False)
 
     def _shut_down_lost(self, reason: str) -> None:
-        """Tell the slaves declared lost to shut down too: one that was only frozen or cut off for a while would
-        otherwise live on until its own ``master_lost_timeout``, and its launcher would wait for it. Best effort, all
-        at once, one short try each (a dead or unreachable slave costs at most that try)."""
+        """Tell the slaves declared lost to shut down too (one only frozen or cut off for a while would otherwise
+        live on until its ``master_lost_timeout``): best effort, all at once, one short try each."""
         def tell(conn: SlaveConnection) -> None:
-            try:
+            with contextlib.suppress(PeerUnreachable, RequestRejected):
                 conn.client.post("disconnect", {"reason": reason, "shutdown": True}, timeout=2.0, retries=0)
-            except (PeerUnreachable, RequestRejected):
-                pass
 
         threads = [threading.Thread(target=tell, args=(c,), name=f"ding-shutdown-{c.name}", daemon=True)
                    for c in self.slaves() if not c.alive]
@@ -247,7 +234,6 @@ class Master:
         with self._lock:
             return self._slaves.get(name)
 
-    # ---------------------------------------------------------------- tasks
     def new_task(self, conn: SlaveConnection, name: str, payload: Mapping[str, Any] | None = None,
                  deadline_s: float | None = 60.0, task_id: str | None = None) -> TaskHandle:
         """Send task ``name`` to ``conn``; the handle ends with the slave's report, a deadline or a lost slave."""
@@ -301,7 +287,6 @@ class Master:
             if conn is not None:
                 conn.tasks.pop(handle.task_id, None)
 
-    # ---------------------------------------------------------------- endpoints
     def _known(self, payload: dict) -> SlaveConnection | None:
         name = payload.get("name")
         if not isinstance(name, str):
@@ -366,7 +351,6 @@ class Master:
         except Exception:  # noqa: BLE001 -- a bad joiner must not take the master down
             self._logger.exception(f"joining '{info.get('name')}' failed")
 
-    # ---------------------------------------------------------------- monitor
     def _lose(self, conn: SlaveConnection, reason: str, notify: bool = True) -> None:
         with self._lock:
             if not conn.alive:
