@@ -218,11 +218,9 @@ class JsonServer:
         if self._closed:
             return
         self._closed = True
-        if self._server is not None:
+        if self._server is not None and self._thread is not None:  # (started)
             self._server.stop(timeout=5.0)
-        if self._thread is not None:
             self._thread.join(timeout=5.0)
-        if self._server is not None:
             self._server.server_close()
         self.refusals.flush()
 

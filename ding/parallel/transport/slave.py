@@ -1,9 +1,5 @@
-"""The slave side (a learner or collector process): serves ``connect``, ``disconnect``, ``task/new``, ``task/cancel``
-and ``ping``, runs tasks in worker threads and reports each one's completion or failure to the master.
-
-While connected it sends a heartbeat every ``heartbeat_interval`` seconds, unless the master accepted one of its task
-reports within that interval (so a busy slave sends none). A master unreachable for ``master_lost_timeout`` seconds
-closes the slave (its process then exits) instead of leaving it waiting forever.
+"""The slave side (a learner or collector process): runs the master's tasks in worker threads and reports each
+one's end; a master unreachable for ``master_lost_timeout`` seconds closes it instead of leaving it waiting forever.
 """
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ class Slave:
                  resource: Mapping[str, Any] | None = None,
                  logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
                  on_disconnect: Callable[[str], None] | None = None) -> None:
-        self.name = name
-        self.role = role
+        self.name, self.role = name, role
         self._token = token
         self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
         self._logger = logger or logging.getLogger(f"ding.parallel.transport.{name}")
@@ -135,12 +130,14 @@ class Slave:
     def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
         """Ask the master at ``master_host:master_port`` to connect this slave. ``contact=False`` (a re-join): an
         accepted request does not count as contact with the master, only its connect does."""
-        client = HttpClient("master", master_host, master_port, self._token, timeout=self.request_timeout,
-                            retries=self.retries)
-        client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
+        self._client("master", master_host, master_port).post("join", {"name": self.name, "role": self.role,
+                                                                      "host": self.advertise_host, "port": self.port})
         if contact:
             self._last_master_ok = time.monotonic()
             self._contact = True
+
+    def _client(self, name: str, host: str, port: int) -> HttpClient:
+        return HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
 
     def _on_ping(self, payload: dict) -> dict:
         return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
@@ -150,10 +147,8 @@ class Slave:
         host, port = payload.get("master_host"), payload.get("master_port")
         if not isinstance(host, str) or not isinstance(port, int):
             raise ApiError(400, "connect needs 'master_host' (str) and 'master_port' (int)")
-        client = HttpClient(str(payload.get("master_name", "master")), host, port, self._token,
-                            timeout=self.request_timeout, retries=self.retries)
         with self._lock:
-            self._master = client
+            self._master = self._client(str(payload.get("master_name", "master")), host, port)
             self._last_master_ok = time.monotonic()
             self._contact = True
         self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
@@ -196,7 +191,7 @@ class Slave:
             raise ApiError(400, "task/new needs 'task_id' (str) and 'name' (str)")
         if self._stopping.is_set():
             raise ApiError(503, f"{self.name} is shutting down")
-        if self._master is None:
+        if not self.connected:
             raise ApiError(409, f"{self.name} is not connected to a master; connect first")
         if name not in self.handlers:
             raise ApiError(400, f"{self.role} '{self.name}' has no task '{name}'; known tasks: "
@@ -275,43 +270,39 @@ class Slave:
             if time.monotonic() - self._last_report_ok < self.heartbeat_interval:
                 continue  # a report the master accepted within the interval said the same
             master = self._master
-            if master is None:
-                silent = time.monotonic() - self._last_master_ok
-                if self._contact and silent > self.master_lost_timeout:
-                    self._logger.error(f"no coordinator connection for {silent:.0f} s after joining or being "
-                                       f"disconnected (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout; "
-                                       "check the advertised address): closing")
-                    self._close_soon("master lost")
-                    return
+            if master is None and not self._contact:
                 continue
-            try:
-                reply = master.post("heartbeat", {"name": self.name, "role": self.role,
-                                                  "running": len(self._running)},
-                                    timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
-            except PeerUnreachable as e:
-                problem = f"unreachable ({e})"
-            except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
-                problem = f"answers with errors ({e})"
-                self._logger.warning(f"heartbeat rejected: {e}")
+            if master is None:
+                problem = "no coordinator connection after joining or being disconnected (check the advertised address)"
             else:
-                if reply.get("known", True):
-                    self._last_master_ok = time.monotonic()
-                    unknown = 0
-                    continue
-                problem = "does not know this slave (and did not connect it again)"
-                unknown += 1
-                if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
-                    unknown = 0
-                    try:
-                        self.join(master.host, master.port, contact=False)
-                    except InteractionError as e:
-                        self._logger.warning(f"re-join failed: {e}")
+                where = f"coordinator at {master.host}:{master.port}"
+                try:
+                    reply = master.post("heartbeat", {"name": self.name, "role": self.role,
+                                                      "running": len(self._running)},
+                                        timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
+                except PeerUnreachable as e:
+                    problem = f"{where} unreachable ({e})"
+                except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
+                    problem = f"{where} answers with errors ({e})"
+                    self._logger.warning(f"heartbeat rejected: {e}")
+                else:
+                    if reply.get("known", True):
+                        self._last_master_ok = time.monotonic()
+                        unknown = 0
+                        continue
+                    problem = f"{where} does not know this slave (and did not connect it again)"
+                    unknown += 1
+                    if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
+                        unknown = 0
+                        try:
+                            self.join(master.host, master.port, contact=False)
+                        except InteractionError as e:
+                            self._logger.warning(f"re-join failed: {e}")
             # only a heartbeat the master answers as ours counts: one unreachable, rejecting or forgetful that long is
             # gone for this slave, which closes instead of living on forever
             silent = time.monotonic() - self._last_master_ok
             if silent > self.master_lost_timeout:
-                self._logger.error(f"coordinator at {master.host}:{master.port} {problem}; no accepted heartbeat for "
-                                   f"{silent:.0f} s (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout): "
-                                   "closing")
+                self._logger.error(f"{problem}; no accepted heartbeat for {silent:.0f} s (limit "
+                                   f"{self.master_lost_timeout:g} s, 6 x heartbeat_timeout): closing")
                 self._close_soon("master lost")
                 return
