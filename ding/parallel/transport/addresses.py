@@ -3,6 +3,7 @@ that routes towards a peer (a UDP "connect" sends nothing), else the first non-l
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 
@@ -11,28 +12,19 @@ LAUNCH_NODE_ENV = "SLURM_LAUNCH_NODE_IPADDR"
 
 
 def _route_source(peer: str) -> str | None:
-    try:
-        infos = socket.getaddrinfo(peer, 9, socket.AF_INET, socket.SOCK_DGRAM)
-    except OSError:
-        return None
-    for *_, addr in infos:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(peer, 9, socket.AF_INET, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, contextlib.suppress(OSError):
                 s.connect((addr[0], 9))
                 return str(s.getsockname()[0])
-            except OSError:
-                continue
     return None
 
 
 def _resolved_host_name() -> str | None:
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM)
-    except OSError:
-        return None
-    for *_, addr in infos:
-        if not str(addr[0]).startswith("127."):
-            return str(addr[0])
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM):
+            if not str(addr[0]).startswith("127."):
+                return str(addr[0])
     return None
 
 

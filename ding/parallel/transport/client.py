@@ -1,6 +1,7 @@
 """The HTTP client both sides use: JSON envelopes, a timeout on every request, bounded retries on connection errors."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -65,8 +66,7 @@ class HttpClient:
 
     def _exchange(self, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
         """(HTTP status, body) of one request on a fresh connection; the connect waits at most 5 s."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=min(timeout, 5.0))
-        try:
+        with contextlib.closing(http.client.HTTPConnection(self.host, self.port, timeout=min(timeout, 5.0))) as conn:
             try:
                 conn.connect()
             except TimeoutError as e:
@@ -77,8 +77,6 @@ class HttpClient:
             conn.request("POST", path, body=body, headers=self._headers)
             resp = conn.getresponse()
             return resp.status, resp.read()
-        finally:
-            conn.close()
 
     def _unwrap(self, status: int, raw: bytes, endpoint: str) -> dict[str, Any]:
         try:
