@@ -130,8 +130,8 @@ class Slave:
     def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
         """Ask the master at ``master_host:master_port`` to connect this slave. ``contact=False`` (a re-join): an
         accepted request does not count as contact with the master, only its connect does."""
-        self._client("master", master_host, master_port).post("join", {"name": self.name, "role": self.role,
-                                                                      "host": self.advertise_host, "port": self.port})
+        me = {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port}
+        self._client("master", master_host, master_port).post("join", me)
         if contact:
             self._last_master_ok = time.monotonic()
             self._contact = True
