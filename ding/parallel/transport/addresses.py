@@ -1,42 +1,30 @@
-"""Which address other hosts reach this one at: what a role or the coordinator advertises when its config says
-``advertise_host='auto'`` (the Slurm launcher's default, where a process only learns its node when it starts).
-
-The address is the one of the interface that routes towards a peer (a UDP "connect" sends nothing, it only asks the
-kernel for the route); without a peer, the first non-loopback address the host name resolves to.
+"""Which address other hosts reach this one at (what ``advertise_host='auto'`` becomes): the address of the interface
+that routes towards a peer (a UDP "connect" sends nothing), else the first non-loopback address of the host name.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 
-AUTO = "auto"
 # Where the Slurm launcher (srun) ran: a peer every node of the job can route to.
 LAUNCH_NODE_ENV = "SLURM_LAUNCH_NODE_IPADDR"
 
 
 def _route_source(peer: str) -> str | None:
-    try:
-        infos = socket.getaddrinfo(peer, 9, socket.AF_INET, socket.SOCK_DGRAM)
-    except OSError:
-        return None
-    for *_, addr in infos:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(peer, 9, socket.AF_INET, socket.SOCK_DGRAM):
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, contextlib.suppress(OSError):
                 s.connect((addr[0], 9))
                 return str(s.getsockname()[0])
-            except OSError:
-                continue
     return None
 
 
 def _resolved_host_name() -> str | None:
-    try:
-        infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM)
-    except OSError:
-        return None
-    for *_, addr in infos:
-        if not str(addr[0]).startswith("127."):
-            return str(addr[0])
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM):
+            if not str(addr[0]).startswith("127."):
+                return str(addr[0])
     return None
 
 
@@ -53,6 +41,6 @@ def local_address(towards: str | None = None) -> str:
 
 def resolve_advertise_host(value: str | None, towards: str | None = None) -> str | None:
     """``value`` unless it is ``'auto'``, which becomes :func:`local_address` (``towards``: the peer to be reached)."""
-    if isinstance(value, str) and value.strip().lower() == AUTO:
+    if isinstance(value, str) and value.strip().lower() == "auto":
         return local_address(towards)
     return value

@@ -1,9 +1,7 @@
-"""What master and slave share: the JSON envelope, the auth token, errors, and a quiet Flask server in a thread.
+"""What master and slave share: the JSON envelope, the auth token, errors, and a Flask server in a thread.
 
-Every request is an HTTP POST of a JSON object to ``/api/v1/<endpoint>`` with the shared secret in the
-``X-Ding-Token`` header. Every answer is the envelope ``{"success", "code", "message", "data"}``. Bodies are parsed
-as JSON only (nothing received is ever unpickled): anything else is a 400, a missing or wrong token a 401, and in
-both cases the handler never runs.
+Bodies are parsed as JSON only (nothing received is ever unpickled); a missing or wrong token (401) or a body that is
+not a JSON object (400) never reaches a handler. The protocol is in docs/parallel.md.
 """
 from __future__ import annotations
 
@@ -111,15 +109,16 @@ def find_free_port(host: str = "127.0.0.1") -> int:
 
 
 Handler = Callable[[dict], Mapping[str, Any] | None]
+_HTTP_ERRORS = {404: "not found: every endpoint is POST /api/v1/<name>",
+                405: "method not allowed: every endpoint takes POST",
+                413: f"body larger than {MAX_BODY_BYTES} bytes"}
 
 
 class JsonServer:
-    """A Flask app served in a background thread; ``close()`` shuts it down and joins the thread.
+    """A Flask app served in a background thread by a :class:`BoundedWSGIServer` (``limits``); ``close()`` stops it.
 
-    Routes are ``POST /api/v1/<name>`` handled by ``fn(payload) -> data``. Port 0 binds a free port (read it from
-    ``port`` after ``start``). A port in use is a clear error naming it. The server is bounded (``limits``: a fixed
-    pool of request threads, idle connections closed, reads timed out, refusals logged rate-limited; see
-    :mod:`ding.parallel.transport.http_server`), so connections that never send a request cannot starve real ones.
+    Routes are ``POST /api/v1/<name>`` handled by ``fn(payload) -> data``. Port 0 binds a free port (read ``port``
+    after ``start``).
     """
 
     def __init__(self, name: str, host: str, port: int, token: str, logger: logging.Logger | None = None,
@@ -140,14 +139,12 @@ class JsonServer:
         self.app = Flask(f"ding-{name}", static_folder=None)  # no /static/<path>: every route needs the token
         self.app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
         self.app.add_url_rule(f"{API_PREFIX}/<path:endpoint>", "api", self._dispatch, methods=["POST"])
-        self.app.register_error_handler(404, self._not_found)
-        self.app.register_error_handler(405, self._not_allowed)
-        self.app.register_error_handler(413, self._too_large)
+        for code in _HTTP_ERRORS:
+            self.app.register_error_handler(code, self._http_error)
 
     def route(self, endpoint: str, handler: Handler) -> None:
         self._handlers[endpoint] = handler
 
-    # ---------------------------------------------------------------- request handling
     def _reply(self, success: bool, code: int, message: str = "", data: Mapping[str, Any] | None = None) -> Any:
         from flask import Response
 
@@ -181,16 +178,9 @@ class JsonServer:
             return self._reply(False, 500, f"{type(e).__name__}: {e}")
         return self._reply(True, 200, "", data)
 
-    def _not_found(self, e: Any) -> Any:
-        return self._reply(False, 404, "not found: every endpoint is POST /api/v1/<name>")
+    def _http_error(self, e: Any) -> Any:
+        return self._reply(False, e.code, _HTTP_ERRORS[e.code])
 
-    def _not_allowed(self, e: Any) -> Any:
-        return self._reply(False, 405, "method not allowed: every endpoint takes POST")
-
-    def _too_large(self, e: Any) -> Any:
-        return self._reply(False, 413, f"body larger than {MAX_BODY_BYTES} bytes")
-
-    # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         # bind the socket here: werkzeug reports a busy port by printing and calling sys.exit
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -228,17 +218,15 @@ class JsonServer:
         if self._closed:
             return
         self._closed = True
-        if self._server is not None:
+        if self._server is not None and self._thread is not None:  # (started)
             self._server.stop(timeout=5.0)
-        if self._thread is not None:
             self._thread.join(timeout=5.0)
-        if self._server is not None:
             self._server.server_close()
         self.refusals.flush()
 
 
 def __getattr__(name: str) -> Any:
-    # DI-engine's ``ding.parallel.transport.base`` names, kept in their own module (they need Flask's request context)
+    # DI-engine's ``ding.parallel.transport.base`` names, kept in their own module (it imports this one)
     from ding.parallel.transport import responses
 
     if name in responses.__all__:

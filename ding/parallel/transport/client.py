@@ -1,6 +1,7 @@
 """The HTTP client both sides use: JSON envelopes, a timeout on every request, bounded retries on connection errors."""
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -10,26 +11,23 @@ from typing import Any
 
 from ding.parallel.transport.base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
 
-# what a retry can fix: the peer is not listening (yet, or any more), the connection was cut, or the peer died while
-# answering (a truncated or missing answer). A read that times out is not retried: the peer is there but stuck.
-_RETRYABLE = (ConnectionError, http.client.IncompleteRead, http.client.BadStatusLine)
-
 
 class _ConnectTimeout(Exception):
     """The TCP connect did not complete in time (retried, like a refused connection)."""
 
 
+# What a retry can fix: the peer is not listening (yet, or any more), the connection was cut, or the peer died while
+# answering. A read that times out is not retried: the peer is there but stuck.
+_RETRYABLE = (ConnectionError, http.client.IncompleteRead, http.client.BadStatusLine, _ConnectTimeout)
+
+
 class HttpClient:
     """POST JSON to one peer (``http://host:port/api/v1/<endpoint>``) and return the envelope's ``data``.
 
-    Only failures a retry can fix are retried (connection refused/reset, connect timeout, an answer cut off because
-    the peer died while sending it), ``retries`` times with exponential back-off; an error envelope (401, 400, 500,
-    ...) raises :class:`RequestRejected` at once. Handlers on both sides are idempotent (tasks are keyed by id), so a
-    retried request is harmless.
-
-    Each request is one short connection through the standard library's ``http.client`` (ding's servers close a
-    connection after its answer): thread-safe without per-thread state, never routed through a proxy from the
-    environment, and cheaper per request than ``requests`` on the parallel mode's task path.
+    Only failures a retry can fix are retried, ``retries`` times with exponential back-off; an error envelope raises
+    :class:`RequestRejected` at once. Handlers on both sides are idempotent (tasks are keyed by id), so a retry is
+    harmless. Each request is one short ``http.client`` connection: thread-safe, never proxied, cheaper than
+    ``requests``.
     """
 
     def __init__(self, name: str, host: str, port: int, token: str, timeout: float = 10.0, retries: int = 3,
@@ -37,7 +35,6 @@ class HttpClient:
         self.name = name
         self.host = host
         self.port = int(port)
-        self.base_url = f"http://{host}:{int(port)}{API_PREFIX}"
         self._headers = {TOKEN_HEADER: token, "Content-Type": "application/json", "Connection": "close"}
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -54,7 +51,7 @@ class HttpClient:
                 time.sleep(self.backoff * (2 ** (attempt - 1)))
             try:
                 status, raw = self._exchange(f"{API_PREFIX}/{endpoint}", body, timeout)
-            except (_RETRYABLE + (_ConnectTimeout,)) as e:
+            except _RETRYABLE as e:
                 last = e
                 continue
             except TimeoutError as e:  # (socket.timeout) connected, but no answer in time
@@ -68,10 +65,8 @@ class HttpClient:
                               f"attempts): {type(last).__name__}: {last}") from last
 
     def _exchange(self, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
-        """One request on a fresh connection: (HTTP status, body). The connect waits at most 5 s (or ``timeout``),
-        every read at most ``timeout``."""
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=min(timeout, 5.0))
-        try:
+        """(HTTP status, body) of one request on a fresh connection; the connect waits at most 5 s."""
+        with contextlib.closing(http.client.HTTPConnection(self.host, self.port, timeout=min(timeout, 5.0))) as conn:
             try:
                 conn.connect()
             except TimeoutError as e:
@@ -82,8 +77,6 @@ class HttpClient:
             conn.request("POST", path, body=body, headers=self._headers)
             resp = conn.getresponse()
             return resp.status, resp.read()
-        finally:
-            conn.close()
 
     def _unwrap(self, status: int, raw: bytes, endpoint: str) -> dict[str, Any]:
         try:
@@ -101,4 +94,4 @@ class HttpClient:
         return data if isinstance(data, dict) else {}
 
     def close(self) -> None:
-        """Nothing to release: every request has its own connection (kept for the callers' lifecycle)."""
+        """Nothing to release: every request has its own connection."""

@@ -1,5 +1,4 @@
-"""DI-engine's small interaction helpers (``ding.interaction.base``'s ``common`` and ``threading`` parts): random hex
-tokens, dict-of-functions and optional-callback helpers, start/close context bases and a two-state event."""
+"""DI-engine's small interaction helpers (``ding.interaction.base``'s ``common`` and ``threading`` parts)."""
 from __future__ import annotations
 
 import secrets
@@ -9,12 +8,10 @@ from abc import ABCMeta, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any
 
-_TOKEN_LENGTH = 64
-
 
 def random_token(length: int | None = None) -> str:
     """A random string of ``length`` hex digits (either case; 64 when ``length`` is None)."""
-    n = _TOKEN_LENGTH if length is None else length
+    n = 64 if length is None else length
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"random_token: length must be a non-negative int, got {length!r}")
     return "".join(secrets.choice(string.hexdigits) for _ in range(n))
@@ -32,14 +29,11 @@ def translate_dict_func(d: Mapping[str, Callable[..., Any]]) -> Callable[..., di
 
 def default_func(return_value: Any = None) -> Callable[[Callable[..., Any] | None], Callable[..., Any]]:
     """``default_func(v)(f)`` is ``f``, or, when ``f`` is None, a function of any arguments returning ``v``."""
+    def fallback(*args: Any, **kwargs: Any) -> Any:
+        return return_value
+
     def decorator(func: Callable[..., Any] | None) -> Callable[..., Any]:
-        if func is not None:
-            return func
-
-        def fallback(*args: Any, **kwargs: Any) -> Any:
-            return return_value
-
-        return fallback
+        return fallback if func is None else func
 
     return decorator
 
@@ -63,12 +57,8 @@ class ControllableContext(metaclass=ABCMeta):
         self.close()
 
 
-class ControllableService(ControllableContext, metaclass=ABCMeta):
+class ControllableService(ControllableContext):
     """A service that shuts down asynchronously: ``close()`` is ``shutdown()`` then ``join()``."""
-
-    @abstractmethod
-    def start(self) -> Any:
-        raise NotImplementedError
 
     @abstractmethod
     def shutdown(self) -> Any:
@@ -84,7 +74,7 @@ class ControllableService(ControllableContext, metaclass=ABCMeta):
 
 
 class DblEvent:
-    """An event that is either open or closed, with a wait for each state (``wait_for_open`` / ``wait_for_close``)."""
+    """An event that is either open or closed, with a wait for each state."""
 
     def __init__(self, opened: bool = False) -> None:
         self._opened = threading.Event()
@@ -93,11 +83,9 @@ class DblEvent:
         (self._opened if opened else self._closed).set()
 
     def wait_for_open(self, timeout: float | None = None) -> bool:
-        """Block until open (or ``timeout`` seconds); True if it is open."""
         return self._opened.wait(timeout=timeout)
 
     def wait_for_close(self, timeout: float | None = None) -> bool:
-        """Block until closed (or ``timeout`` seconds); True if it is closed."""
         return self._closed.wait(timeout=timeout)
 
     def open(self) -> None:

@@ -1,9 +1,5 @@
-"""DI-engine's generic HTTP helpers (``ding.interaction.base``'s network part): the host's outward address, an
-``http(s)://host:port/path`` splitter and :class:`HttpEngine`, a ``requests`` session bound to one base URL.
-
-Ding's own master and slave talk through :class:`ding.parallel.transport.client.HttpClient` (token, JSON envelope);
-these helpers are for user code written against DI-engine's API, e.g. a client of a DI-engine-style service.
-"""
+"""DI-engine's generic HTTP helpers (``ding.interaction.base``'s network part), for user code written against
+DI-engine's API; ding's own master and slave use :class:`ding.parallel.transport.client.HttpClient`."""
 from __future__ import annotations
 
 import json
@@ -19,13 +15,11 @@ DEFAULT_RETRIES = 5
 DEFAULT_RETRY_WAITING = 1.0
 DEFAULT_TIMEOUT = 30.0  # seconds per request: no call waits forever on a peer that accepted and went silent
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-# a public address to ask the kernel the route towards (a UDP "connect" sends nothing)
-_OUTWARD_PEER = "8.8.8.8"
 
 
 def get_host_ip() -> str:
     """This host's address on the interface that routes outward (``127.0.0.1`` when there is no route)."""
-    return local_address(towards=_OUTWARD_PEER)
+    return local_address(towards="8.8.8.8")  # a public address: only its route is looked up
 
 
 def split_http_address(address: str, default_port: int | None = None) -> tuple[str, int, bool, str]:
@@ -48,15 +42,12 @@ def _segments(path: str | None) -> list[str]:
 
 
 class HttpEngine:
-    """Requests to one base URL ``http(s)://host:port/path``: ``request(method, path, data)`` sends ``data`` as a
-    JSON body to the base URL joined with ``path`` and returns the ``requests.Response``.
+    """A ``requests`` session bound to ``http(s)://host:port/path``: ``request(method, path, data)`` sends ``data``
+    as JSON to the base URL joined with ``path`` and returns the response.
 
-    An HTTP error status raises ``requests.HTTPError`` at once (``raise_for_status=False`` returns the response
-    instead); a connection failure or timeout is retried ``retries`` times, ``retry_waiting`` seconds apart, then
-    raised. Every request has a timeout (``timeout`` seconds). Subclasses shape the calls through three hooks:
-    ``_data_process(data)`` (the body sent), ``_base_headers()`` (headers on every request) and
-    ``_error_handler(err)`` (what a failure raises). Proxies from the environment are ignored. ``close()`` (or
-    ``with``) releases the session's connections.
+    An HTTP error status raises ``requests.HTTPError`` (unless ``raise_for_status=False``); a connection failure or
+    timeout is retried ``retries`` times, ``retry_waiting`` seconds apart. Subclasses shape the calls through
+    ``_data_process(data)``, ``_base_headers()`` and ``_error_handler(err)``. Proxies from the environment are ignored.
     """
 
     def __init__(self, host: str, port: int, https: bool = False, path: str | None = None,
@@ -83,7 +74,6 @@ class HttpEngine:
         raise err
 
     def get_url(self, path: str | None = None) -> str:
-        """The base URL joined with ``path`` (its segments added after the base path's)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         segments = self._base_segments + _segments(path)
         tail = "/".join(quote(s, safe="@:!$&'()*+,;=-._~%") for s in segments)
@@ -104,17 +94,16 @@ class HttpEngine:
                 try:
                     response = self._session.request(method=method, url=self.get_url(path), data=body,
                                                      headers=all_headers, params=params or {}, timeout=self.timeout)
+                    break
                 except (requests.ConnectionError, requests.Timeout):
                     if attempt + 1 == attempts:
                         raise
                     time.sleep(waiting)
-                    continue
-                if raise_for_status:
-                    response.raise_for_status()
-                return response
+            if raise_for_status:
+                response.raise_for_status()
+            return response
         except Exception as err:  # noqa: BLE001 -- handed to the hook, which raises (DI-engine's contract)
             return self._error_handler(err)
-        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def close(self) -> None:
         self._session.close()
@@ -130,9 +119,9 @@ def get_http_engine_class(headers: Mapping[str, Callable[..., Any]],
                           data_processor: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
                           http_error_gene: Callable[[Exception], Exception] | None = None,
                           ) -> Callable[..., type[HttpEngine]]:
-    """A factory of :class:`HttpEngine` subclasses: ``get_http_engine_class(headers, ...)(*args, **kwargs)`` is a
-    class whose requests carry ``{name: f(*args, **kwargs)}`` for each ``name: f`` of ``headers`` (evaluated per
-    request), send ``data_processor(data)`` as the body, and raise ``http_error_gene(err)`` for an HTTP error."""
+    """``get_http_engine_class(headers, ...)(*args, **kwargs)`` is an :class:`HttpEngine` subclass whose requests carry
+    ``{name: f(*args, **kwargs)}`` for each ``name: f`` of ``headers``, send ``data_processor(data)`` and raise
+    ``http_error_gene(err)`` for an HTTP error."""
     header_values = translate_dict_func(headers)
 
     def make(*args: Any, **kwargs: Any) -> type[HttpEngine]:

@@ -1,26 +1,11 @@
-"""The HTTP server under :class:`~ding.parallel.transport.base.JsonServer`: werkzeug's request handling, bounded.
-
-werkzeug's development server gives every connection its own thread and never times a read out, so connections
-that send nothing pile up threads and can starve real requests (a peer that is not even authenticated can do it).
-Here instead:
-
-- accepted connections wait, threadless, in one selector loop until their whole request head (request line and
-  headers, at most ``max_head_bytes``) has arrived; one whose head is not complete within ``idle_timeout`` seconds of
-  its accept is closed, however it drips (a byte every few seconds holds nothing), and while more than
-  ``max_connections`` wait, the oldest are closed first (a real client sends its request at once, so it is never the
-  oldest);
-- a complete head without the server's token (``token``) is answered 401 by the loop itself and closed: only
-  requests that present the token take one of the ``max_workers`` threads, so peers without it cannot starve them;
-- there, each read of the body times out after ``read_timeout`` seconds, the whole exchange after
-  ``request_timeout`` seconds (every ding endpoint answers in milliseconds: tasks run in the slave's own worker
-  threads);
-- refusals (a wrong token, a malformed request, an idle or overlong connection) are logged rate-limited: the first
-  of each kind at once, then one summary line with the count per ``log_interval`` seconds.
-
+"""The bounded HTTP server under :class:`~ding.parallel.transport.base.JsonServer` (docs/parallel.md, 'HTTP servers
+are bounded'): connections wait threadless in one selector loop until their whole request head has arrived, a head
+without the token is answered 401 there, and only authenticated requests take one of a fixed pool of worker threads.
 werkzeug answers every request with ``Connection: close``, so a connection carries exactly one request.
 """
 from __future__ import annotations
 
+import contextlib
 import hmac
 import io
 import logging
@@ -38,7 +23,12 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """What one HTTP server of parallel mode may spend on its peers (see the module docstring)."""
+    """What one HTTP server of parallel mode may spend on its peers.
+
+    A connection's request head (at most ``max_head_bytes``) must be complete within ``idle_timeout`` s of its accept;
+    beyond ``max_connections`` waiting, the oldest are closed. A worker's body reads time out after ``read_timeout``
+    s, its whole request after ``request_timeout`` s. Refusals are summarised once per ``log_interval`` s.
+    """
 
     max_workers: int = 32
     max_connections: int = 256
@@ -97,9 +87,8 @@ class QuietHandler(WSGIRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        head = self.server.take_head(self.connection)
-        if head:  # the loop already read the request head: werkzeug reads it again from here, then the socket
-            self.rfile = io.BufferedReader(_Prefixed(head, self.rfile))
+        # the loop already read the request head: werkzeug reads it again from here, then from the socket
+        self.rfile = io.BufferedReader(_Prefixed(self.server.heads.head, self.rfile))
 
     def log_request(self, *args: Any, **kwargs: Any) -> None:
         pass
@@ -123,21 +112,19 @@ class BoundedWSGIServer(BaseWSGIServer):
     multithread = True  # requests are served concurrently (werkzeug then speaks HTTP/1.1)
 
     def __init__(self, host: str, port: int, app: Any, fd: int, limits: ServerLimits, refusals: RateLimitedLog,
-                 name: str, token: bytes | None = None) -> None:
+                 name: str, token: bytes) -> None:
         super().__init__(host, port, app, handler=QuietHandler, fd=fd)
         self.limits = limits
-        self._token = token
-        self._heads: dict[socket.socket, bytes] = {}  # what the loop read of each waiting connection
-        self._heads_lock = threading.Lock()
         self.refusals = refusals
-        self._name = name
+        self._token = token
         self._stop = threading.Event()
-        self._stopped = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
         self._jobs: queue.Queue = queue.Queue()
-        self._waiting: dict[socket.socket, tuple[Any, float]] = {}  # insertion order: oldest first
-        self._active: dict[socket.socket, float] = {}
+        # waiting connections -> (address, accept time, what they sent so far); insertion order: oldest first
+        self._waiting: dict[socket.socket, tuple[Any, float, bytes]] = {}
+        self._active: dict[socket.socket, float] = {}  # connections in a worker -> since when
         self._active_lock = threading.Lock()
+        self.heads = threading.local()  # the head of the request a worker thread serves
         self._workers = [threading.Thread(target=self._work, name=f"ding-http-{name}-{i}", daemon=True)
                          for i in range(max(1, int(limits.max_workers)))]
         for t in self._workers:
@@ -154,16 +141,16 @@ class BoundedWSGIServer(BaseWSGIServer):
                 self._dispatch(sel, sel.select(timeout=0.2))
                 if len(self._waiting) > self.limits.max_connections:
                     self._dispatch(sel, sel.select(timeout=0), accept=False)  # serve what has data, then trim
-                    self._trim(sel)
+                    while len(self._waiting) > self.limits.max_connections:
+                        addr = self._discard(sel, next(iter(self._waiting)))
+                        self.refusals.note("connection closed unserved", f"more than {self.limits.max_connections} "
+                                           "connections waited to send a request; the oldest is closed", addr)
                 self._expire(sel)
         finally:
-            for conn in list(self._waiting):
-                self._drop(conn)
+            for conn in self._waiting:
+                _close(conn)
             self._waiting.clear()
-            with self._heads_lock:
-                self._heads.clear()
             sel.close()
-            self._stopped.set()
 
     def _dispatch(self, sel: selectors.BaseSelector, events: list, accept: bool = True) -> None:
         for key, _ in events:
@@ -176,71 +163,45 @@ class BoundedWSGIServer(BaseWSGIServer):
                 self._read_head(sel, key.fileobj)
 
     def _read_head(self, sel: selectors.BaseSelector, conn: Any) -> None:
-        """Read what a waiting connection sent; once its head is complete, hand it to a worker (token given) or
-        answer 401 here (no token, or a wrong one)."""
-        with self._heads_lock:
-            head = self._heads.get(conn, b"")
+        """Read what a waiting connection sent; once its head is complete, hand it to a worker (the token given) or
+        answer 401 here."""
+        addr, since, head = self._waiting[conn]
         try:
             chunk = conn.recv(self.limits.max_head_bytes + 1 - len(head))
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             chunk = b""
-        addr, _ = self._waiting[conn]
         if not chunk:  # closed by the peer
-            self._forget(sel, conn)
-            self._drop(conn)
+            self._discard(sel, conn)
             return
         head += chunk
         end = head.find(b"\r\n\r\n")
-        if end < 0:
-            if len(head) > self.limits.max_head_bytes:
-                self._forget(sel, conn)
-                self._drop(conn)
-                self.refusals.note("malformed request", f"request head over {self.limits.max_head_bytes} bytes",
-                                   _peer(addr))
-                return
-            with self._heads_lock:
-                self._heads[conn] = head
-            return
-        sel.unregister(conn)
-        self._waiting.pop(conn)
-        if self._token is not None and not _has_token(head[:end], self._token):
-            with self._heads_lock:
-                self._heads.pop(conn, None)
+        if end < 0 and len(head) > self.limits.max_head_bytes:
+            self.refusals.note("malformed request", f"request head over {self.limits.max_head_bytes} bytes",
+                               self._discard(sel, conn))
+        elif end < 0:
+            self._waiting[conn] = (addr, since, head)
+        elif not _has_token(head[:end], self._token):
+            peer = self._discard(sel, conn, close=False)
             if _REQUEST_LINE.match(head[:head.find(b"\r\n")]):
-                self.refusals.note("rejected request", "missing or wrong token", _peer(addr))
+                self.refusals.note("rejected request", "missing or wrong token", peer)
             else:
-                self.refusals.note("malformed request", "not an HTTP request", _peer(addr))
-            try:
+                self.refusals.note("malformed request", "not an HTTP request", peer)
+            with contextlib.suppress(OSError):
                 conn.send(_UNAUTHORIZED_RESPONSE)  # (small: fits the socket's send buffer)
-            except OSError:
-                pass
-            self._drop(conn)
-            return
-        with self._heads_lock:
-            self._heads[conn] = head
-        self._jobs.put((conn, addr))
+            _close(conn)
+        else:
+            self._discard(sel, conn, close=False)
+            self._jobs.put((conn, addr, head))
 
-    def _forget(self, sel: selectors.BaseSelector, conn: Any) -> None:
+    def _discard(self, sel: selectors.BaseSelector, conn: Any, close: bool = True) -> str:
+        """Stop waiting on ``conn`` (and close it); its peer's address, for the log."""
         sel.unregister(conn)
-        self._waiting.pop(conn, None)
-        with self._heads_lock:
-            self._heads.pop(conn, None)
-
-    def take_head(self, conn: Any) -> bytes:
-        """What the loop read of ``conn`` (its request head and what came with it); for the worker's handler."""
-        with self._heads_lock:
-            return self._heads.pop(conn, b"")
-
-    def _trim(self, sel: selectors.BaseSelector) -> None:
-        while len(self._waiting) > self.limits.max_connections:
-            oldest = next(iter(self._waiting))
-            addr, _ = self._waiting[oldest]
-            self._forget(sel, oldest)
-            self._drop(oldest)
-            self.refusals.note("connection closed unserved", f"more than {self.limits.max_connections} connections "
-                               "waited to send a request; the oldest is closed", _peer(addr))
+        addr = self._waiting.pop(conn)[0]
+        if close:
+            _close(conn)
+        return str(addr[0]) if isinstance(addr, tuple) and addr else str(addr)
 
     def _accept(self, sel: selectors.BaseSelector) -> None:
         for _ in range(256):  # take what the backlog holds, but let the loop breathe
@@ -252,27 +213,20 @@ class BoundedWSGIServer(BaseWSGIServer):
                 self.refusals.note("failed accept", str(e), "-")
                 return
             conn.setblocking(False)
-            self._waiting[conn] = (addr, time.monotonic())
+            self._waiting[conn] = (addr, time.monotonic(), b"")
             sel.register(conn, selectors.EVENT_READ, "conn")
 
     def _expire(self, sel: selectors.BaseSelector) -> None:
         now = time.monotonic()
-        for conn, (addr, since) in list(self._waiting.items()):
+        for conn, (_, since, head) in list(self._waiting.items()):
             if now - since <= self.limits.idle_timeout:
                 break  # the rest are younger
-            with self._heads_lock:
-                partial = conn in self._heads
-            self._forget(sel, conn)
-            self._drop(conn)
-            self.refusals.note("idle connection closed", f"sent no {'whole request head' if partial else 'request'} "
-                               f"within {self.limits.idle_timeout:g} s", _peer(addr))
+            self.refusals.note("idle connection closed", f"sent no {'whole request head' if head else 'request'} "
+                               f"within {self.limits.idle_timeout:g} s", self._discard(sel, conn))
         with self._active_lock:
             overdue = [c for c, t in self._active.items() if now - t > self.limits.request_timeout]
         for conn in overdue:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)  # the worker's next read or write fails; it closes the connection
-            except OSError:
-                pass
+            _cut(conn)  # the worker's next read or write fails; it closes the connection
             self.refusals.note("request cut off", f"took longer than {self.limits.request_timeout:g} s", "-")
 
     # ---------------------------------------------------------------- the workers
@@ -281,7 +235,7 @@ class BoundedWSGIServer(BaseWSGIServer):
             job = self._jobs.get()
             if job is None:
                 return
-            conn, addr = job
+            conn, addr, self.heads.head = job
             conn.setblocking(True)
             conn.settimeout(self.limits.read_timeout)
             with self._active_lock:
@@ -289,52 +243,36 @@ class BoundedWSGIServer(BaseWSGIServer):
             try:
                 self.finish_request(conn, addr)
             except Exception as e:  # noqa: BLE001 -- one connection's failure must not end the worker
-                self.refusals.note("request failed", f"{type(e).__name__}: {e}", _peer(addr))
+                self.refusals.note("request failed", f"{type(e).__name__}: {e}", str(addr[0]))
             finally:
                 with self._active_lock:
                     self._active.pop(conn, None)
                 self.shutdown_request(conn)
-
-    def _drop(self, conn: socket.socket) -> None:
-        try:
-            conn.close()
-        except OSError:
-            pass
 
     # ---------------------------------------------------------------- lifecycle
     def stop(self, timeout: float = 5.0, grace: float = 1.0) -> None:
         """End the loop and the workers: requests in service get ``grace`` seconds to finish (a ``disconnect`` that
         closes this very server still gets its answer), then their connections are cut; waits up to ``timeout``."""
         self._stop.set()
-        try:
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
-        except OSError:
-            pass
         end = time.monotonic() + grace
-        while time.monotonic() < end:
-            with self._active_lock:
-                if not self._active:
-                    break
+        while self._active and time.monotonic() < end:
             time.sleep(0.01)
         with self._active_lock:
             active = list(self._active)
         for conn in active:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            _cut(conn)
         for _ in self._workers:
             self._jobs.put(None)
         deadline = time.monotonic() + timeout
         for t in self._workers:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
-        while True:  # connections handed over but never served
-            try:
+        with contextlib.suppress(queue.Empty):
+            while True:  # connections handed over but never served
                 job = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                self._drop(job[0])
+                if job is not None:
+                    _close(job[0])
 
     def server_close(self) -> None:
         super().server_close()
@@ -343,8 +281,14 @@ class BoundedWSGIServer(BaseWSGIServer):
                 s.close()
 
 
-def _peer(addr: Any) -> str:
-    return str(addr[0]) if isinstance(addr, tuple) and addr else str(addr)
+def _close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.close()
+
+
+def _cut(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
 
 
 def _has_token(head: bytes, token: bytes) -> bool:
@@ -371,6 +315,6 @@ class _Prefixed(io.RawIOBase):
             buffer[:n] = self._prefix[:n]
             self._prefix = self._prefix[n:]
             return n
-        data = self._rest.read1(len(buffer)) if hasattr(self._rest, "read1") else self._rest.read(len(buffer))
+        data = self._rest.read1(len(buffer))
         buffer[:len(data)] = data
         return len(data)

@@ -1,12 +1,13 @@
-"""The master side (the coordinator): connects slaves, sends them tasks, receives completions and heartbeats.
+"""The master side (the coordinator): connects slaves, sends them tasks, receives their reports and heartbeats.
 
-A task is sent with ``task/new`` and runs asynchronously on the slave, which reports ``task/complete`` or
-``task/fail`` back. Every task has a deadline; a monitor thread fails tasks that pass it and declares a slave lost
-when its heartbeats stop (its pending tasks fail with :class:`SlaveLost`), so nothing waits forever.
+A monitor thread fails tasks that pass their deadline and declares a slave lost when its heartbeats stop (its pending
+tasks fail with :class:`SlaveLost`), so nothing waits forever.
 """
 from __future__ import annotations
 
+import contextlib
 import enum
+import functools
 import itertools
 import logging
 import threading
@@ -31,9 +32,8 @@ _task_counter = itertools.count()
 
 @enum.unique
 class TaskStatus(enum.IntEnum):
-    """Where a task stands (DI-engine's ``ding.interaction.master.task.TaskStatus``). A ding task is sent when its
-    :class:`TaskHandle` is made, so a handle reads ``STARTED`` until it ends ``COMPLETED`` or ``FAILED``;
-    ``IDLE``, ``STARTING`` and ``START_FAILED`` are DI-engine's states before a task reaches its slave."""
+    """DI-engine's task states; a ding :class:`TaskHandle` reads ``STARTED`` until ``COMPLETED`` or ``FAILED`` (the
+    others are DI-engine's states before a task reaches its slave)."""
 
     IDLE = 0x00
     STARTING = 0x11
@@ -47,15 +47,13 @@ class TaskHandle:
     """A task sent to a slave: wait for its ``result()`` or attach callbacks run when it ends."""
 
     def __init__(self, task_id: str, name: str, slave: str, deadline_s: float | None) -> None:
-        self.task_id = task_id
-        self.name = name
-        self.slave = slave
+        self.task_id, self.name, self.slave = task_id, name, slave
         self.created = time.monotonic()
         self.deadline_at = None if deadline_s is None else self.created + float(deadline_s)
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._result: dict[str, Any] | None = None
-        self._error: TaskFailed | None = None
+        self.error: TaskFailed | None = None  # set when the task failed
         self._callbacks: list[Callable[[TaskHandle], None]] = []
 
     def done(self) -> bool:
@@ -66,21 +64,16 @@ class TaskHandle:
         if not self._event.wait(timeout):
             raise TaskTimeout(f"task {self.name} ({self.task_id}) on {self.slave}: no answer after waiting "
                               f"{timeout:g} s")
-        if self._error is not None:
-            raise self._error
+        if self.error is not None:
+            raise self.error
         assert self._result is not None
         return self._result
 
     @property
-    def error(self) -> TaskFailed | None:
-        return self._error
-
-    @property
     def status(self) -> TaskStatus:
-        with self._lock:
-            if not self._event.is_set():
-                return TaskStatus.STARTED
-            return TaskStatus.FAILED if self._error is not None else TaskStatus.COMPLETED
+        if not self._event.is_set():  # (the error is set before the event)
+            return TaskStatus.STARTED
+        return TaskStatus.FAILED if self.error is not None else TaskStatus.COMPLETED
 
     def add_done_callback(self, fn: Callable[[TaskHandle], None]) -> None:
         with self._lock:
@@ -93,7 +86,7 @@ class TaskHandle:
         with self._lock:
             if self._event.is_set():
                 return False
-            self._result, self._error = (result or {}), error
+            self._result, self.error = (result or {}), error
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
@@ -108,11 +101,7 @@ class SlaveConnection:
     """The master's view of one connected slave."""
 
     def __init__(self, name: str, role: str, host: str, port: int, client: HttpClient) -> None:
-        self.name = name
-        self.role = role
-        self.host = host
-        self.port = port
-        self.client = client
+        self.name, self.role, self.host, self.port, self.client = name, role, host, port, client
         self.last_seen = time.monotonic()
         self.alive = True
         self.resource: dict[str, Any] = {}
@@ -144,10 +133,9 @@ class Master:
         self.on_slave_lost = on_slave_lost
         self.on_join = on_join
         self._server = JsonServer(name, host, port, token, self._logger)
-        self._server.route("heartbeat", self._on_heartbeat)
-        self._server.route("task/complete", self._on_complete)
-        self._server.route("task/fail", self._on_fail)
-        self._server.route("join", self._on_join)
+        for endpoint, fn in (("heartbeat", self._on_heartbeat), ("task/complete", self._on_report),
+                             ("task/fail", functools.partial(self._on_report, failed=True)), ("join", self._on_join)):
+            self._server.route(endpoint, fn)
         self._lock = threading.RLock()
         self._slaves: dict[str, SlaveConnection] = {}
         self._pending: dict[str, TaskHandle] = {}
@@ -155,7 +143,6 @@ class Master:
         self._monitor: threading.Thread | None = None
         self._closed = False
 
-    # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         self._server.start()
         self._monitor = threading.Thread(target=self._watch, name=f"ding-{self.name}-monitor", daemon=True)
@@ -185,14 +172,11 @@ class Master:
         for handle in pending:
             handle._finish(error=TaskFailed(f"task {handle.name} ({handle.task_id}) abandoned: {reason}"))
         self._server.close()
-        for conn in self.slaves():
-            conn.client.close()
 
     def refused_requests(self) -> int:
         """Requests the server refused for a missing or wrong token."""
         return int(self._server.refusals.counts.get("rejected request", 0))
 
-    # ---------------------------------------------------------------- slaves
     def connect(self, name: str, host: str, port: int, role: str | None = None) -> SlaveConnection:
         """Connect the slave at ``host:port`` (it learns where to send heartbeats and results)."""
         client = HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
@@ -222,14 +206,11 @@ class Master:
         self._lose(conn, f"disconnected: {reason}", notify=False)
 
     def _shut_down_lost(self, reason: str) -> None:
-        """Tell the slaves declared lost to shut down too: one that was only frozen or cut off for a while would
-        otherwise live on until its own ``master_lost_timeout``, and its launcher would wait for it. Best effort, all
-        at once, one short try each (a dead or unreachable slave costs at most that try)."""
+        """Tell the slaves declared lost to shut down too (one only frozen or cut off for a while would otherwise
+        live on until its ``master_lost_timeout``): best effort, all at once, one short try each."""
         def tell(conn: SlaveConnection) -> None:
-            try:
+            with contextlib.suppress(PeerUnreachable, RequestRejected):
                 conn.client.post("disconnect", {"reason": reason, "shutdown": True}, timeout=2.0, retries=0)
-            except (PeerUnreachable, RequestRejected):
-                pass
 
         threads = [threading.Thread(target=tell, args=(c,), name=f"ding-shutdown-{c.name}", daemon=True)
                    for c in self.slaves() if not c.alive]
@@ -247,7 +228,6 @@ class Master:
         with self._lock:
             return self._slaves.get(name)
 
-    # ---------------------------------------------------------------- tasks
     def new_task(self, conn: SlaveConnection, name: str, payload: Mapping[str, Any] | None = None,
                  deadline_s: float | None = 60.0, task_id: str | None = None) -> TaskHandle:
         """Send task ``name`` to ``conn``; the handle ends with the slave's report, a deadline or a lost slave."""
@@ -284,11 +264,9 @@ class Master:
         """Wait until the slave runs no task (a cancelled one has stopped); False at ``timeout`` or if it is lost."""
         deadline = time.monotonic() + timeout
         while conn.alive and not self._stop.is_set():
-            try:
+            with contextlib.suppress(PeerUnreachable, RequestRejected):
                 if int(conn.client.post("ping", {}, timeout=5.0, retries=0).get("running", 1)) == 0:
                     return True
-            except (PeerUnreachable, RequestRejected):
-                pass
             if time.monotonic() > deadline:
                 return False
             self._stop.wait(0.1)
@@ -301,7 +279,6 @@ class Master:
             if conn is not None:
                 conn.tasks.pop(handle.task_id, None)
 
-    # ---------------------------------------------------------------- endpoints
     def _known(self, payload: dict) -> SlaveConnection | None:
         name = payload.get("name")
         if not isinstance(name, str):
@@ -312,30 +289,12 @@ class Master:
 
     def _on_heartbeat(self, payload: dict) -> dict:
         conn = self._known(payload)
-        if conn is None:
-            return {"known": False}
-        conn.last_seen = time.monotonic()
-        return {"known": True}
+        if conn is not None:
+            conn.last_seen = time.monotonic()
+        return {"known": conn is not None}
 
-    def _on_complete(self, payload: dict) -> dict:
-        handle = self._pending_handle(payload)
-        if handle is None:
-            return {"accepted": False}
-        data = payload.get("data", {})
-        return {"accepted": handle._finish(result=data if isinstance(data, dict) else {"value": data})}
-
-    def _on_fail(self, payload: dict) -> dict:
-        handle = self._pending_handle(payload)
-        if handle is None:
-            return {"accepted": False}
-        message = str(payload.get("message", "no message"))
-        err = TaskFailed(f"task {handle.name} ({handle.task_id}) failed on '{handle.slave}': {message}",
-                         str(payload.get("traceback", "")))
-        data = payload.get("data")
-        err.result = dict(data) if isinstance(data, Mapping) else {}
-        return {"accepted": handle._finish(error=err)}
-
-    def _pending_handle(self, payload: dict) -> TaskHandle | None:
+    def _on_report(self, payload: dict, failed: bool = False) -> dict:
+        """``task/complete`` (its ``data``) or, ``failed``, ``task/fail`` (``message``, ``traceback``, ``data``)."""
         conn = self._known(payload)
         task_id = payload.get("task_id")
         if not isinstance(task_id, str):
@@ -346,8 +305,14 @@ class Master:
             handle = self._pending.get(task_id)
         if handle is None or handle.slave != payload.get("name"):
             self._logger.info(f"late or unknown report for task {task_id} from {payload.get('name')!r} ignored")
-            return None
-        return handle
+            return {"accepted": False}
+        data = payload.get("data", {})
+        if not failed:
+            return {"accepted": handle._finish(result=data if isinstance(data, dict) else {"value": data})}
+        err = TaskFailed(f"task {handle.name} ({handle.task_id}) failed on '{handle.slave}': "
+                         f"{payload.get('message', 'no message')}", str(payload.get("traceback", "")))
+        err.result = dict(data) if isinstance(data, Mapping) else {}
+        return {"accepted": handle._finish(error=err)}
 
     def _on_join(self, payload: dict) -> dict:
         info = {k: payload.get(k) for k in ("name", "role", "host", "port")}
@@ -356,17 +321,16 @@ class Master:
         if self.on_join is None:
             raise ApiError(403, f"{self.name} does not accept new slaves")
         self._logger.info(f"{info['role']} '{info['name']}' at {info['host']}:{info['port']} asks to join")
-        threading.Thread(target=self._safe_join, args=(info,), name="ding-join", daemon=True).start()
+        threading.Thread(target=self._guarded, args=(f"joining '{info['name']}'", self.on_join, info),
+                         name="ding-join", daemon=True).start()
         return {"accepted": True}
 
-    def _safe_join(self, info: dict) -> None:
+    def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
         try:
-            assert self.on_join is not None
-            self.on_join(info)
-        except Exception:  # noqa: BLE001 -- a bad joiner must not take the master down
-            self._logger.exception(f"joining '{info.get('name')}' failed")
+            fn(*args)
+        except Exception:  # noqa: BLE001 -- a bad joiner or callback must not take the master down
+            self._logger.exception(f"{what} failed")
 
-    # ---------------------------------------------------------------- monitor
     def _lose(self, conn: SlaveConnection, reason: str, notify: bool = True) -> None:
         with self._lock:
             if not conn.alive:
@@ -379,10 +343,7 @@ class Master:
             handle._finish(error=SlaveLost(f"task {handle.name} ({handle.task_id}): slave '{conn.name}' lost "
                                            f"({reason})"))
         if notify and self.on_slave_lost is not None:
-            try:
-                self.on_slave_lost(conn, reason)
-            except Exception:  # noqa: BLE001 -- keep monitoring the others
-                self._logger.exception(f"on_slave_lost('{conn.name}') failed")
+            self._guarded(f"on_slave_lost('{conn.name}')", self.on_slave_lost, conn, reason)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):

@@ -1,23 +1,21 @@
-"""DI-engine's typed answers to a failed request (``ding.interaction.exception``): an HTTP error whose body is the
-envelope ``{"success", "code", "message", "data"}`` becomes one exception class per error code, in a master family
-(:class:`MasterErrorCode`, what a DI-engine master answers) and a slave family (:class:`SlaveErrorCode`).
-
-``get_master_exception_by_error(err)`` / ``get_slave_exception_by_error(err)`` take the ``requests.HTTPError`` and
-return the exception of its code, which carries the response's ``status_code``, ``success``, ``code``, ``message``
-and ``data``. Ding's own master and slave answer with HTTP status codes instead (``RequestRejected.code``).
+"""DI-engine's typed answers to a failed request (``ding.interaction.exception``): the error envelope of an
+``HTTPError`` becomes the exception class of its code, in a master family (:class:`MasterErrorCode`) and a slave family
+(:class:`SlaveErrorCode`). Ding's own master and slave answer with HTTP status codes instead (``RequestRejected.code``).
 """
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from ding.parallel.transport.responses import get_values_from_response
 
+_ENVELOPE_ERRORS = (ValueError, KeyError, TypeError, AttributeError)
+
 
 class ResponseException(Exception):
-    """A failed request's answer: the fields of the error envelope an ``HTTPError``'s response carries."""
+    """A failed request's answer: ``status_code``, ``success``, ``code``, ``message`` and ``data`` of the error
+    envelope that an ``HTTPError``'s response carries."""
 
     def __init__(self, error: Any) -> None:
         response = getattr(error, "response", None)
@@ -25,47 +23,27 @@ class ResponseException(Exception):
             raise TypeError(f"{type(self).__name__}: expected a requests.HTTPError with a response, got {error!r}")
         try:
             values = get_values_from_response(response)
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
+        except _ENVELOPE_ERRORS as e:
             raise ValueError(f"{type(self).__name__}: the response (HTTP {getattr(response, 'status_code', '?')}) "
                              "does not carry the envelope {'success', 'code', 'message', 'data'}") from e
         self.error = error
-        self._status_code, self._success, self._code, self._message, data = values
-        self._data: Mapping[str, Any] = data if data is not None else {}
-        super().__init__(self._message)
-
-    @property
-    def status_code(self) -> int:
-        return self._status_code
-
-    @property
-    def success(self) -> bool:
-        return self._success
-
-    @property
-    def code(self) -> int:
-        return self._code
-
-    @property
-    def message(self) -> str:
-        return self._message
-
-    @property
-    def data(self) -> Mapping[str, Any]:
-        return self._data
+        self.status_code, self.success, self.code, self.message, data = values
+        self.data: Mapping[str, Any] = data if data is not None else {}
+        super().__init__(self.message)
 
 
 @enum.unique
 class MasterErrorCode(enum.IntEnum):
     SUCCESS = 0
     SYSTEM_SHUTTING_DOWN = 101
-    CHANNEL_NOT_GIVEN = 201  # the request carries no channel id
-    CHANNEL_INVALID = 202  # the channel id is not the master's
-    MASTER_TOKEN_NOT_GIVEN = 301  # a slave's connection request carries no master token
+    CHANNEL_NOT_GIVEN = 201
+    CHANNEL_INVALID = 202
+    MASTER_TOKEN_NOT_GIVEN = 301  # a slave's connection request
     MASTER_TOKEN_INVALID = 302
-    SELF_TOKEN_NOT_GIVEN = 401  # a request to the master itself (ping, shutdown) carries no token
+    SELF_TOKEN_NOT_GIVEN = 401  # a request to the master itself (ping, shutdown)
     SELF_TOKEN_INVALID = 402
-    SLAVE_TOKEN_NOT_GIVEN = 501  # a slave's service request carries no slave token
-    SLAVE_TOKEN_INVALID = 502  # the master knows no slave with that token
+    SLAVE_TOKEN_NOT_GIVEN = 501  # a slave's service request
+    SLAVE_TOKEN_INVALID = 502
     TASK_DATA_INVALID = 601
 
 
@@ -86,32 +64,17 @@ class MasterSlaveTokenInvalid(MasterResponseException): ...
 class MasterTaskDataInvalid(MasterResponseException): ...
 
 
-_MASTER_CLASSES: dict[MasterErrorCode, type[MasterResponseException]] = {
-    MasterErrorCode.SUCCESS: MasterSuccess,
-    MasterErrorCode.SYSTEM_SHUTTING_DOWN: MasterSystemShuttingDown,
-    MasterErrorCode.CHANNEL_NOT_GIVEN: MasterChannelNotGiven,
-    MasterErrorCode.CHANNEL_INVALID: MasterChannelInvalid,
-    MasterErrorCode.MASTER_TOKEN_NOT_GIVEN: MasterMasterTokenNotGiven,
-    MasterErrorCode.MASTER_TOKEN_INVALID: MasterMasterTokenInvalid,
-    MasterErrorCode.SELF_TOKEN_NOT_GIVEN: MasterSelfTokenNotGiven,
-    MasterErrorCode.SELF_TOKEN_INVALID: MasterSelfTokenInvalid,
-    MasterErrorCode.SLAVE_TOKEN_NOT_GIVEN: MasterSlaveTokenNotGiven,
-    MasterErrorCode.SLAVE_TOKEN_INVALID: MasterSlaveTokenInvalid,
-    MasterErrorCode.TASK_DATA_INVALID: MasterTaskDataInvalid,
-}
-
-
 @enum.unique
 class SlaveErrorCode(enum.IntEnum):
     SUCCESS = 0
     SYSTEM_SHUTTING_DOWN = 101
-    CHANNEL_NOT_FOUND = 201  # the request carries no channel id
-    CHANNEL_INVALID = 202  # the channel id is not the slave's
-    MASTER_TOKEN_NOT_FOUND = 301  # a master's request carries no master token
+    CHANNEL_NOT_FOUND = 201
+    CHANNEL_INVALID = 202
+    MASTER_TOKEN_NOT_FOUND = 301  # a master's request
     MASTER_TOKEN_INVALID = 302
-    SELF_TOKEN_NOT_FOUND = 401  # a request to the slave itself (ping, shutdown) carries no token
+    SELF_TOKEN_NOT_FOUND = 401  # a request to the slave itself (ping, shutdown)
     SELF_TOKEN_INVALID = 402
-    SLAVE_ALREADY_CONNECTED = 501  # the slave is connected to another master
+    SLAVE_ALREADY_CONNECTED = 501  # to another master
     SLAVE_NOT_CONNECTED = 502
     SLAVE_CONNECTION_REFUSED = 503
     SLAVE_DISCONNECTION_REFUSED = 504
@@ -139,73 +102,52 @@ class SlaveTaskAlreadyExist(SlaveResponseException): ...
 class SlaveTaskRefused(SlaveResponseException): ...
 
 
-_SLAVE_CLASSES: dict[SlaveErrorCode, type[SlaveResponseException]] = {
-    SlaveErrorCode.SUCCESS: SlaveSuccess,
-    SlaveErrorCode.SYSTEM_SHUTTING_DOWN: SlaveSystemShuttingDown,
-    SlaveErrorCode.CHANNEL_NOT_FOUND: SlaveChannelNotFound,
-    SlaveErrorCode.CHANNEL_INVALID: SlaveChannelInvalid,
-    SlaveErrorCode.MASTER_TOKEN_NOT_FOUND: SlaveMasterTokenNotFound,
-    SlaveErrorCode.MASTER_TOKEN_INVALID: SlaveMasterTokenInvalid,
-    SlaveErrorCode.SELF_TOKEN_NOT_FOUND: SlaveSelfTokenNotFound,
-    SlaveErrorCode.SELF_TOKEN_INVALID: SlaveSelfTokenInvalid,
-    SlaveErrorCode.SLAVE_ALREADY_CONNECTED: SlaveSlaveAlreadyConnected,
-    SlaveErrorCode.SLAVE_NOT_CONNECTED: SlaveSlaveNotConnected,
-    SlaveErrorCode.SLAVE_CONNECTION_REFUSED: SlaveSlaveConnectionRefused,
-    SlaveErrorCode.SLAVE_DISCONNECTION_REFUSED: SlaveSlaveDisconnectionRefused,
-    SlaveErrorCode.TASK_ALREADY_EXIST: SlaveTaskAlreadyExist,
-    SlaveErrorCode.TASK_REFUSED: SlaveTaskRefused,
-}
+_E = TypeVar("_E", bound=ResponseException)
+
+
+def _family(prefix: str, codes: type[enum.IntEnum]) -> dict[int, Any]:
+    """Each code's class, named ``<prefix>`` + the code's name in CamelCase (``MasterTaskDataInvalid``)."""
+    return {code: globals()[prefix + code.name.title().replace("_", "")] for code in codes}
+
+
+_MASTER_CLASSES: dict[int, type[MasterResponseException]] = _family("Master", MasterErrorCode)
+_SLAVE_CLASSES: dict[int, type[SlaveResponseException]] = _family("Slave", SlaveErrorCode)
+
+
+def _class_of(table: Mapping[int, type[_E]], codes: type[enum.IntEnum], family: str, code: Any) -> type[_E]:
+    try:
+        return table[codes(code)]
+    except ValueError:
+        raise ValueError(f"unknown {family} error code {code!r}; known: "
+                         f"{', '.join(str(int(c)) for c in codes)}") from None
+
+
+def _exception_of(table: Mapping[int, type[_E]], codes: type[enum.IntEnum], base: type[_E], error: Any) -> _E:
+    """The exception of the code in ``error``'s envelope; an unknown code (or none) gives the family's ``base``."""
+    try:
+        code = get_values_from_response(error.response)[2]
+        cls = table[codes(code)]
+    except _ENVELOPE_ERRORS:
+        cls = base
+    return cls(error)
 
 
 def get_master_exception_class_by_error_code(error_code: MasterErrorCode | int) -> type[MasterResponseException]:
-    try:
-        return _MASTER_CLASSES[MasterErrorCode(error_code)]
-    except ValueError:
-        raise ValueError(f"unknown master error code {error_code!r}; known: "
-                         f"{', '.join(str(int(c)) for c in MasterErrorCode)}") from None
+    return _class_of(_MASTER_CLASSES, MasterErrorCode, "master", error_code)
 
 
 def get_slave_exception_class_by_error_code(error_code: SlaveErrorCode | int) -> type[SlaveResponseException]:
-    try:
-        return _SLAVE_CLASSES[SlaveErrorCode(error_code)]
-    except ValueError:
-        raise ValueError(f"unknown slave error code {error_code!r}; known: "
-                         f"{', '.join(str(int(c)) for c in SlaveErrorCode)}") from None
-
-
-def _envelope_code(error: Any) -> Any:
-    """The ``code`` of the envelope an HTTP error's response carries (None without one)."""
-    response = getattr(error, "response", None)
-    content = getattr(response, "content", None)
-    if content is None:
-        content = getattr(response, "data", b"")
-    if not isinstance(content, (bytes, bytearray, str)):
-        return None
-    try:
-        body = json.loads(content)
-    except ValueError:
-        return None
-    return body.get("code") if isinstance(body, dict) else None
+    return _class_of(_SLAVE_CLASSES, SlaveErrorCode, "slave", error_code)
 
 
 def get_master_exception_by_error(error: Any) -> MasterResponseException:
-    """The exception of the code in a DI-engine master's error answer (``requests.HTTPError``); an unknown code
-    gives the family's base :class:`MasterResponseException`."""
-    try:
-        cls = _MASTER_CLASSES[MasterErrorCode(_envelope_code(error))]
-    except (ValueError, TypeError):
-        cls = MasterResponseException
-    return cls(error)
+    """The exception of the code in a DI-engine master's error answer (a ``requests.HTTPError``)."""
+    return _exception_of(_MASTER_CLASSES, MasterErrorCode, MasterResponseException, error)
 
 
 def get_slave_exception_by_error(error: Any) -> SlaveResponseException:
-    """The exception of the code in a DI-engine slave's error answer (``requests.HTTPError``); an unknown code
-    gives the family's base :class:`SlaveResponseException`."""
-    try:
-        cls = _SLAVE_CLASSES[SlaveErrorCode(_envelope_code(error))]
-    except (ValueError, TypeError):
-        cls = SlaveResponseException
-    return cls(error)
+    """The exception of the code in a DI-engine slave's error answer (a ``requests.HTTPError``)."""
+    return _exception_of(_SLAVE_CLASSES, SlaveErrorCode, SlaveResponseException, error)
 
 
 __all__ = [

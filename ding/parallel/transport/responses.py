@@ -1,10 +1,8 @@
-"""DI-engine's helpers for Flask handlers and its slave-side exceptions, over ding's JSON envelope
-(``{"success", "code", "message", "data"}``, :func:`ding.parallel.transport.base.envelope`).
+"""DI-engine's helpers for Flask handlers and its slave-side exceptions, over ding's JSON envelope.
 
-``success_response`` / ``failure_response`` build a Flask response in a request context; ``get_values_from_response``
+``success_response`` / ``failure_response`` build a Flask response (in a request context); ``get_values_from_response``
 reads one back from Flask or ``requests``. A slave's task handler raises :class:`TaskFail` to fail its task with a
-result dict the master sees (``TaskFailed.result``); :class:`ConnectionRefuse`, :class:`DisconnectionRefuse` and
-:class:`TaskRefuse` are :class:`ResponsibleException` s that answer a request with an error envelope.
+result the master sees (``TaskFailed.result``).
 """
 from __future__ import annotations
 
@@ -29,7 +27,7 @@ def flask_response(success: bool, data: Mapping[str, Any] | None = None, message
     import flask
 
     code = 0 if success else (code or CommonErrorCode.COMMON_FAILURE)
-    message = (message or "Success.") if success else (message or "Failed.")
+    message = message or ("Success." if success else "Failed.")
     return flask.jsonify(envelope(success, int(code), message, data))
 
 
@@ -46,8 +44,7 @@ def get_values_from_response(response: Any) -> tuple[int, bool, int, str, Mappin
     """``(status_code, success, code, message, data)`` of a Flask or ``requests`` response carrying the envelope."""
     content = response.content if hasattr(response, "content") else response.data
     body = json.loads(content.decode())
-    return (response.status_code, body["success"], body["code"], body.get("message", ""),
-            body.get("data", {}) or {})
+    return response.status_code, body["success"], body["code"], body.get("message", ""), body.get("data", {}) or {}
 
 
 class ResponsibleException(Exception):
@@ -64,8 +61,8 @@ class ResponsibleException(Exception):
 
 def responsible(classes: Iterable[type[ResponsibleException]] | None = None
                 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorate a Flask handler so that a raised :class:`ResponsibleException` (or one of ``classes``) becomes its
-    ``get_response()`` (the failure envelope and status code) instead of a server error; other errors propagate."""
+    """Decorate a Flask handler so that a raised :class:`ResponsibleException` (or one of ``classes``) answers with
+    its ``get_response()`` instead of a server error; other errors propagate."""
     caught = tuple(classes) if classes is not None else (ResponsibleException, )
     for cls in caught:
         if not (isinstance(cls, type) and issubclass(cls, ResponsibleException)):

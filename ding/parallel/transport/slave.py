@@ -1,10 +1,5 @@
-"""The slave side (a learner or collector process): serves ``connect``, ``disconnect``, ``task/new`` and ``ping``,
-runs tasks in worker threads and reports each one's completion or failure (with its traceback text) to the master.
-
-While connected it sends a heartbeat every ``heartbeat_interval`` seconds -- unless the master accepted one of its task
-reports within that interval, which says the same (so a busy slave sends none). If the master stays unreachable for
-``master_lost_timeout`` seconds, the slave closes itself (its process then exits) instead of waiting forever. A role's
-slave derives both from the master's ``heartbeat_timeout`` (:func:`heartbeat_times`).
+"""The slave side (a learner or collector process): runs the master's tasks in worker threads and reports each
+one's end; a master unreachable for ``master_lost_timeout`` seconds closes it instead of leaving it waiting forever.
 """
 from __future__ import annotations
 
@@ -24,10 +19,10 @@ from ding.parallel.transport.responses import TaskFail
 TaskFn = Callable[[dict], Mapping[str, Any] | None]
 
 # A role's slave beats HEARTBEATS_PER_TIMEOUT times per the coordinator's heartbeat_timeout, and gives up on a
-# coordinator it has not reached for MASTER_LOST_TIMEOUTS of them (once the system keys heartbeat_interval and
-# master_lost_timeout: 1 s and 60 s of the default 10 s)
+# coordinator it has not reached for MASTER_LOST_TIMEOUTS of them.
 HEARTBEATS_PER_TIMEOUT = 10
 MASTER_LOST_TIMEOUTS = 6
+_SEEN_TASKS = 10000  # recent task ids kept, so that a retried task/new (within seconds) does not run twice
 
 
 def heartbeat_times(heartbeat_timeout: float) -> tuple[float, float]:
@@ -49,8 +44,7 @@ class Slave:
                  resource: Mapping[str, Any] | None = None,
                  logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
                  on_disconnect: Callable[[str], None] | None = None) -> None:
-        self.name = name
-        self.role = role
+        self.name, self.role = name, role
         self._token = token
         self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
         self._logger = logger or logging.getLogger(f"ding.parallel.transport.{name}")
@@ -73,9 +67,7 @@ class Slave:
         self._idle = 0
         self._lock = threading.Lock()
         self._master: HttpClient | None = None
-        self._master_info: dict[str, Any] = {}
-        self._seen_tasks: collections.OrderedDict[str, None] = collections.OrderedDict()  # recent task ids: a
-        # retried task/new must not run twice (retries come within seconds: the last 10000 are kept)
+        self._seen_tasks: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._running: set[str] = set()
         self._cancelled: set[str] = set()  # running tasks the master gave up on (their deadline passed)
         self._current = threading.local()  # the task id a worker thread runs
@@ -85,6 +77,7 @@ class Slave:
         self._last_master_ok = time.monotonic()
         self._last_report_ok = -float("inf")  # when the master last accepted a task report (it counts as a heartbeat)
         self._contact = False  # joined or was connected once: from then on a missing master is a timeout
+        self._said_dropped = False
         self.close_reason = ""
 
     def start(self) -> None:
@@ -126,10 +119,7 @@ class Slave:
                 t.join(timeout=max(0.0, deadline - time.monotonic()))
         if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
             self._heartbeat.join(timeout=5.0)
-        with self._lock:
-            master, self._master = self._master, None
-        if master is not None:
-            master.close()
+        self._master = None
         self._logger.info(f"{self.role} '{self.name}' closed: {reason}")
         self._closed.set()
 
@@ -138,17 +128,16 @@ class Slave:
         threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
 
     def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
-        """Ask the master at ``master_host:master_port`` to connect this slave (dynamic increase). ``contact=False``
-        (a re-join): an accepted request does not count as contact with the master -- only its connect does."""
-        client = HttpClient("master", master_host, master_port, self._token, timeout=self.request_timeout,
-                            retries=self.retries)
-        try:
-            client.post("join", {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port})
-        finally:
-            client.close()
+        """Ask the master at ``master_host:master_port`` to connect this slave. ``contact=False`` (a re-join): an
+        accepted request does not count as contact with the master, only its connect does."""
+        me = {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port}
+        self._client("master", master_host, master_port).post("join", me)
         if contact:
             self._last_master_ok = time.monotonic()
             self._contact = True
+
+    def _client(self, name: str, host: str, port: int) -> HttpClient:
+        return HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
 
     def _on_ping(self, payload: dict) -> dict:
         return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
@@ -158,15 +147,10 @@ class Slave:
         host, port = payload.get("master_host"), payload.get("master_port")
         if not isinstance(host, str) or not isinstance(port, int):
             raise ApiError(400, "connect needs 'master_host' (str) and 'master_port' (int)")
-        client = HttpClient(str(payload.get("master_name", "master")), host, port, self._token,
-                            timeout=self.request_timeout, retries=self.retries)
         with self._lock:
-            old, self._master = self._master, client
-            self._master_info = dict(payload)
+            self._master = self._client(str(payload.get("master_name", "master")), host, port)
             self._last_master_ok = time.monotonic()
             self._contact = True
-        if old is not None:
-            old.close()
         self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
         if self.on_connect is not None:
             self.on_connect(dict(payload))
@@ -175,10 +159,8 @@ class Slave:
     def _on_disconnect(self, payload: dict) -> dict:
         reason = str(payload.get("reason", ""))
         with self._lock:
-            master, self._master = self._master, None
+            self._master = None
             self._last_master_ok = time.monotonic()
-        if master is not None:
-            master.close()
         self._logger.info(f"disconnected by master: {reason}")
         if self.on_disconnect is not None:
             self.on_disconnect(reason)
@@ -204,38 +186,32 @@ class Slave:
         return task_id is not None and (task_id in self._cancelled or self._stopping.is_set())
 
     def _on_task(self, payload: dict) -> dict:
-        task_id, name = payload.get("task_id"), payload.get("name")
+        task_id, name, body = payload.get("task_id"), payload.get("name"), payload.get("payload", {})
         if not isinstance(task_id, str) or not isinstance(name, str):
             raise ApiError(400, "task/new needs 'task_id' (str) and 'name' (str)")
         if self._stopping.is_set():
             raise ApiError(503, f"{self.name} is shutting down")
-        if self._master is None:
+        if not self.connected:
             raise ApiError(409, f"{self.name} is not connected to a master; connect first")
         if name not in self.handlers:
             raise ApiError(400, f"{self.role} '{self.name}' has no task '{name}'; known tasks: "
                                 f"{', '.join(sorted(self.handlers))}")
-        body = payload.get("payload", {})
         if not isinstance(body, dict):
             raise ApiError(400, "'payload' must be a JSON object")
         with self._lock:
             if task_id in self._seen_tasks:  # a retried request: the task already runs
                 return {"accepted": True, "duplicate": True}
             self._seen_tasks[task_id] = None
-            if len(self._seen_tasks) > 10000:
+            if len(self._seen_tasks) > _SEEN_TASKS:
                 self._seen_tasks.popitem(last=False)
             self._running.add(task_id)
-        self._submit(task_id, name, body)
-        return {"accepted": True}
-
-    def _submit(self, task_id: str, name: str, body: dict) -> None:
-        """Queue the task for a worker thread; start another worker (daemon) if none is idle and there is room."""
-        with self._lock:
-            if self._idle == 0 and len(self._workers) < self._max_workers:
+            if self._idle == 0 and len(self._workers) < self._max_workers:  # no idle worker: start one
                 t = threading.Thread(target=self._work, name=f"ding-{self.name}-task{len(self._workers)}",
                                      daemon=True)
                 self._workers.append(t)
                 t.start()
             self._jobs.put((task_id, name, body))
+        return {"accepted": True}
 
     def _work(self) -> None:
         while True:
@@ -277,7 +253,7 @@ class Slave:
         if master is None:
             if not self._stopping.is_set():
                 self._logger.warning(f"task {body['task_id']} ended but no master is connected to hear it")
-            elif not getattr(self, "_said_dropped", False):  # the run is over: one quiet line, not one per task
+            elif not self._said_dropped:  # the run is over: one quiet line, not one per task
                 self._said_dropped = True
                 self._logger.info("tasks that ended after the master closed the run are not reported")
             return
@@ -292,46 +268,41 @@ class Slave:
         unknown = 0
         while not self._stopping.wait(self.heartbeat_interval):
             if time.monotonic() - self._last_report_ok < self.heartbeat_interval:
-                continue  # a report the master accepted within the interval told it the same: a busy slave sends
-                # no heartbeats (with hundreds of collectors, heartbeats were most of the coordinator's requests)
+                continue  # a report the master accepted within the interval said the same
             master = self._master
-            if master is None:
-                silent = time.monotonic() - self._last_master_ok
-                if self._contact and silent > self.master_lost_timeout:
-                    self._logger.error(f"no coordinator connection for {silent:.0f} s after joining or being "
-                                       f"disconnected (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout; "
-                                       "check the advertised address): closing")
-                    self._close_soon("master lost")
-                    return
+            if master is None and not self._contact:
                 continue
-            try:
-                reply = master.post("heartbeat", {"name": self.name, "role": self.role,
-                                                  "running": len(self._running)},
-                                    timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
-            except PeerUnreachable as e:
-                problem = f"unreachable ({e})"
-            except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
-                problem = f"answers with errors ({e})"
-                self._logger.warning(f"heartbeat rejected: {e}")
+            if master is None:
+                problem = "no coordinator connection after joining or being disconnected (check the advertised address)"
             else:
-                if reply.get("known", True):
-                    self._last_master_ok = time.monotonic()
-                    unknown = 0
-                    continue
-                problem = "does not know this slave (and did not connect it again)"
-                unknown += 1
-                if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
-                    unknown = 0
-                    try:
-                        self.join(master.host, master.port, contact=False)
-                    except InteractionError as e:
-                        self._logger.warning(f"re-join failed: {e}")
-            # only a heartbeat the master answers as ours counts: a master that is unreachable, rejects us or has
-            # forgotten us for master_lost_timeout is gone for this slave -- it closes instead of living on forever
+                where = f"coordinator at {master.host}:{master.port}"
+                try:
+                    reply = master.post("heartbeat", {"name": self.name, "role": self.role,
+                                                      "running": len(self._running)},
+                                        timeout=max(2.0, self.heartbeat_interval * 2), retries=0)
+                except PeerUnreachable as e:
+                    problem = f"{where} unreachable ({e})"
+                except RequestRejected as e:  # e.g. a coordinator restarted on this port with another token
+                    problem = f"{where} answers with errors ({e})"
+                    self._logger.warning(f"heartbeat rejected: {e}")
+                else:
+                    if reply.get("known", True):
+                        self._last_master_ok = time.monotonic()
+                        unknown = 0
+                        continue
+                    problem = f"{where} does not know this slave (and did not connect it again)"
+                    unknown += 1
+                    if unknown >= 2:  # the master forgot us (declared lost, or restarted): ask to be connected again
+                        unknown = 0
+                        try:
+                            self.join(master.host, master.port, contact=False)
+                        except InteractionError as e:
+                            self._logger.warning(f"re-join failed: {e}")
+            # only a heartbeat the master answers as ours counts: one unreachable, rejecting or forgetful that long is
+            # gone for this slave, which closes instead of living on forever
             silent = time.monotonic() - self._last_master_ok
             if silent > self.master_lost_timeout:
-                self._logger.error(f"coordinator at {master.host}:{master.port} {problem}; no accepted heartbeat for "
-                                   f"{silent:.0f} s (limit {self.master_lost_timeout:g} s, 6 x heartbeat_timeout): "
-                                   "closing")
+                self._logger.error(f"{problem}; no accepted heartbeat for {silent:.0f} s (limit "
+                                   f"{self.master_lost_timeout:g} s, 6 x heartbeat_timeout): closing")
                 self._close_soon("master lost")
                 return
