@@ -1,10 +1,6 @@
-"""ReplayBuffers: the coordinator's replay buffers of metadata, their data files, and their state across a resume.
-
-One buffer per ``buffer_id`` (made on first use from ``policy.other.replay_buffer``). A collect task's metadata is
-pushed with the collector that wrote it (named when a learn task fails on that data); a learner's batches are sampled
-and their data files pinned in one step (:class:`DataLedger`), and unpinned when the learn task is over. The state of
-every buffer is saved to ``<exp>/parallel_buffer.dat`` (:mod:`buffer_state`) at evaluations and at the end of a run
-that can be continued, and read back by ``--resume``.
+"""ReplayBuffers: the coordinator's replay buffers of metadata (one per ``buffer_id``, made on first use from
+``policy.other.replay_buffer``), their data files (:class:`DataLedger`) and their state across a resume
+(:mod:`buffer_state`: saved at evaluations and at the end of a run that can be continued).
 """
 from __future__ import annotations
 
@@ -31,10 +27,8 @@ from ding.utils import DataFileError
 from ding.worker.replay_buffer import create_buffer
 
 _MAX_WRITERS_KEPT = 100_000  # collect tasks whose collector is remembered (to name it in errors)
+BUFFER_SAVE_INTERVAL_S = 5.0  # the buffers' state is saved at evaluations at most this often (and at the end)
 
-
-# The buffers' state is saved at evaluations at most this often (and always at the end), for --resume.
-BUFFER_SAVE_INTERVAL_S = 5.0
 
 class ReplayBuffers:
     def __init__(self, buffer_cfg: Mapping, exp_name: str, path_data: str, logger: logging.Logger, tb: Any,
@@ -66,10 +60,8 @@ class ReplayBuffers:
             return sum(b.count() for b in self._buffers.values())
 
     def _evicted(self, items: list) -> None:
-        """The buffer let go of these items: their files go once no learn task needs them (the ledger decides)."""
         self.ledger.evicted(_data_ids(items))
 
-    # ---------------------------------------------------------------- in and out
     def push(self, buffer_id: str, task_id: str, collector: str, items: list[dict], envstep: int) -> None:
         """Store a collect task's metadata (written by ``collector``)."""
         self._writer_of[task_id] = collector
@@ -81,7 +73,7 @@ class ReplayBuffers:
     def sample(self, buffer_id: str, batch_size: int, learner_iter: int, n_batches: int,
                may_train: Callable[[int], bool], served: Callable[[], None]) -> list[list[dict]]:
         """Up to ``n_batches`` batches while ``may_train(buffer count)`` (the commander's pacing); ``served()`` after
-        each. Their data files are pinned: :meth:`unpin` them once the learner is done with them."""
+        each. Their data files are pinned: ``ledger.unpin`` them once the learner is done with them."""
         buf = self.get(buffer_id)
         batches: list[list[dict]] = []
         with self._lock, self.ledger.sampling():  # sample and pin in one step: no file of a sampled item can go
@@ -94,19 +86,12 @@ class ReplayBuffers:
                 batches.append(meta)
         return batches
 
-    def unpin(self, data_ids: list[str]) -> None:
-        self.ledger.unpin(data_ids)
-
-    def update(self, buffer_id: str, priority_info: Any) -> None:
-        self.get(buffer_id).update(priority_info)
-
     def writers(self, data_ids: Iterable[str]) -> str:
         """The collectors that wrote these data files, in words."""
         ids = list(data_ids)
         names = sorted({self._writer_of.get(task_of(i) or "", "") for i in ids} - {""})
         return ", ".join(f"collector '{n}'" for n in names) if names else f"{len(ids)} data file(s)"
 
-    # ---------------------------------------------------------------- across a resume
     def restore(self) -> str:
         """Load the saved buffers (``--resume``); returns what happened, in words."""
         states = load_buffer_state(self.state_file)
@@ -117,7 +102,12 @@ class ReplayBuffers:
         swept = self.ledger.sweep()  # files no saved item refers to (tasks that ended after the save)
         self.ledger = DataLedger(self._path_data, self._logger, self._stats)  # a fresh ledger: kept ids may go again
         self.ledger.added(ids)
-        missing = sum(not _data_file_exists(self._path_data, i) for i in ids)
+        missing = 0
+        for data_id in ids:
+            try:
+                missing += not os.path.exists(data_path(self._path_data, data_id))
+            except DataFileError:
+                missing += 1
         return (f"resumed the replay buffer: {len(ids):,} items ({missing:,} of their files are gone and will be "
                 f"skipped); {swept:,} stray data files removed")
 
@@ -147,11 +137,3 @@ class ReplayBuffers:
 
 def _data_ids(items: Iterable[Any]) -> list[str]:
     return [item[DATA_ID] for item in items if isinstance(item, Mapping) and DATA_ID in item]
-
-
-def _data_file_exists(path_data: str, data_id: str) -> bool:
-    """Whether the data file holding ``data_id`` is there (False for a malformed id)."""
-    try:
-        return os.path.exists(data_path(path_data, data_id))
-    except DataFileError:
-        return False

@@ -1,11 +1,9 @@
 """DataLedger: which data files of a parallel run may be deleted, and deleting them.
 
-Collectors write a collect task's samples under ``path_data`` (one file holding them all, data ids ``F:i``, or one
-file per sample, data id ``F``); the coordinator's replay buffer holds their metadata. A sample is done with when the
-buffer lets go of its item, but not while a learn task still needs it (the task *pins* the data ids of the batches it
-carries), and not in the middle of sampling (``max_use`` evicts an item at the moment it is sampled, before it is
-pinned). A file goes when every sample in it is done with. Files of failed collector tasks and anything left at the end
-are swept by name.
+A collect task's samples are in one file (data ids ``F:i``) or one file each (data id ``F``) under ``path_data``. A
+sample is done with when the buffer lets go of its item, but not while a learn task *pins* it, nor in the middle of
+sampling (``max_use`` evicts an item as it is sampled, before it is pinned); a file goes when all its samples are done
+with. Files of failed collector tasks and whatever is left at the end are swept by name.
 """
 from __future__ import annotations
 
@@ -23,12 +21,13 @@ from ding.utils import DataFileError, DingError
 
 
 class DataLedger:
-    """The pins and the doomed files of one ``path_data`` (thread-safe). ``deleted`` counts the files removed."""
+    """The pins and the doomed files of one ``path_data`` (thread-safe). ``deleted`` counts the files removed (and
+    ``stats['deleted_files']`` too, when given)."""
 
     def __init__(self, path_data: str, logger: logging.Logger | None = None,
                  stats: collections.Counter[str] | None = None) -> None:
         self.path_data = path_data
-        self._stats = stats  # the owner's counters: 'deleted_files' is kept there too
+        self._stats = stats
         self._logger = logger or logging.getLogger("ding.coordinator")
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
@@ -46,10 +45,9 @@ class DataLedger:
                 if name and index is not None:
                     self._live.setdefault(name, set()).add(data_id)
 
-    # ---------------------------------------------------------------- life of a file
     def check_written(self, data_ids: Iterable[str]) -> str | None:
         """What is wrong with the files a collector says it wrote (None: each is a regular file under
-        ``path_data``). A directory, a link or a missing file is refused before its metadata enters the buffer."""
+        ``path_data``); a directory, a link or a missing file is refused before its metadata enters the buffer."""
         seen: set[str] = set()
         for data_id in data_ids:
             try:
@@ -111,7 +109,7 @@ class DataLedger:
             files = []
             for data_id in now:
                 name, index = _file_of(data_id)
-                if index is None:
+                if index is None:  # a file of its own ('': no file)
                     if name:
                         files.append(name)
                     continue
@@ -143,15 +141,12 @@ class DataLedger:
         with self._lock:
             return len(self._doomed)
 
-    # ---------------------------------------------------------------- sweeping by name
     def drop_task(self, task_id: str) -> int:
         """Delete the files a failed collector task wrote (``<task_id>_*``); none of them is in a buffer."""
-        prefix = f"{task_id}_"
-        return self._delete([n for n in self._listdir() if n.startswith(prefix)])
+        return self._delete([n for n in self._listdir() if n.startswith(f"{task_id}_")])
 
     def sweep(self) -> int:
-        """Delete every collector data file left that is not kept (the run ended, or resumes: no live buffer refers
-        to any of them)."""
+        """Delete every collector data file left that is not kept (no live buffer refers to any of them)."""
         with self._lock:
             kept = {_file_of(i)[0] for i in self._kept}
         return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
@@ -163,15 +158,13 @@ class DataLedger:
             return []
 
     def _delete(self, names: list[str]) -> int:
-        """Unlink the data files (plain file names; a missing one is fine); anything that cannot go is logged, never
-        raised."""
+        """Unlink these data files (a missing one is fine); what cannot go is logged, never raised."""
         removed = 0
         for name in names:
             try:
                 path = data_path(self.path_data, name)
                 if not stat.S_ISREG(os.lstat(path).st_mode):
-                    self._logger.warning(f"data file {name!r} under {self.path_data} is not a regular file; "
-                                         "left alone")
+                    self._logger.warning(f"data file {name!r} under {self.path_data} is not a regular file; left alone")
                     continue
                 os.unlink(path)
                 removed += 1

@@ -1,10 +1,6 @@
-"""Snapshots of the published policy file, one per evaluation split over several collectors (see
-:mod:`.eval_shards`): every shard loads the same file, whatever the learner publishes meanwhile.
-
-A snapshot is a byte copy of ``path_policy/<policy_id>`` at ``path_policy/<policy_id>.eval<N>`` (written atomically:
-a collector never reads half of one), deleted when its evaluation ends; one whose evaluation was the best so far is
-first kept as ``<exp>/collector_ckpt/ckpt_best.pth.tar``, the file a collector writes for an evaluation it ran whole.
-Whatever is left at the end of the run is swept.
+"""PolicySnapshots: a byte copy of the published policy per evaluation split over collectors, so that every shard
+loads the same policy whatever the learner publishes meanwhile. ``path_policy/<policy_id>.eval<N>`` is written
+atomically and deleted when its evaluation ends (the best one is first kept as the run's ``ckpt_best.pth.tar``).
 """
 from __future__ import annotations
 
@@ -17,8 +13,6 @@ from ding.utils import DataFileError, atomic_write, read_regular_file
 
 
 class PolicySnapshots:
-    """Take, drop and sweep the evaluation snapshots of one run's policy directory."""
-
     SUFFIX = ".eval"
 
     def __init__(self, path_policy: str, exp_name: str, logger: logging.Logger) -> None:
@@ -41,7 +35,8 @@ class PolicySnapshots:
         return snapshot
 
     def drop(self, snapshot: str, best: bool = False) -> None:
-        """Delete a snapshot whose evaluation ended; ``best``: keep it first as the run's best evaluated policy."""
+        """Delete a snapshot whose evaluation ended; ``best``: keep it first as the run's best evaluated policy
+        (``<exp>/collector_ckpt/ckpt_best.pth.tar``, what a collector writes for an evaluation it ran whole)."""
         path = policy_path(self._dir, snapshot)
         if best:
             self._keep_best(path)

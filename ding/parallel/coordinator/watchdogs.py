@@ -1,10 +1,9 @@
 """Watchdogs: the coordinator's threads that make sure a run never looks alive while doing nothing.
 
-- start-up: no learner or no collector came up within ``startup_timeout`` -- the run fails, naming the role logs;
-- learner progress: a connected learner with data to train on that makes no train iteration for half of
-  ``learner_task_timeout`` (:data:`STALL_SHARE`) is stuck (alive to its heartbeats, dead to its work): it is
-  dismissed, and a launcher restarts it from its checkpoint;
-- a role gone: the last learner or collector left -- one must (re)join within ``startup_timeout``, or the run fails.
+- start-up: no learner or no collector came up within ``startup_timeout``: the run fails, naming the role logs;
+- a stuck learner: alive to its heartbeats, with data ready but no train iteration for ``STALL_SHARE`` of
+  ``learner_task_timeout``: it is dismissed (a launcher restarts it from its checkpoint);
+- a role gone: the last learner or collector left and none (re)joined within ``startup_timeout``: the run fails.
 """
 from __future__ import annotations
 
@@ -16,9 +15,7 @@ from ding.parallel.coordinator.run_context import RunContext
 from ding.parallel.transport import SlaveConnection
 from ding.utils import shown_dir
 
-# A learner stalls after this share of coordinator.learner_task_timeout without a train iteration while data is
-# ready (once the key coordinator.learner_stall_timeout: 300 s of the default 600 s)
-STALL_SHARE = 0.5
+STALL_SHARE = 0.5  # (replaces the key coordinator.learner_stall_timeout)
 
 
 class Watchdogs:
@@ -58,8 +55,7 @@ class Watchdogs:
         def missing() -> str:
             return f"no {'learner' if commander.status().policy_iter < 0 else 'collector'} came up"
 
-        self._within_startup_timeout(up, missing, 0.2,
-                                     f"; see the role logs under {shown_dir(self._ctx.exp_name)}log/")
+        self._within_startup_timeout(up, missing, 0.2, f"; see the role logs under {shown_dir(self._ctx.exp_name)}log/")
 
     def _within_startup_timeout(self, done: Callable[[], bool], what: Callable[[], str], poll: float,
                                 hint: str = "") -> None:
