@@ -1,7 +1,7 @@
-"""Coordinator: the master of parallel mode. It builds its parts, starts the HTTP master and shuts the run down; the
-parts share a :class:`RunContext`: :class:`LearnerLink` and :class:`CollectorLink` (one thread per slave),
-:class:`ReplayBuffers` (the metadata and its data files) and :class:`Watchdogs` (a run that stopped moving fails).
-A lost slave's tasks fail and go to the next free collector; a malformed answer fails its task, never the run.
+"""Coordinator: the master of parallel mode, the run itself (a :class:`RunContext`, which is all its parts see). It
+builds the parts, starts the HTTP master and shuts the run down. :class:`LearnerLink` and :class:`CollectorLink` run a
+thread per slave, :class:`ReplayBuffers` holds the metadata and its data files, :class:`Watchdogs` fail a run that
+stopped moving. A lost slave's tasks fail and go to the next free collector; a malformed answer fails its task only.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from ding.utils import ConfigError, config_of, deep_merge_dicts
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 
-class Coordinator:
+class Coordinator(RunContext):
     """``cfg`` is the compiled parallel config (``compile_config_parallel``). ``on_eval(record)`` and
     ``on_end(reason)`` observe the run; ``max_env_step`` / ``max_train_iter`` end it (None or >= 1e10: no limit)."""
 
@@ -59,7 +59,6 @@ class Coordinator:
             raise ConfigError(f"the compiled main config cannot be sent to the learners and collectors as JSON: {e}; "
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         commander = create_parallel_commander(main)
-        self.commander: Any = commander  # (typed Any: the driver sets what a subclass adds, stop_at_stop_value)
         commander.set_path_policy(system.path_policy)
         self._snapshots = PolicySnapshots(system.path_policy, main.exp_name, self._logs.logger)
         commander.snapshot_policy = self._snapshots.take  # an evaluation split over collectors: one snapshot
@@ -69,18 +68,17 @@ class Coordinator:
         if max_train_iter is not None and max_train_iter < int(1e10):
             commander.max_train_iter = max_train_iter
         seed = int(cfg.get("seed", main.get("seed", 0)))
-        self._ctx = ctx = RunContext(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed,
-                                     commander, self._logs, on_ending=self._shutdown)
-        self.stats = ctx.stats  # counters of the run's faults and recoveries (lost slaves, failed tasks, ...)
-        self._comm = CommCoordinator(coor_cfg, ctx.logger, token, on_new_slave=self._new_slave,
+        super().__init__(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed, commander,
+                         self._logs, on_ending=self._shutdown)
+        self._comm = CommCoordinator(coor_cfg, self.logger, token, on_new_slave=self._new_slave,
                                      on_lost_slave=self._lost_slave)
-        ctx.master = self._comm.master
+        self.master = self._comm.master
         self._start_time = time.monotonic()
-        self._buffers = ReplayBuffers(main.policy.other.replay_buffer, main.exp_name, system.path_data, ctx.logger,
-                                      ctx.tb, ctx.stats)
-        self._watchdogs = Watchdogs(ctx, self._buffers, on_lost=self._lost_slave)
-        self._learners = LearnerLink(ctx, self._buffers, role_left=self._watchdogs.role_left)
-        self._collectors = CollectorLink(ctx, self._buffers, self._report_evals, role_left=self._watchdogs.role_left)
+        self._buffers = ReplayBuffers(main.policy.other.replay_buffer, main.exp_name, system.path_data, self.logger,
+                                      self.tb, self.stats)
+        self._watchdogs = Watchdogs(self, self._buffers, on_lost=self._lost_slave)
+        self._learners = LearnerLink(self, self._buffers, role_left=self._watchdogs.role_left)
+        self._collectors = CollectorLink(self, self._buffers, self._report_evals, role_left=self._watchdogs.role_left)
         self._on_eval, self._on_end = on_eval, on_end
         self._evals_lock = threading.Lock()
         self._evals_reported = 0  # records of the commander's eval history already reported
@@ -96,14 +94,6 @@ class Coordinator:
     @property
     def port(self) -> int:
         return self._comm.port
-
-    @property
-    def fatal_error(self) -> str | None:
-        return self._ctx.fatal_error
-
-    @property
-    def end_reason(self) -> str | None:
-        return self._ctx.end_reason
 
     @property
     def learner_closed(self) -> LearnerClosed | None:
@@ -133,30 +123,18 @@ class Coordinator:
         with self._evals_lock:  # a resumed run's evaluations (loaded into the commander) were reported by that run
             self._evals_reported = len(self.commander.eval_history)
         if self._resume:
-            self._ctx.notice(self._buffers.restore())
+            self.notice(self._buffers.restore())
         self._comm.start()
         self._started = True
         self._watchdogs.start()
-        self._ctx.info(f"coordinator listening on {self.host}:{self.port}")
+        self.info(f"coordinator listening on {self.host}:{self.port}")
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
-    def end(self, reason: str) -> None:
-        """End the run: stop handing out tasks, let the learner write its checkpoint, shut every slave down."""
-        self._ctx.end(reason)
-
-    def notice(self, message: str) -> None:
-        """A line for the run's console and log (the local supervisor reports restarts with it)."""
-        self._ctx.notice(message)
-
-    def fail(self, message: str) -> None:
-        """End the run with an error (the first one given is the run's ``fatal_error``)."""
-        self._ctx.fail(message)
-
     def abort(self, reason: str = "aborted") -> None:
         """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves. Idempotent."""
-        self._ctx.halt(reason)
+        self.halt(reason)
         self._comm.master.close(disconnect=False, reason=reason)
         self._buffers.close(keep=not self.commander.reached_stop_value)
         self._logs.close()
@@ -167,22 +145,22 @@ class Coordinator:
         if not self._started:
             self._logs.close()
             return
-        self.end(self._ctx.end_reason or "coordinator closed")
+        self.end(self.end_reason or "coordinator closed")
         self._done.wait(120.0)
 
     def _shutdown(self) -> None:
         """The end of the run, in its own thread: the slaves' threads finish, then every slave is shut down."""
-        reason = self._ctx.end_reason or "run finished"
+        reason = self.end_reason or "run finished"
         try:
-            self._ctx.join_threads(time.monotonic() + 90.0)
+            self.join_threads(time.monotonic() + 90.0)
             self._comm.close(reason)
             # a run that can be continued keeps its buffers (saved) and their files; a finished one deletes both
             self._buffers.close(keep=not self.commander.reached_stop_value)
             self._snapshots.sweep()
             if self._on_end is not None:
-                self._on_end(self._ctx.end_reason or "")
+                self._on_end(self.end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
-            self._ctx.logger.exception("coordinator shutdown failed")
+            self.logger.exception("coordinator shutdown failed")
         finally:
             self._train_end = time.monotonic()
             self._logs.close()
@@ -197,26 +175,26 @@ class Coordinator:
         for record in new:
             record = dataclasses.replace(record, wall_time=time.monotonic() - self._start_time)
             it, step, mean = record.train_iter, record.env_step, record.eval_return_mean
-            self._ctx.tb.add_scalar("evaluator_step/eval_episode_return_mean", mean, step)
-            self._ctx.tb.add_scalar("evaluator_iter/eval_episode_return_mean", mean, it)
+            self.tb.add_scalar("evaluator_step/eval_episode_return_mean", mean, step)
+            self.tb.add_scalar("evaluator_iter/eval_episode_return_mean", mean, it)
             won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
-            self._ctx.logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {mean:.4g} ± "
+            self.logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {mean:.4g} ± "
                                   f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
             self._buffers.save(BUFFER_SAVE_INTERVAL_S)
             if self._on_eval is not None:
                 self._on_eval(record)
 
     def _new_slave(self, conn: SlaveConnection) -> None:
-        if self._ctx.ending.is_set():
+        if self.ending.is_set():
             return
         if conn.role == "learner":
-            self._ctx.spawn(self._learners.run, f"ding-coord-{conn.name}", conn)
+            self.spawn(self._learners.run, f"ding-coord-{conn.name}", conn)
         else:
-            self._ctx.spawn(self._collectors.run, f"ding-coord-{conn.name}", conn,
+            self.spawn(self._collectors.run, f"ding-coord-{conn.name}", conn,
                             self._collectors.seed_index(conn.name))
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1
-        self._ctx.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out "
+        self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out "
                          "again")
-        self._ctx.wake.notify(everyone=True)
+        self.wake.notify(everyone=True)

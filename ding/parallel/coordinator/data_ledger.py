@@ -1,9 +1,7 @@
-"""DataLedger: which data files of a parallel run may be deleted, and deleting them.
-
-A collect task's samples are in one file (data ids ``F:i``) or one file each (data id ``F``) under ``path_data``. A
-sample is done with when the buffer lets go of its item, but not while a learn task *pins* it, nor in the middle of
-sampling (``max_use`` evicts an item as it is sampled, before it is pinned); a file goes when all its samples are done
-with. Files of failed collector tasks and whatever is left at the end are swept by name.
+"""DataLedger: which data files under ``path_data`` may be deleted (one per collect task, data ids ``F:i``, or one per
+sample, ``F``), and deleting them. A sample is done with when the buffer lets go of its item, but not while a learn
+task *pins* it, nor while sampling (``max_use`` evicts an item as it is sampled, before it is pinned); a file goes
+once all its samples are. Files of failed tasks and whatever is left at the end are swept by name.
 """
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ from ding.utils import DataFileError, DingError
 
 
 class DataLedger:
-    """The pins and the doomed files of one ``path_data`` (thread-safe). ``deleted`` counts the files removed (and
-    ``stats['deleted_files']`` too, when given)."""
+    """Thread-safe. ``deleted`` (and ``stats['deleted_files']``, when given) counts the files removed."""
 
     def __init__(self, path_data: str, logger: logging.Logger | None = None,
                  stats: collections.Counter[str] | None = None) -> None:
@@ -38,7 +35,7 @@ class DataLedger:
         self.deleted = 0
 
     def added(self, data_ids: Iterable[str]) -> None:
-        """These samples entered a buffer: a file holding several goes only when all of them are done with."""
+        """These samples entered a buffer (a file of several goes once all of them are done with)."""
         with self._lock:
             for data_id in data_ids:
                 name, index = _file_of(data_id)
@@ -46,8 +43,7 @@ class DataLedger:
                     self._live.setdefault(name, set()).add(data_id)
 
     def check_written(self, data_ids: Iterable[str]) -> str | None:
-        """What is wrong with the files a collector says it wrote (None: each is a regular file under
-        ``path_data``); a directory, a link or a missing file is refused before its metadata enters the buffer."""
+        """What is wrong with the files a collector says it wrote (None: each is a regular file under ``path_data``)."""
         seen: set[str] = set()
         for data_id in data_ids:
             try:
@@ -69,7 +65,7 @@ class DataLedger:
 
     @contextlib.contextmanager
     def sampling(self) -> Iterator[None]:
-        """While sampling (and pinning what was sampled), evicted files are only noted; they go afterwards."""
+        """While sampling and pinning, evicted files are only noted; they go afterwards."""
         with self._lock:
             self._sampling += 1
         try:
@@ -80,7 +76,6 @@ class DataLedger:
             self.flush()
 
     def pin(self, data_ids: Iterable[str]) -> None:
-        """A learn task needs these files: keep them until :meth:`unpin`."""
         with self._lock:
             self._pins.update(data_ids)
 
@@ -94,7 +89,6 @@ class DataLedger:
         self.flush()
 
     def evicted(self, data_ids: Iterable[str]) -> None:
-        """The buffer let go of these items: their files go as soon as no learn task needs them."""
         with self._lock:
             self._doomed.update(data_ids)
             if self._sampling:
@@ -102,7 +96,6 @@ class DataLedger:
         self.flush()
 
     def flush(self) -> None:
-        """Delete the files of doomed samples no learn task pins, once no sample in them is still needed."""
         with self._lock:
             now = [i for i in self._doomed if self._pins[i] <= 0 and i not in self._kept]
             self._doomed.difference_update(now)
@@ -127,7 +120,7 @@ class DataLedger:
                 self._stats["deleted_files"] += removed
 
     def keep(self, data_ids: Iterable[str]) -> None:
-        """Never delete these files (a saved buffer state refers to them: ``--resume`` continues with them)."""
+        """Never delete these files (a saved buffer state refers to them)."""
         with self._lock:
             self._kept.update(data_ids)
 
@@ -142,11 +135,11 @@ class DataLedger:
             return len(self._doomed)
 
     def drop_task(self, task_id: str) -> int:
-        """Delete the files a failed collector task wrote (``<task_id>_*``); none of them is in a buffer."""
+        """Delete the files a failed collector task wrote (``<task_id>_*``)."""
         return self._delete([n for n in self._listdir() if n.startswith(f"{task_id}_")])
 
     def sweep(self) -> int:
-        """Delete every collector data file left that is not kept (no live buffer refers to any of them)."""
+        """Delete every collector data file left that is not kept."""
         with self._lock:
             kept = {_file_of(i)[0] for i in self._kept}
         return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
@@ -158,7 +151,6 @@ class DataLedger:
             return []
 
     def _delete(self, names: list[str]) -> int:
-        """Unlink these data files (a missing one is fine); what cannot go is logged, never raised."""
         removed = 0
         for name in names:
             try:

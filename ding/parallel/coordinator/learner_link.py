@@ -1,12 +1,10 @@
-"""LearnerLink: the coordinator's side of a learner, one thread per connected learner.
-
-The thread takes the commander's learner slot, starts the learner (from the run's latest checkpoint), asks once for
-its data demand, then keeps its queue full: batches sampled from the buffers go out in learn tasks before the learner
-asks, and each answer's learn infos update the priorities and the commander. A failed or malformed learn task drops
-its batches; three in a row end the run or dismiss the learner. At the end it closes the learner (its checkpoint).
+"""LearnerLink: the coordinator's side of a learner, one thread per connected learner: start it (from the run's latest
+checkpoint), keep its queue of batches full, take its learn infos, and close it at the end (its checkpoint). A failed
+or malformed learn task drops its batches; three in a row end the run or dismiss the learner.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from typing import Any
@@ -15,7 +13,6 @@ from ding.parallel.coordinator.buffers import ReplayBuffers
 from ding.parallel.coordinator.run_context import MAX_TASK_FAILURES, RunContext, peer
 from ding.parallel.protocol import (
     DATA_ID,
-    DemandAnswer,
     GetDataTask,
     LearnerClosed,
     LearnerCloseTask,
@@ -33,23 +30,20 @@ from ding.worker.learner.checkpoint import list_iteration_checkpoints
 DEMAND_WAIT_S = 0.5  # seconds one data request waits for the learner's demand (a long poll)
 
 
+@dataclasses.dataclass
 class _Queue:
-    """Batches sent to one learner and not trained yet; at most ``window`` (the learner's queue)."""
+    """Batches sent to one learner and not trained yet (at most ``window``, the learner's queue)."""
 
-    def __init__(self, batch_size: int, window: int) -> None:
-        self.batch_size, self.window = batch_size, window
-        self.bad_answers = 0  # malformed learn results in a row
-        self.failed_tasks = 0  # learn tasks in a row that the learner answered with an error
-        self._in_flight = 0
-        self._lock = threading.Lock()
-
-    def room(self) -> int:
-        with self._lock:
-            return self.window - self._in_flight
+    batch_size: int
+    window: int
+    in_flight: int = 0
+    bad_answers: int = 0  # malformed learn results in a row
+    failed_tasks: int = 0  # learn tasks in a row that the learner answered with an error
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
     def add(self, n: int) -> None:
-        with self._lock:
-            self._in_flight += n
+        with self.lock:
+            self.in_flight += n
 
 
 class LearnerLink:
@@ -117,7 +111,7 @@ class LearnerLink:
         bad = 0
         while not ctx.ending.is_set() and conn.alive:
             try:
-                answer: DemandAnswer = ctx.ask(conn, GetDataTask(wait_s=DEMAND_WAIT_S), DEMAND_WAIT_S + 10.0)
+                answer = ctx.ask(conn, GetDataTask(wait_s=DEMAND_WAIT_S), DEMAND_WAIT_S + 10.0)
             except ProtocolError as e:
                 bad += 1
                 ctx.malformed(e, "asking again")
@@ -132,9 +126,8 @@ class LearnerLink:
     def _feed(self, conn: SlaveConnection, slot: LearnerSlot, queue: _Queue) -> bool:
         """Send one learn task of as many batches as the queue has room for and pacing allows; False if none."""
         ctx, commander = self._ctx, self._ctx.commander
-        # at most a quarter of the window per task: a task ends only when all its batches are trained, so with
-        # several in flight the next batches arrive while the learner still trains the previous ones
-        room = min(queue.room(), max(1, queue.window // 4))
+        # a quarter of the window per task: with several tasks in flight, batches arrive while the learner trains
+        room = min(queue.window - queue.in_flight, max(1, queue.window // 4))
         if room <= 0:
             return False
         batches = self._buffers.sample(slot.buffer_id, queue.batch_size, commander.status().learner_step, room,
@@ -149,13 +142,9 @@ class LearnerLink:
         assert ctx.master is not None
         handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
 
-        def on_done(h: TaskHandle) -> None:  # (in an HTTP thread: an error here is the run's error)
+        def on_done(h: TaskHandle) -> None:  # (in an HTTP thread)
             queue.add(-len(batches))
-            try:
-                self._learned(conn, slot, task, queue, ids, h)
-            except Exception as e:  # noqa: BLE001
-                ctx.logger.exception("handling a learn result failed")
-                ctx.fail(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
+            ctx.guarded(f"a learn result of '{conn.name}'", self._learned, conn, slot, task, queue, ids, h)
 
         handle.add_done_callback(on_done)
         return True

@@ -1,5 +1,5 @@
-"""RunContext: what the coordinator's parts share (config, paths, seed, commander, master, logs, counters, wake-ups,
-threads) and how the run ends; only the coordinator shuts the run down (``on_ending``)."""
+"""RunContext: the run as the coordinator's parts see it (config, paths, seed, commander, master, logs, counters,
+wake-ups, threads) and how it ends. The :class:`Coordinator` is one, and shuts the run down (``on_ending``)."""
 from __future__ import annotations
 
 import collections
@@ -26,7 +26,7 @@ class RunContext:
         self.seed = seed
         self.commander = commander
         self.logger, self.tb = logs.logger, logs.tb_logger
-        self.stats: collections.Counter[str] = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()  # the run's faults and recoveries
         self.wake = WakeUps()
         self.ending = threading.Event()
         self.end_reason: str | None = None
@@ -37,7 +37,8 @@ class RunContext:
         self._threads: list[threading.Thread] = []
 
     def end(self, reason: str) -> None:
-        """End the run (once): no new tasks; ``on_ending`` runs in its own thread to shut the run down."""
+        """End the run (once): no new tasks; ``on_ending`` (in its own thread) lets the learner write its checkpoint
+        and shuts every slave down."""
         with self._lock:
             if self.ending.is_set():
                 return
@@ -68,16 +69,17 @@ class RunContext:
         if self.commander.end_reason is not None and not self.ending.is_set():
             self.end(self.commander.end_reason)
 
-    def spawn(self, target: Callable, name: str, *args: Any) -> None:
-        """Run ``target`` in a daemon thread; an unexpected error there ends the run, it never hangs it."""
-        def guarded() -> None:
-            try:
-                target(*args)
-            except Exception as e:  # noqa: BLE001 -- reported as the run's error, with the traceback in the log
-                self.logger.exception(f"coordinator thread {name} failed")
-                self.fail(f"internal error in {name}: {type(e).__name__}: {e}")
+    def guarded(self, what: str, target: Callable, *args: Any) -> None:
+        """``target(*args)``; an unexpected error there ends the run (traceback in the log), it never hangs it."""
+        try:
+            target(*args)
+        except Exception as e:  # noqa: BLE001 -- reported as the run's error
+            self.logger.exception(f"coordinator: {what} failed")
+            self.fail(f"internal error in {what}: {type(e).__name__}: {e}")
 
-        t = threading.Thread(target=guarded, name=name, daemon=True)
+    def spawn(self, target: Callable, name: str, *args: Any) -> None:
+        """Run ``target`` :meth:`guarded` in a daemon thread."""
+        t = threading.Thread(target=self.guarded, args=(name, target, *args), name=name, daemon=True)
         with self._lock:
             self._threads.append(t)
         t.start()
