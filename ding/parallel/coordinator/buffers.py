@@ -1,6 +1,5 @@
 """ReplayBuffers: the coordinator's replay buffers of metadata (one per ``buffer_id``, made on first use from
-``policy.other.replay_buffer``), their data files (:class:`DataLedger`) and their state across a resume
-(:mod:`buffer_state`: saved at evaluations and at the end of a run that can be continued).
+``policy.other.replay_buffer``), their data files (:class:`DataLedger`) and their saved state (:mod:`buffer_state`).
 """
 from __future__ import annotations
 
@@ -33,9 +32,7 @@ BUFFER_SAVE_INTERVAL_S = 5.0  # the buffers' state is saved at evaluations at mo
 class ReplayBuffers:
     def __init__(self, buffer_cfg: Mapping, exp_name: str, path_data: str, logger: logging.Logger, tb: Any,
                  stats: collections.Counter[str]) -> None:
-        self._buffer_cfg = buffer_cfg
-        self._exp_name = exp_name
-        self._path_data = path_data
+        self._buffer_cfg, self._exp_name, self._path_data = buffer_cfg, exp_name, path_data
         self._logger, self._tb, self._stats = logger, tb, stats
         self._lock = threading.RLock()
         self._buffers: dict[str, Any] = {}
@@ -46,14 +43,13 @@ class ReplayBuffers:
 
     def get(self, buffer_id: str) -> Any:
         with self._lock:
-            buf: Any = self._buffers.get(buffer_id)
-            if buf is None:
+            if buffer_id not in self._buffers:
                 cfg: Any = copy.deepcopy(self._buffer_cfg)
                 cfg.enable_track_used_data = True  # evicted metadata means a data file to delete
-                buf = create_buffer(cfg, tb_logger=self._tb, exp_name=self._exp_name, instance_name=buffer_id)
+                buf: Any = create_buffer(cfg, tb_logger=self._tb, exp_name=self._exp_name, instance_name=buffer_id)
                 buf.set_used_data_callback(self._evicted)
                 self._buffers[buffer_id] = buf
-            return buf
+            return self._buffers[buffer_id]
 
     def count(self) -> int:
         with self._lock:
@@ -72,8 +68,8 @@ class ReplayBuffers:
 
     def sample(self, buffer_id: str, batch_size: int, learner_iter: int, n_batches: int,
                may_train: Callable[[int], bool], served: Callable[[], None]) -> list[list[dict]]:
-        """Up to ``n_batches`` batches while ``may_train(buffer count)`` (the commander's pacing); ``served()`` after
-        each. Their data files are pinned: ``ledger.unpin`` them once the learner is done with them."""
+        """Up to ``n_batches`` batches while ``may_train(buffer count)``, ``served()`` after each; their data files
+        are pinned until ``ledger.unpin``."""
         buf = self.get(buffer_id)
         batches: list[list[dict]] = []
         with self._lock, self.ledger.sampling():  # sample and pin in one step: no file of a sampled item can go
@@ -122,8 +118,7 @@ class ReplayBuffers:
         return ids
 
     def close(self, keep: bool) -> None:
-        """At the end: ``keep`` (the run can be continued) saves the buffers and keeps their files; otherwise both
-        are deleted."""
+        """``keep`` (the run can be continued): save the buffers and keep their files; else delete both."""
         with self._lock:
             buffers = list(self._buffers.values())
         if buffers and keep:

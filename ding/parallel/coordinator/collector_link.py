@@ -28,8 +28,8 @@ from ding.parallel.transport import SlaveConnection, SlaveLost, TaskFailed, Task
 
 
 class CollectorLink:
-    """``run(conn, index)`` is one collector's thread; ``report_evals()`` after each evaluation, and
-    ``role_left('collector')`` when the thread ends."""
+    """``run(conn)`` is one collector's thread; ``report_evals()`` after each evaluation, ``role_left('collector')``
+    when the thread ends."""
 
     def __init__(self, ctx: RunContext, buffers: ReplayBuffers, report_evals: Callable[[], None],
                  role_left: Any) -> None:
@@ -41,16 +41,11 @@ class CollectorLink:
         self._index: dict[str, int] = {}  # collector name -> its index (the order in which collectors first came)
         self.train_start: float | None = None  # when the first collector started (the roles' start-up is over)
 
-    def seed_index(self, name: str) -> int:
-        """The collector's index for its env seeds; a collector that comes back gets a new one."""
-        with self._lock:
-            index = self._index.setdefault(name, len(self._index))
-            joins = self._ctx.stats[f"joins_{name}"]
-            self._ctx.stats[f"joins_{name}"] += 1
-        return index + 1000 * joins
-
-    def run(self, conn: SlaveConnection, index: int) -> None:
+    def run(self, conn: SlaveConnection) -> None:
         ctx, commander = self._ctx, self._ctx.commander
+        with self._lock:  # the collector's index for its env seeds: one that comes back gets a new one
+            index = self._index.setdefault(conn.name, len(self._index)) + 1000 * ctx.stats[f"joins_{conn.name}"]
+            ctx.stats[f"joins_{conn.name}"] += 1
         while commander.status().policy_iter < 0 and not ctx.ending.is_set() and conn.alive:
             ctx.wake.wait_progress(0.2)  # the learner publishes the first policy
         if ctx.ending.is_set() or not conn.alive:
@@ -91,7 +86,6 @@ class CollectorLink:
                 continue
             ctx.wake.wake_collector()  # there was work: another idle collector may find some too
             limit = float(ctx.cfg.eval_task_timeout if isinstance(task, EvalTask) else ctx.cfg.collector_task_timeout)
-            assert ctx.master is not None
             handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
             try:
                 result = decode_result(task, handle.result(), peer(conn))
@@ -138,14 +132,11 @@ class CollectorLink:
         """A task passed its deadline: cancel it and wait until the collector runs nothing, so no file of it is
         written after its data is deleted. A collector still busy ``limit`` seconds later is dismissed (False)."""
         master = self._ctx.master
-        assert master is not None
         master.cancel(conn, handle)
         if master.wait_idle(conn, limit):
             return True
         if conn.alive:
-            self._ctx.error(f"collector '{conn.name}' at {conn.host}:{conn.port} did not stop task {handle.task_id} "
-                            f"within {limit:g} s of its cancellation; dismissed")
-            master.disconnect(conn, "a cancelled task did not stop", shutdown=True)
+            self._ctx.dismiss(conn, f"did not stop task {handle.task_id} within {limit:g} s of its cancellation")
         return False
 
     def _finished(self, conn: SlaveConnection, task: CollectTask | EvalTask,

@@ -30,14 +30,6 @@ class CommCoordinator:
         self._lock = threading.Lock()  # guards _connecting only
         self._connecting: dict[str, threading.Lock] = {}  # one lock per slave name: its connects run one at a time
 
-    @property
-    def port(self) -> int:
-        return self.master.port
-
-    @property
-    def host(self) -> str:
-        return self.master.advertise_host
-
     def start(self) -> None:
         self.master.start()
         configured = [(role, name, str(host), int(port)) for role in ("learner", "collector")

@@ -68,11 +68,10 @@ class Coordinator(RunContext):
         if max_train_iter is not None and max_train_iter < int(1e10):
             commander.max_train_iter = max_train_iter
         seed = int(cfg.get("seed", main.get("seed", 0)))
-        super().__init__(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed, commander,
-                         self._logs, on_ending=self._shutdown)
-        self._comm = CommCoordinator(coor_cfg, self.logger, token, on_new_slave=self._new_slave,
+        self._comm = CommCoordinator(coor_cfg, self._logs.logger, token, on_new_slave=self._new_slave,
                                      on_lost_slave=self._lost_slave)
-        self.master = self._comm.master
+        super().__init__(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed, commander,
+                         self._logs, self._comm.master, on_ending=self._shutdown)
         self._start_time = time.monotonic()
         self._buffers = ReplayBuffers(main.policy.other.replay_buffer, main.exp_name, system.path_data, self.logger,
                                       self.tb, self.stats)
@@ -89,11 +88,11 @@ class Coordinator(RunContext):
 
     @property
     def host(self) -> str:
-        return self._comm.host
+        return self.master.advertise_host
 
     @property
     def port(self) -> int:
-        return self._comm.port
+        return self.master.port
 
     @property
     def learner_closed(self) -> LearnerClosed | None:
@@ -109,14 +108,13 @@ class Coordinator(RunContext):
 
     def refused_requests(self) -> int:
         """Requests the coordinator's server refused for a missing or wrong token."""
-        return self._comm.master.refused_requests()
+        return self.master.refused_requests()
 
     def status(self) -> dict[str, Any]:
-        master = self._comm.master
         return dict(self.commander.status().to_json(), buffer_count=self._buffers.count(),
                     wall_time=time.monotonic() - self._start_time,
-                    learners=len(master.slaves(role="learner", alive_only=True)),
-                    collectors_connected=len(master.slaves(role="collector", alive_only=True)))
+                    learners=len(self.master.slaves(role="learner", alive_only=True)),
+                    collectors_connected=len(self.master.slaves(role="collector", alive_only=True)))
 
     def start(self) -> None:
         """Start the HTTP server, connect configured slaves, accept joining ones."""
@@ -135,7 +133,7 @@ class Coordinator(RunContext):
     def abort(self, reason: str = "aborted") -> None:
         """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves. Idempotent."""
         self.halt(reason)
-        self._comm.master.close(disconnect=False, reason=reason)
+        self.master.close(disconnect=False, reason=reason)
         self._buffers.close(keep=not self.commander.reached_stop_value)
         self._logs.close()
         self._done.set()
@@ -187,11 +185,8 @@ class Coordinator(RunContext):
     def _new_slave(self, conn: SlaveConnection) -> None:
         if self.ending.is_set():
             return
-        if conn.role == "learner":
-            self.spawn(self._learners.run, f"ding-coord-{conn.name}", conn)
-        else:
-            self.spawn(self._collectors.run, f"ding-coord-{conn.name}", conn,
-                            self._collectors.seed_index(conn.name))
+        link = self._learners if conn.role == "learner" else self._collectors
+        self.spawn(link.run, f"ding-coord-{conn.name}", conn)
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1

@@ -139,7 +139,6 @@ class LearnerLink:
         ctx.wake.wake_collector()  # batches served: pacing may let collection go on
         timeout = float(ctx.cfg.learner_task_timeout)
         task = LearnTask.of_batches(batches, envstep=commander.status().envstep, wait_s=timeout)
-        assert ctx.master is not None
         handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
 
         def on_done(h: TaskHandle) -> None:  # (in an HTTP thread)

@@ -18,7 +18,7 @@ MAX_TASK_FAILURES = 3  # consecutive failed tasks (or malformed answers) after w
 
 class RunContext:
     def __init__(self, cfg: Any, main_json: dict, exp_name: str, paths: tuple[str, str], seed: int, commander: Any,
-                 logs: WorkerLogs, on_ending: Callable[[], None]) -> None:
+                 logs: WorkerLogs, master: Master, on_ending: Callable[[], None]) -> None:
         self.cfg = cfg  # the coordinator's section of system_config, defaults filled in
         self.main_json = main_json  # the compiled main config, as the start tasks carry it
         self.exp_name = exp_name
@@ -31,7 +31,7 @@ class RunContext:
         self.ending = threading.Event()
         self.end_reason: str | None = None
         self.fatal_error: str | None = None
-        self.master: Master | None = None  # set once the coordinator's comm part exists
+        self.master = master
         self._on_ending = on_ending
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -93,7 +93,6 @@ class RunContext:
 
     def ask(self, conn: SlaveConnection, task: Record, deadline_s: float) -> Any:
         """Send ``task`` and wait for its answer, checked against the task's result record (ProtocolError)."""
-        assert self.master is not None
         answer = self.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
                                       deadline_s=deadline_s).result()
         return decode_result(task, answer, peer(conn))
@@ -119,7 +118,6 @@ class RunContext:
         self.notice(f"{err}; {what}")
 
     def dismiss(self, conn: SlaveConnection, reason: str) -> None:
-        assert self.master is not None
         self.error(f"{peer(conn)} {reason}; dismissed")
         self.master.disconnect(conn, reason, shutdown=True)
 

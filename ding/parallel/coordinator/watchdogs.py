@@ -32,7 +32,6 @@ class Watchdogs:
     def role_left(self, role: str) -> None:
         """A learner or collector left: if it was the last one, wait ``startup_timeout`` for one to (re)join."""
         ctx = self._ctx
-        assert ctx.master is not None
         if ctx.ending.is_set() or ctx.master.slaves(role=role, alive_only=True):
             return
         ctx.notice(f"no {role} is connected; waiting up to startup_timeout ({ctx.cfg.startup_timeout:g} s) for one "
@@ -40,9 +39,7 @@ class Watchdogs:
         ctx.spawn(self._wait_for, f"ding-{role}-watch", role)
 
     def _wait_for(self, role: str) -> None:
-        master = self._ctx.master
-        assert master is not None
-        self._within_startup_timeout(lambda: bool(master.slaves(role=role, alive_only=True)),
+        self._within_startup_timeout(lambda: bool(self._ctx.master.slaves(role=role, alive_only=True)),
                                      lambda: f"every {role} is gone and none joined", 0.5)
 
     def _startup(self) -> None:
@@ -73,7 +70,6 @@ class Watchdogs:
 
     def _learner_progress(self) -> None:
         ctx = self._ctx
-        assert ctx.master is not None
         limit = float(ctx.cfg.learner_task_timeout) * STALL_SHARE
         last_step, since = None, time.monotonic()
         while not ctx.ending.wait(min(1.0, limit / 4)):
