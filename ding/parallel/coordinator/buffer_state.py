@@ -14,15 +14,10 @@ from ding.parallel.protocol import DATA_ID
 from ding.torch_utils.codec import DecodeLimits, load_file, save_file
 from ding.utils import DataFileError, ReplayBufferError
 
-BUFFER_STATE_FILE = "parallel_buffer.dat"
 _KIND = "ding coordinator buffers"
 # metadata of up to millions of items: far above what one sample may cost, still bounded
 _LIMITS = DecodeLimits(max_file_bytes=4 << 30, max_decoded_bytes=4 << 30, max_arrays=10_000_000)
 _PICKLED_MAGIC = b"DINGBUF\n"  # a pickled buffer file (buffer_io's save_data), never unpickled here
-
-
-def buffer_state_path(exp_name: str) -> str:
-    return os.path.join(exp_name, BUFFER_STATE_FILE)
 
 
 def save_buffer_state(path: str, buffers: Mapping[str, Any]) -> set[str]:

@@ -13,12 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ding.parallel.coordinator.buffer_state import (
-    buffer_state_path,
-    load_buffer_state,
-    referenced_data_ids,
-    save_buffer_state,
-)
+from ding.parallel.coordinator.buffer_state import load_buffer_state, referenced_data_ids, save_buffer_state
 from ding.parallel.coordinator.data_ledger import DataLedger
 from ding.parallel.files import data_path, task_of
 from ding.parallel.protocol import DATA_ID
@@ -26,6 +21,7 @@ from ding.utils import DataFileError
 from ding.worker.replay_buffer import create_buffer
 
 _MAX_WRITERS_KEPT = 100_000  # collect tasks whose collector is remembered (to name it in errors)
+BUFFER_STATE_FILE = "parallel_buffer.dat"  # under the run directory, read back by --resume
 BUFFER_SAVE_INTERVAL_S = 5.0  # the buffers' state is saved at evaluations at most this often (and at the end)
 
 
@@ -38,7 +34,7 @@ class ReplayBuffers:
         self._buffers: dict[str, Any] = {}
         self._writer_of: collections.OrderedDict[str, str] = collections.OrderedDict()  # collect task -> collector
         self.ledger = DataLedger(path_data, logger, stats)
-        self.state_file = buffer_state_path(exp_name)
+        self.state_file = os.path.join(exp_name, BUFFER_STATE_FILE)
         self._saved_at = -math.inf
 
     def get(self, buffer_id: str) -> Any:
@@ -59,7 +55,6 @@ class ReplayBuffers:
         self.ledger.evicted(_data_ids(items))
 
     def push(self, buffer_id: str, task_id: str, collector: str, items: list[dict], envstep: int) -> None:
-        """Store a collect task's metadata (written by ``collector``)."""
         self._writer_of[task_id] = collector
         while len(self._writer_of) > _MAX_WRITERS_KEPT:
             self._writer_of.popitem(last=False)

@@ -1,9 +1,6 @@
-"""CollectorLink: the coordinator's side of the collectors, one thread per connected collector.
-
-A collector's thread waits for the first policy, starts the collector (env seeds from the run's seed and its index; a
-collector that comes back gets new ones), then hands out the commander's tasks one after another: a collect task's
-metadata enters the buffers once its data files are checked, an evaluation goes to the commander and is reported. A
-failed or malformed task is handed out again; three in a row dismiss the collector. At the end it closes its collector.
+"""CollectorLink: the coordinator's side of a collector, one thread per connected collector: start it once there is
+a policy, hand it the commander's tasks one after another, and close it at the end. A failed or malformed task is
+handed out again; three in a row dismiss the collector.
 """
 from __future__ import annotations
 
@@ -73,7 +70,6 @@ class CollectorLink:
         self._role_left("collector")
 
     def _serve(self, conn: SlaveConnection) -> None:
-        """Task after task until the run ends, the collector is lost, or it is dismissed."""
         ctx, commander = self._ctx, self._ctx.commander
         failures = 0
         while not ctx.ending.is_set() and conn.alive:
@@ -109,8 +105,12 @@ class CollectorLink:
         ctx = self._ctx
         ctx.commander.notify_fail_collector_task(task)
         ctx.stats["failed_collector_tasks"] += 1
-        if isinstance(e, TaskTimeout) and not self._quiesce(conn, handle, limit):
-            return False
+        if isinstance(e, TaskTimeout):  # cancel it: no file of it may be written after its files are deleted
+            ctx.master.cancel(conn, handle)
+            if not ctx.master.wait_idle(conn, limit):
+                if conn.alive:
+                    ctx.dismiss(conn, f"did not stop task {handle.task_id} within {limit:g} s of its cancellation")
+                return False
         self._buffers.ledger.drop_task(task.task_id)
         if isinstance(e, ProtocolError):
             ctx.malformed(e, f"task {task.task_id} failed; its work goes to the next free collector")
@@ -127,17 +127,6 @@ class CollectorLink:
                               f"{getattr(e, 'remote_traceback', '')}")
             return False
         return True
-
-    def _quiesce(self, conn: SlaveConnection, handle: TaskHandle, limit: float) -> bool:
-        """A task passed its deadline: cancel it and wait until the collector runs nothing, so no file of it is
-        written after its data is deleted. A collector still busy ``limit`` seconds later is dismissed (False)."""
-        master = self._ctx.master
-        master.cancel(conn, handle)
-        if master.wait_idle(conn, limit):
-            return True
-        if conn.alive:
-            self._ctx.dismiss(conn, f"did not stop task {handle.task_id} within {limit:g} s of its cancellation")
-        return False
 
     def _finished(self, conn: SlaveConnection, task: CollectTask | EvalTask,
                   result: CollectResult | EvalResult) -> None:

@@ -132,7 +132,11 @@ class Coordinator(RunContext):
 
     def abort(self, reason: str = "aborted") -> None:
         """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves. Idempotent."""
-        self.halt(reason)
+        with self._lock:  # every thread sees the end
+            self.end_reason = self.end_reason or reason
+            self.ending.set()
+        self.commander.request_end(reason)
+        self.wake.notify(everyone=True)
         self.master.close(disconnect=False, reason=reason)
         self._buffers.close(keep=not self.commander.reached_stop_value)
         self._logs.close()

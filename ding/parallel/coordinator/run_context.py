@@ -57,14 +57,6 @@ class RunContext:
         self.error(message)
         self.end(f"error: {message}")
 
-    def halt(self, reason: str) -> None:
-        """Stop at once (no checkpoint, no shutdown of the slaves): every thread sees the end."""
-        with self._lock:
-            self.end_reason = self.end_reason or reason
-            self.ending.set()
-        self.commander.request_end(reason)
-        self.wake.notify(everyone=True)
-
     def end_if_commander_says(self) -> None:
         if self.commander.end_reason is not None and not self.ending.is_set():
             self.end(self.commander.end_reason)
@@ -78,7 +70,6 @@ class RunContext:
             self.fail(f"internal error in {what}: {type(e).__name__}: {e}")
 
     def spawn(self, target: Callable, name: str, *args: Any) -> None:
-        """Run ``target`` :meth:`guarded` in a daemon thread."""
         t = threading.Thread(target=self.guarded, args=(name, target, *args), name=name, daemon=True)
         with self._lock:
             self._threads.append(t)
