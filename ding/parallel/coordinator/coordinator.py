@@ -181,7 +181,7 @@ class Coordinator(RunContext):
             self.tb.add_scalar("evaluator_iter/eval_episode_return_mean", mean, it)
             won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
             self.logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {mean:.4g} ± "
-                                  f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
+                             f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
             self._buffers.save(BUFFER_SAVE_INTERVAL_S)
             if self._on_eval is not None:
                 self._on_eval(record)
@@ -194,6 +194,5 @@ class Coordinator(RunContext):
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
         self.stats[f"lost_{conn.role}"] += 1
-        self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out "
-                         "again")
+        self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
         self.wake.notify(everyone=True)
