@@ -81,11 +81,7 @@ class DataLedger:
 
     def unpin(self, data_ids: Iterable[str]) -> None:
         with self._lock:
-            ids = list(data_ids)
-            self._pins.subtract(ids)
-            for i in set(ids):
-                if self._pins[i] <= 0:
-                    del self._pins[i]
+            self._pins -= collections.Counter(data_ids)  # (keeps only the counts still above 0)
         self.flush()
 
     def evicted(self, data_ids: Iterable[str]) -> None:
