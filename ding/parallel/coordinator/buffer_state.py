@@ -1,13 +1,8 @@
-"""The coordinator's replay buffers on disk, so that ``--resume`` after a crash continues with them.
+"""The coordinator's replay buffers on disk (``<exp>/parallel_buffer.dat``), so that ``--resume`` continues with them.
 
-The coordinator's buffers hold metadata only (data ids, priorities, use counts); the samples stay in their data files
-under ``path_data``. The state of every buffer is written atomically to ``<exp>/parallel_buffer.dat`` at evaluations
-and at the end of a run that can be continued, and the files it names are kept. Only the coordinator writes and reads
-this file, in the data files' format (:mod:`ding.torch_utils.codec`: JSON structure and raw arrays, no pickle), so a
-file planted in the run directory can at most be refused, never run code.
-
-Items evicted between the last save and a crash lost their files: after a resume the learner skips them like any
-missing sample, and the buffer refills.
+The buffers hold metadata only; the samples stay in the data files a saved state keeps. The file is written atomically
+in the data files' format (:mod:`ding.torch_utils.codec`: no pickle), so one planted in the run directory can at most
+be refused, never run code.
 """
 from __future__ import annotations
 
@@ -19,15 +14,10 @@ from ding.parallel.protocol import DATA_ID
 from ding.torch_utils.codec import DecodeLimits, load_file, save_file
 from ding.utils import DataFileError, ReplayBufferError
 
-BUFFER_STATE_FILE = "parallel_buffer.dat"
 _KIND = "ding coordinator buffers"
 # metadata of up to millions of items: far above what one sample may cost, still bounded
 _LIMITS = DecodeLimits(max_file_bytes=4 << 30, max_decoded_bytes=4 << 30, max_arrays=10_000_000)
-_PICKLED_MAGIC = b"DINGBUF\n"  # the pickled format of ding before 2026-12 (buffer_io's save_data files)
-
-
-def buffer_state_path(exp_name: str) -> str:
-    return os.path.join(exp_name, BUFFER_STATE_FILE)
+_PICKLED_MAGIC = b"DINGBUF\n"  # a pickled buffer file (buffer_io's save_data), never unpickled here
 
 
 def save_buffer_state(path: str, buffers: Mapping[str, Any]) -> set[str]:

@@ -1,10 +1,5 @@
-"""ReplayBuffers: the coordinator's replay buffers of metadata, their data files, and their state across a resume.
-
-One buffer per ``buffer_id`` (made on first use from ``policy.other.replay_buffer``). A collect task's metadata is
-pushed with the collector that wrote it (named when a learn task fails on that data); a learner's batches are sampled
-and their data files pinned in one step (:class:`DataLedger`), and unpinned when the learn task is over. The state of
-every buffer is saved to ``<exp>/parallel_buffer.dat`` (:mod:`buffer_state`) at evaluations and at the end of a run
-that can be continued, and read back by ``--resume``.
+"""ReplayBuffers: the coordinator's replay buffers of metadata (one per ``buffer_id``, made on first use from
+``policy.other.replay_buffer``), their data files (:class:`DataLedger`) and their saved state (:mod:`buffer_state`).
 """
 from __future__ import annotations
 
@@ -18,12 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ding.parallel.coordinator.buffer_state import (
-    buffer_state_path,
-    load_buffer_state,
-    referenced_data_ids,
-    save_buffer_state,
-)
+from ding.parallel.coordinator.buffer_state import load_buffer_state, referenced_data_ids, save_buffer_state
 from ding.parallel.coordinator.data_ledger import DataLedger
 from ding.parallel.files import data_path, task_of
 from ding.parallel.protocol import DATA_ID
@@ -31,47 +21,40 @@ from ding.utils import DataFileError
 from ding.worker.replay_buffer import create_buffer
 
 _MAX_WRITERS_KEPT = 100_000  # collect tasks whose collector is remembered (to name it in errors)
+BUFFER_STATE_FILE = "parallel_buffer.dat"  # under the run directory, read back by --resume
+BUFFER_SAVE_INTERVAL_S = 5.0  # the buffers' state is saved at evaluations at most this often (and at the end)
 
-
-# The buffers' state is saved at evaluations at most this often (and always at the end), for --resume.
-BUFFER_SAVE_INTERVAL_S = 5.0
 
 class ReplayBuffers:
     def __init__(self, buffer_cfg: Mapping, exp_name: str, path_data: str, logger: logging.Logger, tb: Any,
                  stats: collections.Counter[str]) -> None:
-        self._buffer_cfg = buffer_cfg
-        self._exp_name = exp_name
-        self._path_data = path_data
+        self._buffer_cfg, self._exp_name, self._path_data = buffer_cfg, exp_name, path_data
         self._logger, self._tb, self._stats = logger, tb, stats
         self._lock = threading.RLock()
         self._buffers: dict[str, Any] = {}
         self._writer_of: collections.OrderedDict[str, str] = collections.OrderedDict()  # collect task -> collector
         self.ledger = DataLedger(path_data, logger, stats)
-        self.state_file = buffer_state_path(exp_name)
+        self.state_file = os.path.join(exp_name, BUFFER_STATE_FILE)
         self._saved_at = -math.inf
 
     def get(self, buffer_id: str) -> Any:
         with self._lock:
-            buf: Any = self._buffers.get(buffer_id)
-            if buf is None:
+            if buffer_id not in self._buffers:
                 cfg: Any = copy.deepcopy(self._buffer_cfg)
                 cfg.enable_track_used_data = True  # evicted metadata means a data file to delete
-                buf = create_buffer(cfg, tb_logger=self._tb, exp_name=self._exp_name, instance_name=buffer_id)
+                buf: Any = create_buffer(cfg, tb_logger=self._tb, exp_name=self._exp_name, instance_name=buffer_id)
                 buf.set_used_data_callback(self._evicted)
                 self._buffers[buffer_id] = buf
-            return buf
+            return self._buffers[buffer_id]
 
     def count(self) -> int:
         with self._lock:
             return sum(b.count() for b in self._buffers.values())
 
     def _evicted(self, items: list) -> None:
-        """The buffer let go of these items: their files go once no learn task needs them (the ledger decides)."""
         self.ledger.evicted(_data_ids(items))
 
-    # ---------------------------------------------------------------- in and out
     def push(self, buffer_id: str, task_id: str, collector: str, items: list[dict], envstep: int) -> None:
-        """Store a collect task's metadata (written by ``collector``)."""
         self._writer_of[task_id] = collector
         while len(self._writer_of) > _MAX_WRITERS_KEPT:
             self._writer_of.popitem(last=False)
@@ -80,8 +63,8 @@ class ReplayBuffers:
 
     def sample(self, buffer_id: str, batch_size: int, learner_iter: int, n_batches: int,
                may_train: Callable[[int], bool], served: Callable[[], None]) -> list[list[dict]]:
-        """Up to ``n_batches`` batches while ``may_train(buffer count)`` (the commander's pacing); ``served()`` after
-        each. Their data files are pinned: :meth:`unpin` them once the learner is done with them."""
+        """Up to ``n_batches`` batches while ``may_train(buffer count)``, ``served()`` after each; their data files
+        are pinned until ``ledger.unpin``."""
         buf = self.get(buffer_id)
         batches: list[list[dict]] = []
         with self._lock, self.ledger.sampling():  # sample and pin in one step: no file of a sampled item can go
@@ -94,19 +77,12 @@ class ReplayBuffers:
                 batches.append(meta)
         return batches
 
-    def unpin(self, data_ids: list[str]) -> None:
-        self.ledger.unpin(data_ids)
-
-    def update(self, buffer_id: str, priority_info: Any) -> None:
-        self.get(buffer_id).update(priority_info)
-
     def writers(self, data_ids: Iterable[str]) -> str:
         """The collectors that wrote these data files, in words."""
         ids = list(data_ids)
         names = sorted({self._writer_of.get(task_of(i) or "", "") for i in ids} - {""})
         return ", ".join(f"collector '{n}'" for n in names) if names else f"{len(ids)} data file(s)"
 
-    # ---------------------------------------------------------------- across a resume
     def restore(self) -> str:
         """Load the saved buffers (``--resume``); returns what happened, in words."""
         states = load_buffer_state(self.state_file)
@@ -117,7 +93,12 @@ class ReplayBuffers:
         swept = self.ledger.sweep()  # files no saved item refers to (tasks that ended after the save)
         self.ledger = DataLedger(self._path_data, self._logger, self._stats)  # a fresh ledger: kept ids may go again
         self.ledger.added(ids)
-        missing = sum(not _data_file_exists(self._path_data, i) for i in ids)
+        missing = 0
+        for data_id in ids:
+            try:
+                missing += not os.path.exists(data_path(self._path_data, data_id))
+            except DataFileError:
+                missing += 1
         return (f"resumed the replay buffer: {len(ids):,} items ({missing:,} of their files are gone and will be "
                 f"skipped); {swept:,} stray data files removed")
 
@@ -132,8 +113,7 @@ class ReplayBuffers:
         return ids
 
     def close(self, keep: bool) -> None:
-        """At the end: ``keep`` (the run can be continued) saves the buffers and keeps their files; otherwise both
-        are deleted."""
+        """``keep`` (the run can be continued): save the buffers and keep their files; else delete both."""
         with self._lock:
             buffers = list(self._buffers.values())
         if buffers and keep:
@@ -147,11 +127,3 @@ class ReplayBuffers:
 
 def _data_ids(items: Iterable[Any]) -> list[str]:
     return [item[DATA_ID] for item in items if isinstance(item, Mapping) and DATA_ID in item]
-
-
-def _data_file_exists(path_data: str, data_id: str) -> bool:
-    """Whether the data file holding ``data_id`` is there (False for a malformed id)."""
-    try:
-        return os.path.exists(data_path(path_data, data_id))
-    except DataFileError:
-        return False

@@ -1,20 +1,15 @@
-"""CollectorLink: the coordinator's side of the collectors, one thread per connected collector.
-
-A collector's thread waits for the first policy, sends the start task (env seeds from the run's seed and the
-collector's index; a collector that comes back gets new ones, not a replay of its first life), then asks the
-commander for task after task: a collect task's metadata goes into the replay buffers once its data files are checked,
-an evaluation's result goes to the commander and the run's eval records. With no task to hand out the thread waits to
-be woken (:class:`WakeUps`). A task that fails or comes back malformed is handed out again; three in a row dismiss the
-collector. At the end the thread closes its collector.
+"""CollectorLink: the coordinator's side of a collector, one thread per connected collector: start it once there is
+a policy, hand it the commander's tasks one after another, and close it at the end. A failed or malformed task is
+handed out again; three in a row dismiss the collector.
 """
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ding.parallel.coordinator.buffers import ReplayBuffers
-from ding.parallel.coordinator.eval_records import EvalRecords
 from ding.parallel.coordinator.run_context import MAX_TASK_FAILURES, RunContext, peer
 from ding.parallel.protocol import (
     CollectorCloseTask,
@@ -30,29 +25,36 @@ from ding.parallel.transport import SlaveConnection, SlaveLost, TaskFailed, Task
 
 
 class CollectorLink:
-    """``run(conn)`` is one collector's thread; ``role_left('collector')`` is called when it ends."""
+    """``run(conn)`` is one collector's thread; ``report_evals()`` after each evaluation, ``role_left('collector')``
+    when the thread ends."""
 
-    def __init__(self, ctx: RunContext, buffers: ReplayBuffers, evals: EvalRecords, role_left: Any) -> None:
+    def __init__(self, ctx: RunContext, buffers: ReplayBuffers, report_evals: Callable[[], None],
+                 role_left: Any) -> None:
         self._ctx = ctx
         self._buffers = buffers
-        self._evals = evals
+        self._report_evals = report_evals
         self._role_left = role_left
         self._lock = threading.Lock()
         self._index: dict[str, int] = {}  # collector name -> its index (the order in which collectors first came)
         self.train_start: float | None = None  # when the first collector started (the roles' start-up is over)
 
-    def seed_index(self, name: str) -> int:
-        """The collector's index for its env seeds; a collector that comes back gets a new one."""
-        with self._lock:
-            index = self._index.setdefault(name, len(self._index))
-            joins = self._ctx.stats[f"joins_{name}"]
-            self._ctx.stats[f"joins_{name}"] += 1
-        return index + 1000 * joins
-
-    def run(self, conn: SlaveConnection, index: int) -> None:
+    def run(self, conn: SlaveConnection) -> None:
         ctx, commander = self._ctx, self._ctx.commander
-        if not self._start(conn, index):
+        with self._lock:  # the collector's index for its env seeds: one that comes back gets a new one
+            index = self._index.setdefault(conn.name, len(self._index)) + 1000 * ctx.stats[f"joins_{conn.name}"]
+            ctx.stats[f"joins_{conn.name}"] += 1
+        while commander.status().policy_iter < 0 and not ctx.ending.is_set() and conn.alive:
+            ctx.wake.wait_progress(0.2)  # the learner publishes the first policy
+        if ctx.ending.is_set() or not conn.alive:
             return
+        start = CollectorStartTask(main_config=ctx.main_json, path_data=ctx.path_data, path_policy=ctx.path_policy,
+                                   policy_id=commander.get_policy_id(), seed=ctx.seed + 1000 * (index + 1))
+        if ctx.start_slave(conn, start, max(60.0, float(ctx.cfg.collector_task_timeout)), self._role_left) is None:
+            return
+        ctx.info(f"collector '{conn.name}' started")
+        with self._lock:
+            if self.train_start is None:
+                self.train_start = time.monotonic()
         commander.increase_collector_task_space()
         ctx.wake.notify()
         try:
@@ -67,48 +69,27 @@ class CollectorLink:
                 ctx.info(f"collector '{conn.name}' did not close cleanly: {e}")
         self._role_left("collector")
 
-    def _start(self, conn: SlaveConnection, index: int) -> bool:
-        ctx = self._ctx
-        while ctx.commander.status().policy_iter < 0 and not ctx.ending.is_set() and conn.alive:
-            ctx.wake.wait_progress(0.2)  # the learner publishes the first policy
-        if ctx.ending.is_set() or not conn.alive:
-            return False
-        start = CollectorStartTask(main_config=ctx.main_json, path_data=ctx.path_data, path_policy=ctx.path_policy,
-                                   policy_id=ctx.commander.get_policy_id(), seed=ctx.seed + 1000 * (index + 1))
-        try:
-            ctx.ask(conn, start, max(60.0, float(ctx.cfg.collector_task_timeout)))
-        except (SlaveLost, TaskFailed, ProtocolError) as e:
-            if isinstance(e, ProtocolError):
-                ctx.malformed(e, "the collector's start failed")
-                ctx.dismiss(conn, "answered its start task with a malformed record")
-                self._role_left("collector")
-            elif not isinstance(e, SlaveLost) and conn.alive:
-                ctx.fail(f"collector '{conn.name}' could not start: {e}")
-            return False
-        ctx.info(f"collector '{conn.name}' started")
-        with self._lock:
-            if self.train_start is None:
-                self.train_start = time.monotonic()
-        return True
-
     def _serve(self, conn: SlaveConnection) -> None:
-        """Task after task until the run ends, the collector is lost, or it is dismissed."""
         ctx, commander = self._ctx, self._ctx.commander
         failures = 0
         while not ctx.ending.is_set() and conn.alive:
             seen = ctx.wake.generation
             task = commander.get_collector_task(conn.name)
             if task is None:
-                # (the timeout: time-based evaluations, a safety net; short with few collectors, whose idle time is
-                # the run's time, long with many, whose polls would load the coordinator)
+                # (the timeout is a safety net for time-based evaluations: short with few collectors, whose idle
+                # time is the run's time, long with many, whose polls would load the coordinator)
                 ctx.wake.wait_for_work(seen, min(0.5, max(0.05, 0.0125 * len(self._index))))
                 continue
             ctx.wake.wake_collector()  # there was work: another idle collector may find some too
             limit = float(ctx.cfg.eval_task_timeout if isinstance(task, EvalTask) else ctx.cfg.collector_task_timeout)
-            assert ctx.master is not None
             handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
             try:
-                result = self._result(conn, task, handle)
+                result = decode_result(task, handle.result(), peer(conn))
+                assert isinstance(result, (CollectResult, EvalResult))
+                if isinstance(result, CollectResult):  # its data files: regular files under path_data, its own
+                    problem = self._buffers.ledger.check_written(m.data_id for m in result.metadata)
+                    if problem:
+                        raise ProtocolError("CollectResult", "metadata.data_id", problem, peer(conn))
             except (TaskFailed, ProtocolError) as e:
                 failures += 1
                 if not self._failed(conn, task, handle, e, limit, failures):
@@ -118,26 +99,18 @@ class CollectorLink:
             ctx.stats[f"tasks_{conn.name}"] += 1
             self._finished(conn, task, result)
 
-    def _result(self, conn: SlaveConnection, task: CollectTask | EvalTask,
-                handle: TaskHandle) -> CollectResult | EvalResult:
-        """The answer to a collector task, checked (a collect task's data files must exist as regular files under
-        path_data, named after the task)."""
-        result = decode_result(task, handle.result(), peer(conn))
-        assert isinstance(result, (CollectResult, EvalResult))
-        if isinstance(result, CollectResult):
-            problem = self._buffers.ledger.check_written(m.data_id for m in result.metadata)
-            if problem:
-                raise ProtocolError("CollectResult", "metadata.data_id", problem, peer(conn))
-        return result
-
     def _failed(self, conn: SlaveConnection, task: CollectTask | EvalTask, handle: TaskHandle, e: Exception,
                 limit: float, failures: int) -> bool:
         """A task failed: its work goes to the next free collector. False when this collector is done for."""
         ctx = self._ctx
         ctx.commander.notify_fail_collector_task(task)
         ctx.stats["failed_collector_tasks"] += 1
-        if isinstance(e, TaskTimeout) and not self._quiesce(conn, handle, limit):
-            return False
+        if isinstance(e, TaskTimeout):  # cancel it: no file of it may be written after its files are deleted
+            ctx.master.cancel(conn, handle)
+            if not ctx.master.wait_idle(conn, limit):
+                if conn.alive:
+                    ctx.dismiss(conn, f"did not stop task {handle.task_id} within {limit:g} s of its cancellation")
+                return False
         self._buffers.ledger.drop_task(task.task_id)
         if isinstance(e, ProtocolError):
             ctx.malformed(e, f"task {task.task_id} failed; its work goes to the next free collector")
@@ -155,21 +128,6 @@ class CollectorLink:
             return False
         return True
 
-    def _quiesce(self, conn: SlaveConnection, handle: TaskHandle, limit: float) -> bool:
-        """A task passed its deadline: cancel it in the collector and wait until the collector runs nothing, so no
-        file of it is written after its data is deleted and the next task does not queue behind it. A collector that
-        does not stop within another ``limit`` seconds is dismissed (False)."""
-        master = self._ctx.master
-        assert master is not None
-        master.cancel(conn, handle)
-        if master.wait_idle(conn, limit):
-            return True
-        if conn.alive:
-            self._ctx.error(f"collector '{conn.name}' at {conn.host}:{conn.port} did not stop task {handle.task_id} "
-                            f"within {limit:g} s of its cancellation; dismissed")
-            master.disconnect(conn, "a cancelled task did not stop", shutdown=True)
-        return False
-
     def _finished(self, conn: SlaveConnection, task: CollectTask | EvalTask,
                   result: CollectResult | EvalResult) -> None:
         ctx, commander = self._ctx, self._ctx.commander
@@ -178,7 +136,7 @@ class CollectorLink:
                                commander.status().envstep)
         commander.finish_collector_task(task.task_id, result)
         if isinstance(result, EvalResult):
-            self._evals.report_new()  # (an evaluation split over collectors is recorded once, at its last shard)
+            self._report_evals()
         elif result.episode_returns:
             returns = result.episode_returns
             ctx.tb.add_scalar("collector_step/episode_return_mean", sum(returns) / len(returns),

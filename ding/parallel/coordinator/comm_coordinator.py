@@ -10,67 +10,46 @@ from ding.parallel.transport import InteractionError, Master, SlaveConnection
 
 
 class CommCoordinator:
-    """Owns the :class:`~ding.parallel.transport.Master`. Slaves arrive two ways: the ones listed in the config
-    (``learner`` / ``collector``: ``{name: [name, host, port]}``, DI-engine's layout) are connected at start, retrying
-    until ``startup_timeout``; any other slave joins by itself (``ding -m dist --module collector`` with the
-    coordinator's address) — that is how a collector started mid-run receives work.
-
-    ``on_new_slave(conn)`` is called for each slave connected, ``on_lost_slave(conn, reason)`` when one is lost.
-    """
+    """Owns the :class:`~ding.parallel.transport.Master`. The slaves the config lists (``learner`` / ``collector``:
+    ``{name: [name, host, port]}``, DI-engine's layout) are connected at start, retried until ``startup_timeout``;
+    any other slave joins by itself (how a collector started mid-run gets work). ``on_new_slave(conn)`` is called for
+    each slave connected, ``on_lost_slave(conn, reason)`` when one is lost."""
 
     def __init__(self, cfg: Mapping, logger: logging.Logger, token: str, *,
                  on_new_slave: Callable[[SlaveConnection], None],
                  on_lost_slave: Callable[[SlaveConnection, str], None]) -> None:
         self._cfg = cfg
         self._on_new_slave = on_new_slave
-        self._on_lost_slave = on_lost_slave
         self._logger = logger
-        self._master = Master(
+        self.master = Master(
             "coordinator", cfg.get("host", "127.0.0.1"), int(cfg.get("port") or 0), token=token,
             advertise_host=cfg.get("advertise_host"), heartbeat_timeout=float(cfg.get("heartbeat_timeout", 10.0)),
-            logger=logger, on_slave_lost=self._lost, on_join=self._join,
+            logger=logger, on_slave_lost=on_lost_slave, on_join=self._join,
         )
         self._closed = threading.Event()
         self._lock = threading.Lock()  # guards _connecting only
         self._connecting: dict[str, threading.Lock] = {}  # one lock per slave name: its connects run one at a time
 
-    @property
-    def master(self) -> Master:
-        return self._master
-
-    @property
-    def port(self) -> int:
-        return self._master.port
-
-    @property
-    def host(self) -> str:
-        return self._master.advertise_host
-
     def start(self) -> None:
-        self._master.start()
-        configured = []
-        for role in ("learner", "collector"):
-            for name, entry in dict(self._cfg.get(role) or {}).items():
-                _, host, port = entry
-                if port not in (None, 0, "auto"):
-                    configured.append((role, name, str(host), int(port)))
+        self.master.start()
+        configured = [(role, name, str(host), int(port)) for role in ("learner", "collector")
+                      for name, (_, host, port) in dict(self._cfg.get(role) or {}).items()
+                      if port not in (None, 0, "auto")]
         if configured:
             threading.Thread(target=self._connect_configured, args=(configured,), name="ding-connect",
                              daemon=True).start()
 
-    def _connect_configured(self, slaves: list[tuple[str, str, str, int]]) -> None:
+    def _connect_configured(self, pending: list[tuple[str, str, str, int]]) -> None:
         deadline = time.monotonic() + float(self._cfg.get("startup_timeout", 120))
-        pending = list(slaves)
         while pending and not self._closed.is_set():
             for item in list(pending):
                 role, name, host, port = item
                 try:
                     self._connect_once(role, name, host, port)
                 except InteractionError as e:
-                    if time.monotonic() > deadline:
-                        self._logger.error(f"gave up connecting {role} '{name}' at {host}:{port}: {e}")
-                        pending.remove(item)
-                    continue
+                    if time.monotonic() <= deadline:
+                        continue
+                    self._logger.error(f"gave up connecting {role} '{name}' at {host}:{port}: {e}")
                 pending.remove(item)
             if pending:
                 self._closed.wait(0.5)
@@ -85,21 +64,18 @@ class CommCoordinator:
         self._connect_once(role, info["name"], info["host"], info["port"])
 
     def _connect_once(self, role: str, name: str, host: str, port: int) -> None:
-        """Connect a slave unless it is connected at that address already (a configured role also joins). Connects
-        of one name run one at a time (no duplicate connection); different slaves connect side by side, so a joiner
-        that is slow to answer (or unreachable: retries of up to 5 s each) does not hold up the others' joins."""
+        """Connect a slave unless it is connected at that address already (a configured role also joins). Connects of
+        one name run one at a time; different slaves connect side by side, so a joiner slow to answer (or unreachable:
+        retries of up to 5 s each) does not hold up the others."""
         with self._lock:
             lock = self._connecting.setdefault(name, threading.Lock())
         with lock:
-            conn = self._master.get_slave(name)
+            conn = self.master.get_slave(name)
             if conn is not None and conn.alive and conn.host == host and conn.port == int(port):
                 return
-            conn = self._master.connect(name, host, port, role=role)
+            conn = self.master.connect(name, host, port, role=role)
         self._on_new_slave(conn)
-
-    def _lost(self, conn: SlaveConnection, reason: str) -> None:
-        self._on_lost_slave(conn, reason)
 
     def close(self, reason: str = "run finished") -> None:
         self._closed.set()
-        self._master.close(disconnect=True, reason=reason, shutdown=True)
+        self.master.close(disconnect=True, reason=reason, shutdown=True)

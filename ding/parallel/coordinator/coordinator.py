@@ -1,28 +1,16 @@
-"""Coordinator: the master of parallel mode. It hands tasks to learners and collectors, keeps the replay buffers of
-metadata, and decides when the run ends.
-
-The coordinator itself is the run's lifecycle: it builds the parts, starts the HTTP master, and shuts the run down.
-The work is done by its parts, which share a :class:`RunContext`:
-
-- :class:`LearnerLink` -- one thread per learner: start it (from the latest checkpoint), keep its queue of batches
-  full, take its learn infos;
-- :class:`CollectorLink` -- one thread per collector: start it, hand out the commander's tasks, push their metadata;
-- :class:`ReplayBuffers` -- the buffers of metadata, their data files (:class:`DataLedger`) and their state across a
-  resume;
-- :class:`EvalRecords` -- every evaluation reported once; :class:`Watchdogs` -- start-up, a stuck learner, a role gone.
-
-A lost slave's tasks fail (heartbeats and deadlines make sure they do) and its work goes to the next free collector;
-a learner that comes back continues from the run's latest checkpoint. Everything a peer answers is checked against
-its record in :mod:`ding.parallel.protocol` before it is used: a malformed answer fails that task and is logged once
-with the peer and the field; it never reaches the guard that ends the run on an internal error.
+"""Coordinator: the master of parallel mode, the run itself (a :class:`RunContext`, which is all its parts see). It
+builds the parts, starts the HTTP master and shuts the run down. :class:`LearnerLink` and :class:`CollectorLink` run a
+thread per slave, :class:`ReplayBuffers` holds the metadata and its data files, :class:`Watchdogs` fail a run that
+stopped moving. A lost slave's tasks fail and go to the next free collector; a malformed answer fails its task only.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from easydict import EasyDict
@@ -32,7 +20,6 @@ from ding.parallel.commanders.base import create_parallel_commander
 from ding.parallel.coordinator.buffers import BUFFER_SAVE_INTERVAL_S, ReplayBuffers
 from ding.parallel.coordinator.collector_link import CollectorLink
 from ding.parallel.coordinator.comm_coordinator import CommCoordinator
-from ding.parallel.coordinator.eval_records import EvalRecords
 from ding.parallel.coordinator.learner_link import LearnerLink
 from ding.parallel.coordinator.policy_snapshots import PolicySnapshots
 from ding.parallel.coordinator.run_context import RunContext
@@ -40,13 +27,12 @@ from ding.parallel.coordinator.watchdogs import Watchdogs
 from ding.parallel.protocol import EvalRecord, LearnerClosed
 from ding.parallel.transport import SlaveConnection, resolve_token
 from ding.utils import ConfigError, config_of, deep_merge_dicts
-from ding.utils.worker_logs import WorkerLogs
+from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 
-class Coordinator:
-    """See the module docstring. ``cfg`` is the compiled parallel config: ``EasyDict(main=..., system=..., seed=...)``
-    (``compile_config_parallel``). ``on_eval(record)`` (an :class:`EvalRecord`) / ``on_end(reason)`` are optional
-    observers; ``max_env_step`` / ``max_train_iter`` end the run (None or >= 1e10: no limit)."""
+class Coordinator(RunContext):
+    """``cfg`` is the compiled parallel config (``compile_config_parallel``). ``on_eval(record)`` and
+    ``on_end(reason)`` observe the run; ``max_env_step`` / ``max_train_iter`` end it (None or >= 1e10: no limit)."""
 
     config = COORDINATOR_CONFIG  # documented key by key in ding/config/parallel.py
 
@@ -60,7 +46,7 @@ class Coordinator:
         main, system = cfg.main, cfg.system
         coor_cfg = deep_merge_dicts(self.default_config(), system.get("coordinator", {}))
         token = resolve_token(token if token else system.get("auth_token"))  # before anything is written
-        for key in ("path_data", "path_policy"):  # the shared directories: a clear error before anything starts
+        for key in ("path_data", "path_policy"):
             try:
                 os.makedirs(system[key], exist_ok=True)
             except OSError as e:
@@ -81,54 +67,32 @@ class Coordinator:
             commander.max_env_step = max_env_step
         if max_train_iter is not None and max_train_iter < int(1e10):
             commander.max_train_iter = max_train_iter
-        self._commander = commander
         seed = int(cfg.get("seed", main.get("seed", 0)))
-        self._ctx = ctx = RunContext(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed,
-                                     commander, self._logs, on_ending=self._start_shutdown)
-        self._comm = CommCoordinator(coor_cfg, ctx.logger, token, on_new_slave=self._new_slave,
+        self._comm = CommCoordinator(coor_cfg, self._logs.logger, token, on_new_slave=self._new_slave,
                                      on_lost_slave=self._lost_slave)
-        ctx.master = self._comm.master
+        super().__init__(coor_cfg, main_json, main.exp_name, (system.path_data, system.path_policy), seed, commander,
+                         self._logs, self._comm.master, on_ending=self._shutdown)
         self._start_time = time.monotonic()
-        self._buffers = ReplayBuffers(main.policy.other.replay_buffer, main.exp_name, system.path_data, ctx.logger,
-                                      ctx.tb, ctx.stats)
-        def save_buffers() -> None:
-            self._buffers.save(BUFFER_SAVE_INTERVAL_S)
-
-        self._evals = EvalRecords(commander, ctx.logger, ctx.tb, self._start_time, on_eval, after_each=save_buffers)
-        self._watchdogs = Watchdogs(ctx, self._buffers, on_lost=self._lost_slave)
-        self._learners = LearnerLink(ctx, self._buffers, role_left=self._watchdogs.role_left)
-        self._collectors = CollectorLink(ctx, self._buffers, self._evals, role_left=self._watchdogs.role_left)
-        self._on_end = on_end
+        self._buffers = ReplayBuffers(main.policy.other.replay_buffer, main.exp_name, system.path_data, self.logger,
+                                      self.tb, self.stats)
+        self._watchdogs = Watchdogs(self, self._buffers, on_lost=self._lost_slave)
+        self._learners = LearnerLink(self, self._buffers, role_left=self._watchdogs.role_left)
+        self._collectors = CollectorLink(self, self._buffers, self._report_evals, role_left=self._watchdogs.role_left)
+        self._on_eval, self._on_end = on_eval, on_end
+        self._evals_lock = threading.Lock()
+        self._evals_reported = 0  # records of the commander's eval history already reported
         self._resume = resume  # continue with the buffers saved in <exp>/parallel_buffer.dat
         self._started = False
         self._done = threading.Event()
         self._train_end: float | None = None  # when the shutdown (the learner's last checkpoint) was over
 
-    # ---------------------------------------------------------------- what the door reads
     @property
     def host(self) -> str:
-        return self._comm.host
+        return self.master.advertise_host
 
     @property
     def port(self) -> int:
-        return self._comm.port
-
-    @property
-    def commander(self) -> Any:
-        return self._commander
-
-    @property
-    def stats(self) -> Any:
-        """Counters of the run's faults and recoveries (lost slaves, failed tasks, malformed answers, ...)."""
-        return self._ctx.stats
-
-    @property
-    def fatal_error(self) -> str | None:
-        return self._ctx.fatal_error
-
-    @property
-    def end_reason(self) -> str | None:
-        return self._ctx.end_reason
+        return self.master.port
 
     @property
     def learner_closed(self) -> LearnerClosed | None:
@@ -137,56 +101,44 @@ class Coordinator:
 
     @property
     def training_seconds(self) -> float | None:
-        """Seconds from the first collector's start to the end of the shutdown: the run's training time without
-        the roles' process start-up (what ``wall_time_s`` of a serial run measures). None if training never began."""
+        """Seconds from the first collector's start to the end of the shutdown: the training time without the roles'
+        start-up (what ``wall_time_s`` of a serial run measures). None if training never began."""
         start = self._collectors.train_start
-        if start is None:
-            return None
-        return (self._train_end or time.monotonic()) - start
+        return None if start is None else (self._train_end or time.monotonic()) - start
 
     def refused_requests(self) -> int:
         """Requests the coordinator's server refused for a missing or wrong token."""
-        return self._comm.master.refused_requests()
+        return self.master.refused_requests()
 
     def status(self) -> dict[str, Any]:
-        master = self._comm.master
-        return dict(self._commander.status().to_json(), buffer_count=self._buffers.count(),
+        return dict(self.commander.status().to_json(), buffer_count=self._buffers.count(),
                     wall_time=time.monotonic() - self._start_time,
-                    learners=len(master.slaves(role="learner", alive_only=True)),
-                    collectors_connected=len(master.slaves(role="collector", alive_only=True)))
+                    learners=len(self.master.slaves(role="learner", alive_only=True)),
+                    collectors_connected=len(self.master.slaves(role="collector", alive_only=True)))
 
-    # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """Start the HTTP server, connect configured slaves, accept joining ones."""
-        self._evals.skip_recorded()  # a resumed run's evaluations (loaded into the commander) are in eval.csv
+        with self._evals_lock:  # a resumed run's evaluations (loaded into the commander) were reported by that run
+            self._evals_reported = len(self.commander.eval_history)
         if self._resume:
-            self._ctx.notice(self._buffers.restore())
+            self.notice(self._buffers.restore())
         self._comm.start()
         self._started = True
         self._watchdogs.start()
-        self._ctx.info(f"coordinator listening on {self.host}:{self.port}")
+        self.info(f"coordinator listening on {self.host}:{self.port}")
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
-    def end(self, reason: str) -> None:
-        """End the run: stop handing out tasks, let the learner write its checkpoint, shut every slave down."""
-        self._ctx.end(reason)
-
-    def notice(self, message: str) -> None:
-        """A line for the run's console and log (the local supervisor reports restarts with it)."""
-        self._ctx.notice(message)
-
-    def fail(self, message: str) -> None:
-        """End the run with an error (the first one given is the run's ``fatal_error``)."""
-        self._ctx.fail(message)
-
     def abort(self, reason: str = "aborted") -> None:
-        """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves (their processes are killed or
-        exit when the coordinator stays unreachable). Idempotent."""
-        self._ctx.halt(reason)
-        self._comm.master.close(disconnect=False, reason=reason)
-        self._buffers.close(keep=not self._commander.reached_stop_value)
+        """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves. Idempotent."""
+        with self._lock:  # every thread sees the end
+            self.end_reason = self.end_reason or reason
+            self.ending.set()
+        self.commander.request_end(reason)
+        self.wake.notify(everyone=True)
+        self.master.close(disconnect=False, reason=reason)
+        self._buffers.close(keep=not self.commander.reached_stop_value)
         self._logs.close()
         self._done.set()
 
@@ -195,48 +147,52 @@ class Coordinator:
         if not self._started:
             self._logs.close()
             return
-        self.end(self._ctx.end_reason or "coordinator closed")
+        self.end(self.end_reason or "coordinator closed")
         self._done.wait(120.0)
 
-    def _start_shutdown(self) -> None:
-        threading.Thread(target=self._shutdown, name="ding-coordinator-shutdown", daemon=True).start()
-
     def _shutdown(self) -> None:
-        reason = self._ctx.end_reason or "run finished"
+        """The end of the run, in its own thread: the slaves' threads finish, then every slave is shut down."""
+        reason = self.end_reason or "run finished"
         try:
-            self._ctx.join_threads(time.monotonic() + 90.0)
+            self.join_threads(time.monotonic() + 90.0)
             self._comm.close(reason)
             # a run that can be continued keeps its buffers (saved) and their files; a finished one deletes both
-            self._buffers.close(keep=not self._commander.reached_stop_value)
+            self._buffers.close(keep=not self.commander.reached_stop_value)
             self._snapshots.sweep()
             if self._on_end is not None:
-                self._on_end(self._ctx.end_reason or "")
+                self._on_end(self.end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log
-            self._ctx.logger.exception("coordinator shutdown failed")
+            self.logger.exception("coordinator shutdown failed")
         finally:
             self._train_end = time.monotonic()
             self._logs.close()
             self._done.set()
 
-    def state_dict(self) -> dict[str, Any]:
-        return self._commander.state_dict()
+    def _report_evals(self) -> None:
+        """Report each new record of the commander's eval history once (an evaluation split over collectors enters
+        it at its last shard): TensorBoard, console, ``on_eval``; the buffers are saved for ``--resume``."""
+        with self._evals_lock:
+            history = self.commander.eval_history
+            new, self._evals_reported = history[self._evals_reported:], len(history)
+        for record in new:
+            record = dataclasses.replace(record, wall_time=time.monotonic() - self._start_time)
+            it, step, mean = record.train_iter, record.env_step, record.eval_return_mean
+            self.tb.add_scalar("evaluator_step/eval_episode_return_mean", mean, step)
+            self.tb.add_scalar("evaluator_iter/eval_episode_return_mean", mean, it)
+            won = "" if record.win_rate is None else f" | win rate {record.win_rate:.0%}"
+            self.logger.info(f"[eval] iter {it:,} | env steps {step:,} | return {mean:.4g} ± "
+                             f"{record.eval_return_std:.3g}{won} | {record.wall_time:.1f} s", extra=CONSOLE)
+            self._buffers.save(BUFFER_SAVE_INTERVAL_S)
+            if self._on_eval is not None:
+                self._on_eval(record)
 
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        self._commander.load_state_dict(state_dict)
-        self._evals.skip_recorded()  # (recorded by the run that made them)
-
-    # ---------------------------------------------------------------- slaves arriving and leaving
     def _new_slave(self, conn: SlaveConnection) -> None:
-        if self._ctx.ending.is_set():
+        if self.ending.is_set():
             return
-        if conn.role == "learner":
-            self._ctx.spawn(self._learners.run, f"ding-coord-{conn.name}", conn)
-        else:
-            self._ctx.spawn(self._collectors.run, f"ding-coord-{conn.name}", conn,
-                            self._collectors.seed_index(conn.name))
+        link = self._learners if conn.role == "learner" else self._collectors
+        self.spawn(link.run, f"ding-coord-{conn.name}", conn)
 
     def _lost_slave(self, conn: SlaveConnection, reason: str) -> None:
-        self._ctx.stats[f"lost_{conn.role}"] += 1
-        self._ctx.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out "
-                         "again")
-        self._ctx.wake.notify(everyone=True)
+        self.stats[f"lost_{conn.role}"] += 1
+        self.notice(f"{conn.role} '{conn.name}' lost ({reason}); its tasks fail and their work is handed out again")
+        self.wake.notify(everyone=True)

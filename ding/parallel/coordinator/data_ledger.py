@@ -1,11 +1,7 @@
-"""DataLedger: which data files of a parallel run may be deleted, and deleting them.
-
-Collectors write a collect task's samples under ``path_data`` (one file holding them all, data ids ``F:i``, or one
-file per sample, data id ``F``); the coordinator's replay buffer holds their metadata. A sample is done with when the
-buffer lets go of its item, but not while a learn task still needs it (the task *pins* the data ids of the batches it
-carries), and not in the middle of sampling (``max_use`` evicts an item at the moment it is sampled, before it is
-pinned). A file goes when every sample in it is done with. Files of failed collector tasks and anything left at the end
-are swept by name.
+"""DataLedger: which data files under ``path_data`` may be deleted (one per collect task, data ids ``F:i``, or one per
+sample, ``F``), and deleting them. A sample is done with when the buffer lets go of its item, but not while a learn
+task *pins* it, nor while sampling (``max_use`` evicts an item as it is sampled, before it is pinned); a file goes
+once all its samples are. Files of failed tasks and whatever is left at the end are swept by name.
 """
 from __future__ import annotations
 
@@ -23,12 +19,12 @@ from ding.utils import DataFileError, DingError
 
 
 class DataLedger:
-    """The pins and the doomed files of one ``path_data`` (thread-safe). ``deleted`` counts the files removed."""
+    """Thread-safe. ``deleted`` (and ``stats['deleted_files']``, when given) counts the files removed."""
 
     def __init__(self, path_data: str, logger: logging.Logger | None = None,
                  stats: collections.Counter[str] | None = None) -> None:
         self.path_data = path_data
-        self._stats = stats  # the owner's counters: 'deleted_files' is kept there too
+        self._stats = stats
         self._logger = logger or logging.getLogger("ding.coordinator")
         self._lock = threading.Lock()
         self._pins: collections.Counter[str] = collections.Counter()
@@ -39,17 +35,15 @@ class DataLedger:
         self.deleted = 0
 
     def added(self, data_ids: Iterable[str]) -> None:
-        """These samples entered a buffer: a file holding several goes only when all of them are done with."""
+        """These samples entered a buffer (a file of several goes once all of them are done with)."""
         with self._lock:
             for data_id in data_ids:
                 name, index = _file_of(data_id)
                 if name and index is not None:
                     self._live.setdefault(name, set()).add(data_id)
 
-    # ---------------------------------------------------------------- life of a file
     def check_written(self, data_ids: Iterable[str]) -> str | None:
-        """What is wrong with the files a collector says it wrote (None: each is a regular file under
-        ``path_data``). A directory, a link or a missing file is refused before its metadata enters the buffer."""
+        """What is wrong with the files a collector says it wrote (None: each is a regular file under ``path_data``)."""
         seen: set[str] = set()
         for data_id in data_ids:
             try:
@@ -71,7 +65,7 @@ class DataLedger:
 
     @contextlib.contextmanager
     def sampling(self) -> Iterator[None]:
-        """While sampling (and pinning what was sampled), evicted files are only noted; they go afterwards."""
+        """While sampling and pinning, evicted files are only noted; they go afterwards."""
         with self._lock:
             self._sampling += 1
         try:
@@ -82,21 +76,15 @@ class DataLedger:
             self.flush()
 
     def pin(self, data_ids: Iterable[str]) -> None:
-        """A learn task needs these files: keep them until :meth:`unpin`."""
         with self._lock:
             self._pins.update(data_ids)
 
     def unpin(self, data_ids: Iterable[str]) -> None:
         with self._lock:
-            ids = list(data_ids)
-            self._pins.subtract(ids)
-            for i in set(ids):
-                if self._pins[i] <= 0:
-                    del self._pins[i]
+            self._pins -= collections.Counter(data_ids)  # (keeps only the counts still above 0)
         self.flush()
 
     def evicted(self, data_ids: Iterable[str]) -> None:
-        """The buffer let go of these items: their files go as soon as no learn task needs them."""
         with self._lock:
             self._doomed.update(data_ids)
             if self._sampling:
@@ -104,14 +92,13 @@ class DataLedger:
         self.flush()
 
     def flush(self) -> None:
-        """Delete the files of doomed samples no learn task pins, once no sample in them is still needed."""
         with self._lock:
             now = [i for i in self._doomed if self._pins[i] <= 0 and i not in self._kept]
             self._doomed.difference_update(now)
             files = []
             for data_id in now:
                 name, index = _file_of(data_id)
-                if index is None:
+                if index is None:  # a file of its own ('': no file)
                     if name:
                         files.append(name)
                     continue
@@ -129,7 +116,7 @@ class DataLedger:
                 self._stats["deleted_files"] += removed
 
     def keep(self, data_ids: Iterable[str]) -> None:
-        """Never delete these files (a saved buffer state refers to them: ``--resume`` continues with them)."""
+        """Never delete these files (a saved buffer state refers to them)."""
         with self._lock:
             self._kept.update(data_ids)
 
@@ -143,15 +130,12 @@ class DataLedger:
         with self._lock:
             return len(self._doomed)
 
-    # ---------------------------------------------------------------- sweeping by name
     def drop_task(self, task_id: str) -> int:
-        """Delete the files a failed collector task wrote (``<task_id>_*``); none of them is in a buffer."""
-        prefix = f"{task_id}_"
-        return self._delete([n for n in self._listdir() if n.startswith(prefix)])
+        """Delete the files a failed collector task wrote (``<task_id>_*``)."""
+        return self._delete([n for n in self._listdir() if n.startswith(f"{task_id}_")])
 
     def sweep(self) -> int:
-        """Delete every collector data file left that is not kept (the run ended, or resumes: no live buffer refers
-        to any of them)."""
+        """Delete every collector data file left that is not kept."""
         with self._lock:
             kept = {_file_of(i)[0] for i in self._kept}
         return self._delete([n for n in self._listdir() if n.startswith(COLLECT_TASK_PREFIX) and n not in kept])
@@ -163,15 +147,12 @@ class DataLedger:
             return []
 
     def _delete(self, names: list[str]) -> int:
-        """Unlink the data files (plain file names; a missing one is fine); anything that cannot go is logged, never
-        raised."""
         removed = 0
         for name in names:
             try:
                 path = data_path(self.path_data, name)
                 if not stat.S_ISREG(os.lstat(path).st_mode):
-                    self._logger.warning(f"data file {name!r} under {self.path_data} is not a regular file; "
-                                         "left alone")
+                    self._logger.warning(f"data file {name!r} under {self.path_data} is not a regular file; left alone")
                     continue
                 os.unlink(path)
                 removed += 1

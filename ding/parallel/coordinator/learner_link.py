@@ -1,15 +1,10 @@
-"""LearnerLink: the coordinator's side of a learner, one thread per connected learner.
-
-The thread takes the commander's learner slot, sends the start task (with the run's latest checkpoint, so a learner
-that comes back continues from it), asks once for the learner's data demand, then keeps the learner's queue full:
-batches sampled from the replay buffers go out in learn tasks before the learner asks, and each answer's learn infos
-update the priorities and the commander's progress. At the end it closes the learner, which writes its checkpoint.
-
-A learn task that fails or comes back malformed drops its batches (the run goes on); three in a row end the run or
-dismiss the learner.
+"""LearnerLink: the coordinator's side of a learner, one thread per connected learner: start it (from the run's latest
+checkpoint), keep its queue of batches full, take its learn infos, and close it at the end (its checkpoint). A failed
+or malformed learn task drops its batches; three in a row end the run or dismiss the learner.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from typing import Any
@@ -18,7 +13,6 @@ from ding.parallel.coordinator.buffers import ReplayBuffers
 from ding.parallel.coordinator.run_context import MAX_TASK_FAILURES, RunContext, peer
 from ding.parallel.protocol import (
     DATA_ID,
-    DemandAnswer,
     GetDataTask,
     LearnerClosed,
     LearnerCloseTask,
@@ -35,32 +29,25 @@ from ding.worker.learner.checkpoint import list_iteration_checkpoints
 
 DEMAND_WAIT_S = 0.5  # seconds one data request waits for the learner's demand (a long poll)
 
+
+@dataclasses.dataclass
 class _Queue:
-    """Batches sent to one learner and not trained yet; at most ``window`` (the learner's queue)."""
+    """Batches sent to one learner and not trained yet (at most ``window``, the learner's queue)."""
 
-    def __init__(self, batch_size: int, window: int) -> None:
-        self.batch_size = batch_size
-        self.window = window
-        self.bad_answers = 0  # malformed learn results in a row
-        self.failed_tasks = 0  # learn tasks in a row that the learner answered with an error
-        self._in_flight = 0
-        self._lock = threading.Lock()
+    batch_size: int
+    window: int
+    in_flight: int = 0
+    bad_answers: int = 0  # malformed learn results in a row
+    failed_tasks: int = 0  # learn tasks in a row that the learner answered with an error
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
-    def room(self) -> int:
-        with self._lock:
-            return self.window - self._in_flight
-
-    def sent(self, n: int) -> None:
-        with self._lock:
-            self._in_flight += n
-
-    def done(self, n: int) -> None:
-        with self._lock:
-            self._in_flight -= n
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.in_flight += n
 
 
 class LearnerLink:
-    """``run(conn)`` is one learner's thread; ``role_left('learner')`` is called when it was the last one."""
+    """``run(conn)`` is one learner's thread; ``role_left('learner')`` is called when it may have been the last."""
 
     def __init__(self, ctx: RunContext, buffers: ReplayBuffers, role_left: Any) -> None:
         self._ctx = ctx
@@ -70,7 +57,11 @@ class LearnerLink:
 
     def run(self, conn: SlaveConnection) -> None:
         ctx, commander = self._ctx, self._ctx.commander
-        slot = self._take_slot(conn)
+        slot: LearnerSlot | None = None
+        while slot is None and not ctx.ending.is_set() and conn.alive:
+            slot = commander.get_learner_task()
+            if slot is None:
+                ctx.wake.wait_progress(0.2)  # another learner holds the slot (or is being replaced)
         if slot is None or not self._start(conn, slot):
             return
         lost = False
@@ -91,54 +82,36 @@ class LearnerLink:
             self._role_left("learner")
             return
         try:
-            final = ctx.ask(conn, LearnerCloseTask(wait_s=60.0), 90.0)
-            self.closed = final
+            final = self.closed = ctx.ask(conn, LearnerCloseTask(wait_s=60.0), 90.0)
             commander.update_learner_info(slot.task_id, LearnInfo(learner_step=final.learner_step))
             commander.finish_learner_task(slot.task_id, final)
             ctx.info(f"learner '{conn.name}' closed at train_iter {final.learner_step}")
         except (TaskFailed, ProtocolError) as e:
             ctx.error(f"learner '{conn.name}' did not close cleanly: {e}")
 
-    def _take_slot(self, conn: SlaveConnection) -> LearnerSlot | None:
-        slot: LearnerSlot | None = None
-        while slot is None and not self._ctx.ending.is_set() and conn.alive:
-            slot = self._ctx.commander.get_learner_task()
-            if slot is None:
-                self._ctx.wake.wait_progress(0.2)  # another learner holds the slot (or is being replaced)
-        return slot
-
     def _start(self, conn: SlaveConnection, slot: LearnerSlot) -> bool:
-        ctx, commander = self._ctx, self._ctx.commander
+        ctx = self._ctx
         ckpt_dir = os.path.join(ctx.exp_name, "ckpt")
-        start = LearnerStartTask(task_id=slot.task_id, main_config=ctx.main_json, path_data=ctx.path_data,
-                                 path_policy=ctx.path_policy, policy_id=slot.policy_id, buffer_id=slot.buffer_id,
-                                 seed=ctx.seed, load_path=ckpt_dir if list_iteration_checkpoints(ckpt_dir) else None)
-        try:
-            started = ctx.ask(conn, start, float(ctx.cfg.learner_task_timeout))
-        except (SlaveLost, TaskFailed, ProtocolError) as e:
-            commander.notify_fail_learner_task(slot)
-            if isinstance(e, ProtocolError):
-                ctx.malformed(e, "the learner's start failed")
-                ctx.dismiss(conn, "answered its start task with a malformed record")
-                self._role_left("learner")
-            elif isinstance(e, TaskFailed) and not isinstance(e, SlaveLost) and conn.alive:
-                ctx.fail(f"learner '{conn.name}' could not start: {e}")  # (one that died is restarted or rejoins)
+        task = LearnerStartTask(task_id=slot.task_id, main_config=ctx.main_json, path_data=ctx.path_data,
+                                path_policy=ctx.path_policy, policy_id=slot.policy_id, buffer_id=slot.buffer_id,
+                                seed=ctx.seed, load_path=ckpt_dir if list_iteration_checkpoints(ckpt_dir) else None)
+        started = ctx.start_slave(conn, task, float(ctx.cfg.learner_task_timeout), self._role_left)
+        if started is None:
+            ctx.commander.notify_fail_learner_task(slot)
             return False
         if started.loaded:
             ctx.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started.learner_step}")
-        commander.learner_started(slot.task_id, started)
+        ctx.commander.learner_started(slot.task_id, started)
         ctx.wake.notify()
         return True
 
     def _demand(self, conn: SlaveConnection) -> Any:
-        """The learner's data demand: its batch size and how many batches it keeps queued (asked once). None when
-        the learner was dismissed for malformed answers."""
+        """The learner's data demand (batch size, batches it keeps queued); None once it was dismissed."""
         ctx = self._ctx
-        wait = DEMAND_WAIT_S
         bad = 0
         while not ctx.ending.is_set() and conn.alive:
             try:
-                answer: DemandAnswer = ctx.ask(conn, GetDataTask(wait_s=wait), wait + 10.0)
+                answer = ctx.ask(conn, GetDataTask(wait_s=DEMAND_WAIT_S), DEMAND_WAIT_S + 10.0)
             except ProtocolError as e:
                 bad += 1
                 ctx.malformed(e, "asking again")
@@ -151,12 +124,10 @@ class LearnerLink:
         raise SlaveLost(f"learner '{conn.name}' gave no data demand before the run ended")
 
     def _feed(self, conn: SlaveConnection, slot: LearnerSlot, queue: _Queue) -> bool:
-        """Keep the learner's queue full: send as many batches as it has room for and pacing allows (one learn
-        task). Batches go out before the learner asks, so it never waits for a round trip; False if none went."""
+        """Send one learn task of as many batches as the queue has room for and pacing allows; False if none."""
         ctx, commander = self._ctx, self._ctx.commander
-        # at most a quarter of the window per task: a learn task ends only when all its batches are trained, so with
-        # several tasks in flight the next batches arrive while the learner still trains the previous ones
-        room = min(queue.room(), max(1, queue.window // 4))
+        # a quarter of the window per task: with several tasks in flight, batches arrive while the learner trains
+        room = min(queue.window - queue.in_flight, max(1, queue.window // 4))
         if room <= 0:
             return False
         batches = self._buffers.sample(slot.buffer_id, queue.batch_size, commander.status().learner_step, room,
@@ -164,20 +135,15 @@ class LearnerLink:
         if not batches:
             return False
         ids = [m[DATA_ID] for b in batches for m in b]  # pinned until the task is over
-        queue.sent(len(batches))
+        queue.add(len(batches))
         ctx.wake.wake_collector()  # batches served: pacing may let collection go on
         timeout = float(ctx.cfg.learner_task_timeout)
         task = LearnTask.of_batches(batches, envstep=commander.status().envstep, wait_s=timeout)
-        assert ctx.master is not None
         handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
 
-        def on_done(h: TaskHandle) -> None:  # (in an HTTP thread: an error here is the run's error)
-            queue.done(len(batches))
-            try:
-                self._learned(conn, slot, task, queue, ids, h)
-            except Exception as e:  # noqa: BLE001
-                ctx.logger.exception("handling a learn result failed")
-                ctx.fail(f"internal error handling a learn result of '{conn.name}': {type(e).__name__}: {e}")
+        def on_done(h: TaskHandle) -> None:  # (in an HTTP thread)
+            queue.add(-len(batches))
+            ctx.guarded(f"a learn result of '{conn.name}'", self._learned, conn, slot, task, queue, ids, h)
 
         handle.add_done_callback(on_done)
         return True
@@ -185,7 +151,7 @@ class LearnerLink:
     def _learned(self, conn: SlaveConnection, slot: LearnerSlot, task: LearnTask, queue: _Queue, ids: list[str],
                  handle: TaskHandle) -> None:
         ctx = self._ctx
-        self._buffers.unpin(ids)
+        self._buffers.ledger.unpin(ids)
         err = handle.error
         if err is not None:
             if isinstance(err, SlaveLost) or ctx.ending.is_set() or not conn.alive:
@@ -211,7 +177,7 @@ class LearnerLink:
         queue.bad_answers = 0
         for info in result.infos:
             if info.priority_info is not None:
-                self._buffers.update(slot.buffer_id, info.priority_info.to_json())
+                self._buffers.get(slot.buffer_id).update(info.priority_info.to_json())
             ctx.commander.update_learner_info(slot.task_id, info)  # (the learner logs its learner_iter/* scalars)
             ctx.end_if_commander_says()
         if result.skipped_files:

@@ -1,26 +1,20 @@
-"""Snapshots of the published policy file, one per evaluation split over several collectors (see
-:mod:`.eval_shards`): every shard loads the same file, whatever the learner publishes meanwhile.
-
-A snapshot is a byte copy of ``path_policy/<policy_id>`` at ``path_policy/<policy_id>.eval<N>`` (written atomically:
-a collector never reads half of one), deleted when its evaluation ends; one whose evaluation was the best so far is
-first kept as ``<exp>/collector_ckpt/ckpt_best.pth.tar``, the file a collector writes for an evaluation it ran whole.
-Whatever is left at the end of the run is swept.
+"""PolicySnapshots: a byte copy of the published policy per evaluation split over collectors, so that every shard
+loads the same policy whatever the learner publishes meanwhile. ``path_policy/<policy_id>.eval<N>`` is written
+atomically and deleted when its evaluation ends (the best one is first kept as the run's ``ckpt_best.pth.tar``).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
 
 from ding.parallel.files import POLICY_MAX_BYTES, policy_path, read_policy
-from ding.utils import DataFileError, atomic_write, read_regular_file
+from ding.utils import DataFileError, atomic_write, read_regular_file, torch_save_atomic
+from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
 
 
 class PolicySnapshots:
-    """Take, drop and sweep the evaluation snapshots of one run's policy directory."""
-
-    SUFFIX = ".eval"
-
     def __init__(self, path_policy: str, exp_name: str, logger: logging.Logger) -> None:
         self._dir = path_policy
         self._exp_name = exp_name
@@ -35,34 +29,27 @@ class PolicySnapshots:
         except (OSError, DataFileError) as e:
             self._logger.warning(f"no policy snapshot for an evaluation ({e}); it runs on one collector")
             return None
-        snapshot = f"{policy_id}{self.SUFFIX}{next(self._count)}"
+        snapshot = f"{policy_id}.eval{next(self._count)}"
         atomic_write(policy_path(self._dir, snapshot), data, fsync=False)
         self._taken.add(snapshot)
         return snapshot
 
     def drop(self, snapshot: str, best: bool = False) -> None:
-        """Delete a snapshot whose evaluation ended; ``best``: keep it first as the run's best evaluated policy."""
+        """Delete a snapshot whose evaluation ended; ``best``: keep it first as the run's best evaluated policy
+        (``<exp>/collector_ckpt/ckpt_best.pth.tar``, what a collector writes for an evaluation it ran whole)."""
         path = policy_path(self._dir, snapshot)
         if best:
-            self._keep_best(path)
+            try:
+                state = read_policy(path)
+            except DataFileError as e:
+                self._logger.warning(f"the best evaluated policy was not kept: {e}")
+                state = None
+            if state is not None:
+                torch_save_atomic({"model": state["model"], "last_iter": state["iter"]},
+                                  os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, "ckpt_best.pth.tar"))
         self._taken.discard(snapshot)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
-
-    def _keep_best(self, path: str) -> None:
-        from ding.utils import torch_save_atomic
-        from ding.worker.learner.checkpoint import COLLECTOR_CKPT_DIR
-
-        try:
-            state = read_policy(path)
-        except DataFileError as e:
-            self._logger.warning(f"the best evaluated policy was not kept: {e}")
-            return
-        if state is not None:
-            torch_save_atomic({"model": state["model"], "last_iter": state["iter"]},
-                              os.path.join(self._exp_name, COLLECTOR_CKPT_DIR, "ckpt_best.pth.tar"))
 
     def sweep(self) -> None:
         """Delete every snapshot still there (evaluations cut short by the end of the run)."""

@@ -1,10 +1,5 @@
-"""RunContext: what the coordinator's parts share.
-
-The coordinator's config, the run's paths and seed, the commander, the master (to reach the slaves), the logs and
-counters, the wake-ups, the run's threads, and how the run ends. The learner link, the collector link and the
-watchdogs each get it instead of reaching into the coordinator; only the coordinator shuts the run down
-(``on_ending``).
-"""
+"""RunContext: the run as the coordinator's parts see it (config, paths, seed, commander, master, logs, counters,
+wake-ups, threads) and how it ends. The :class:`Coordinator` is one, and shuts the run down (``on_ending``)."""
 from __future__ import annotations
 
 import collections
@@ -15,7 +10,7 @@ from typing import Any
 
 from ding.parallel.coordinator.wakeups import WakeUps
 from ding.parallel.protocol import ProtocolError, Record, decode_result
-from ding.parallel.transport import Master, SlaveConnection
+from ding.parallel.transport import Master, SlaveConnection, SlaveLost, TaskFailed
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 MAX_TASK_FAILURES = 3  # consecutive failed tasks (or malformed answers) after which a slave is dismissed
@@ -23,27 +18,27 @@ MAX_TASK_FAILURES = 3  # consecutive failed tasks (or malformed answers) after w
 
 class RunContext:
     def __init__(self, cfg: Any, main_json: dict, exp_name: str, paths: tuple[str, str], seed: int, commander: Any,
-                 logs: WorkerLogs, on_ending: Callable[[], None]) -> None:
+                 logs: WorkerLogs, master: Master, on_ending: Callable[[], None]) -> None:
         self.cfg = cfg  # the coordinator's section of system_config, defaults filled in
         self.main_json = main_json  # the compiled main config, as the start tasks carry it
         self.exp_name = exp_name
-        self.path_data, self.path_policy = paths  # the run's shared directories
-        self.seed = seed  # the config's seed
+        self.path_data, self.path_policy = paths
+        self.seed = seed
         self.commander = commander
         self.logger, self.tb = logs.logger, logs.tb_logger
-        self.stats: collections.Counter[str] = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()  # the run's faults and recoveries
         self.wake = WakeUps()
         self.ending = threading.Event()
         self.end_reason: str | None = None
         self.fatal_error: str | None = None
-        self.master: Master | None = None  # set once the coordinator's comm part exists
+        self.master = master
         self._on_ending = on_ending
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
-    # ---------------------------------------------------------------- the end of the run
     def end(self, reason: str) -> None:
-        """End the run (once): no new tasks; the coordinator lets the learner checkpoint and shuts slaves down."""
+        """End the run (once): no new tasks; ``on_ending`` (in its own thread) lets the learner write its checkpoint
+        and shuts every slave down."""
         with self._lock:
             if self.ending.is_set():
                 return
@@ -52,7 +47,7 @@ class RunContext:
         self.commander.request_end(reason)
         self.info(f"ending the run: {reason}")
         self.wake.notify(everyone=True)
-        self._on_ending()
+        threading.Thread(target=self._on_ending, name="ding-coordinator-shutdown", daemon=True).start()
 
     def fail(self, message: str) -> None:
         """End the run with an error (the first one given is the run's ``fatal_error``)."""
@@ -62,29 +57,20 @@ class RunContext:
         self.error(message)
         self.end(f"error: {message}")
 
-    def halt(self, reason: str) -> None:
-        """Stop at once (no checkpoint, no shutdown of the slaves): every thread sees the end."""
-        with self._lock:
-            self.end_reason = self.end_reason or reason
-            self.ending.set()
-        self.commander.request_end(reason)
-        self.wake.notify(everyone=True)
-
     def end_if_commander_says(self) -> None:
         if self.commander.end_reason is not None and not self.ending.is_set():
             self.end(self.commander.end_reason)
 
-    # ---------------------------------------------------------------- threads
-    def spawn(self, target: Callable, name: str, *args: Any) -> None:
-        """Run ``target`` in a daemon thread; an unexpected error there ends the run, it never hangs it."""
-        def guarded() -> None:
-            try:
-                target(*args)
-            except Exception as e:  # noqa: BLE001 -- reported as the run's error, with the traceback in the log
-                self.logger.exception(f"coordinator thread {name} failed")
-                self.fail(f"internal error in {name}: {type(e).__name__}: {e}")
+    def guarded(self, what: str, target: Callable, *args: Any) -> None:
+        """``target(*args)``; an unexpected error there ends the run (traceback in the log), it never hangs it."""
+        try:
+            target(*args)
+        except Exception as e:  # noqa: BLE001 -- reported as the run's error
+            self.logger.exception(f"coordinator: {what} failed")
+            self.fail(f"internal error in {what}: {type(e).__name__}: {e}")
 
-        t = threading.Thread(target=guarded, name=name, daemon=True)
+    def spawn(self, target: Callable, name: str, *args: Any) -> None:
+        t = threading.Thread(target=self.guarded, args=(name, target, *args), name=name, daemon=True)
         with self._lock:
             self._threads.append(t)
         t.start()
@@ -96,13 +82,26 @@ class RunContext:
             if t is not threading.current_thread():
                 t.join(timeout=max(0.1, deadline - time.monotonic()))
 
-    # ---------------------------------------------------------------- talking to peers
     def ask(self, conn: SlaveConnection, task: Record, deadline_s: float) -> Any:
         """Send ``task`` and wait for its answer, checked against the task's result record (ProtocolError)."""
-        assert self.master is not None
         answer = self.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
                                       deadline_s=deadline_s).result()
         return decode_result(task, answer, peer(conn))
+
+    def start_slave(self, conn: SlaveConnection, task: Record, deadline_s: float,
+                    role_left: Callable[[str], None]) -> Any:
+        """Ask a start task; None when it failed: a malformed answer dismisses the slave, another error of a slave
+        still there fails the run (one that died is restarted or rejoins)."""
+        try:
+            return self.ask(conn, task, deadline_s)
+        except ProtocolError as e:
+            self.malformed(e, f"the {conn.role}'s start failed")
+            self.dismiss(conn, "answered its start task with a malformed record")
+            role_left(conn.role)
+        except TaskFailed as e:
+            if not isinstance(e, SlaveLost) and conn.alive:
+                self.fail(f"{conn.role} '{conn.name}' could not start: {e}")
+        return None
 
     def malformed(self, err: ProtocolError, what: str) -> None:
         """A peer sent a malformed answer: that task failed (logged once, with the peer and the field)."""
@@ -110,11 +109,9 @@ class RunContext:
         self.notice(f"{err}; {what}")
 
     def dismiss(self, conn: SlaveConnection, reason: str) -> None:
-        assert self.master is not None
         self.error(f"{peer(conn)} {reason}; dismissed")
         self.master.disconnect(conn, reason, shutdown=True)
 
-    # ---------------------------------------------------------------- logs
     def info(self, s: str) -> None:
         self.logger.info(s)
 

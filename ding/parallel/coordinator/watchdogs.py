@@ -1,10 +1,9 @@
 """Watchdogs: the coordinator's threads that make sure a run never looks alive while doing nothing.
 
-- start-up: no learner or no collector came up within ``startup_timeout`` -- the run fails, naming the role logs;
-- learner progress: a connected learner with data to train on that makes no train iteration for half of
-  ``learner_task_timeout`` (:data:`STALL_SHARE`) is stuck (alive to its heartbeats, dead to its work): it is
-  dismissed, and a launcher restarts it from its checkpoint;
-- a role gone: the last learner or collector left -- one must (re)join within ``startup_timeout``, or the run fails.
+- start-up: no learner or no collector came up within ``startup_timeout``: the run fails, naming the role logs;
+- a stuck learner: alive to its heartbeats, with data ready but no train iteration for ``STALL_SHARE`` of
+  ``learner_task_timeout``: it is dismissed (a launcher restarts it from its checkpoint);
+- a role gone: the last learner or collector left and none (re)joined within ``startup_timeout``: the run fails.
 """
 from __future__ import annotations
 
@@ -16,9 +15,7 @@ from ding.parallel.coordinator.run_context import RunContext
 from ding.parallel.transport import SlaveConnection
 from ding.utils import shown_dir
 
-# A learner stalls after this share of coordinator.learner_task_timeout without a train iteration while data is
-# ready (once the key coordinator.learner_stall_timeout: 300 s of the default 600 s)
-STALL_SHARE = 0.5
+STALL_SHARE = 0.5  # (replaces the key coordinator.learner_stall_timeout)
 
 
 class Watchdogs:
@@ -35,7 +32,6 @@ class Watchdogs:
     def role_left(self, role: str) -> None:
         """A learner or collector left: if it was the last one, wait ``startup_timeout`` for one to (re)join."""
         ctx = self._ctx
-        assert ctx.master is not None
         if ctx.ending.is_set() or ctx.master.slaves(role=role, alive_only=True):
             return
         ctx.notice(f"no {role} is connected; waiting up to startup_timeout ({ctx.cfg.startup_timeout:g} s) for one "
@@ -43,9 +39,7 @@ class Watchdogs:
         ctx.spawn(self._wait_for, f"ding-{role}-watch", role)
 
     def _wait_for(self, role: str) -> None:
-        master = self._ctx.master
-        assert master is not None
-        self._within_startup_timeout(lambda: bool(master.slaves(role=role, alive_only=True)),
+        self._within_startup_timeout(lambda: bool(self._ctx.master.slaves(role=role, alive_only=True)),
                                      lambda: f"every {role} is gone and none joined", 0.5)
 
     def _startup(self) -> None:
@@ -58,8 +52,7 @@ class Watchdogs:
         def missing() -> str:
             return f"no {'learner' if commander.status().policy_iter < 0 else 'collector'} came up"
 
-        self._within_startup_timeout(up, missing, 0.2,
-                                     f"; see the role logs under {shown_dir(self._ctx.exp_name)}log/")
+        self._within_startup_timeout(up, missing, 0.2, f"; see the role logs under {shown_dir(self._ctx.exp_name)}log/")
 
     def _within_startup_timeout(self, done: Callable[[], bool], what: Callable[[], str], poll: float,
                                 hint: str = "") -> None:
@@ -77,7 +70,6 @@ class Watchdogs:
 
     def _learner_progress(self) -> None:
         ctx = self._ctx
-        assert ctx.master is not None
         limit = float(ctx.cfg.learner_task_timeout) * STALL_SHARE
         last_step, since = None, time.monotonic()
         while not ctx.ending.wait(min(1.0, limit / 4)):
