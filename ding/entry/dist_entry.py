@@ -1,6 +1,5 @@
-"""``ding -m dist --module config|coordinator|learner|collector``: one parallel-mode role per process (by hand, by a
-cluster launcher such as Slurm, or by ``ding -m parallel`` for its local processes). The door reads the arguments and
-the config; :mod:`ding.parallel.launch.dist` runs the role (docs/distributed.md)."""
+"""``ding -m dist``: reads the arguments and the config; :mod:`ding.parallel.launch.dist` runs the role
+(docs/distributed.md)."""
 from __future__ import annotations
 
 import re

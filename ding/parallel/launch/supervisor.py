@@ -1,10 +1,6 @@
-"""One supervisor for a parallel run's role processes, local (``ding -m parallel``) or Slurm steps (``-P slurm``).
-
-:class:`RoleSupervisor` starts each role, restarts one that ends while the run goes on (``system_config.max_restarts``
-times; a collector that runs out of them while others run is let go; a lost member of a learner group ends the run,
-whose other members are stopped at once: a group cannot take a new member), and on the way out stops what is left:
-SIGTERM, then SIGKILL, also after an error or a Ctrl-C. How one role is started and named is a :class:`Starter`.
-"""
+"""The one supervisor of a parallel run's role processes, local (``ding -m parallel``) or Slurm steps (``-P slurm``):
+it starts each role, restarts one that ends while the run goes on, and on the way out stops what is left (SIGTERM,
+then SIGKILL). How one role is started is a :class:`Starter`."""
 from __future__ import annotations
 
 import os
@@ -18,18 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
-class Role(Protocol):
-    """A role to run: its name (``learner0``) and kind (``learner``, ``collector``, ``coordinator``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def role(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class RoleId:
+    """A role to run: its name (``learner0``) and kind (``learner``, ``collector``, ``coordinator``)."""
+
     name: str
     role: str
 
@@ -48,17 +36,16 @@ class Process(Protocol):
 
 
 class Starter(Protocol):
-    """How to start one role: a local process or a Slurm step."""
+    """How to start one role (a local process, a Slurm step) with its output in ``log_path`` (None: this process's);
+    :meth:`close` drops whatever else is left once every role it started has ended."""
 
     what: str  # how messages call a started role after its kind: '' (a process), ' step'
     clean_exit_ends: bool  # a role that exits with code 0 was told to (it is not restarted)
     end_now: int  # the signal that ends a learner group's member now
 
-    def start(self, role: Role, log_path: str | None) -> Process:
-        """Start ``role`` with its output in ``log_path`` (None: this process's output)."""
+    def start(self, role: RoleId, log_path: str | None) -> Process: ...
 
-    def close(self) -> None:
-        """Called once every role it started has ended: drop whatever else is left of them."""
+    def close(self) -> None: ...
 
 
 def role_log(exp_dir: str, name: str) -> str:
@@ -69,7 +56,7 @@ def role_log(exp_dir: str, name: str) -> str:
 
 
 class _Child:
-    def __init__(self, role: Role, log_path: str | None) -> None:
+    def __init__(self, role: RoleId, log_path: str | None) -> None:
         self.role, self.log_path = role, log_path
         self.proc: Process | None = None
         self.restarts = 0
@@ -87,25 +74,37 @@ class _Child:
             return "(no log)"
 
 
-def _stderr(message: str) -> None:
+def stderr_line(message: str) -> None:
     print(f"ding: {message}", file=sys.stderr, flush=True)
 
 
+def popen_logged(cmd: list[str], env: dict[str, str], log_path: str | None, header: str = "") -> subprocess.Popen:
+    """Start ``cmd`` in its own session, its output appended to ``log_path`` after ``header`` (None: this process's
+    output)."""
+    if log_path is None:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    with open(log_path, "ab") as log:
+        log.write(header.encode())
+        log.flush()
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
 class RoleSupervisor:
-    """The role processes of one run. A context manager: leaving it stops every role still running. As the
-    driver's :class:`~ding.parallel.launch.driver.Supervisor`, :meth:`tick` watches and :meth:`abort` stops now."""
+    """The role processes of one run; leaving it as a context manager stops every role still running. As the driver's
+    :class:`~ding.parallel.launch.driver.Supervisor`, :meth:`tick` watches and :meth:`abort` stops now."""
 
     def __init__(self, starter: Starter, exp_dir: str, max_restarts: int) -> None:
         self.starter, self.exp_dir, self.max_restarts = starter, exp_dir, int(max_restarts)
         self.children: dict[str, _Child] = {}
         self.failure: str | None = None  # why the run ends: a role kept failing
-        self._say: Callable[[str], None] = _stderr
-        self._fail: Callable[[str], None] = _stderr
+        self._say: Callable[[str], None] = stderr_line
+        self._fail: Callable[[str], None] = stderr_line
         self._ending: Callable[[], bool] = lambda: False
 
     def report_to(self, say: Callable[[str], None], fail: Callable[[str], None], ending: Callable[[], bool]) -> None:
         """Where :meth:`tick` reports a restart (``say``) and a failure that ends the run (``fail``); while
-        ``ending()`` the run is ending and nothing is restarted."""
+        ``ending()`` nothing is restarted."""
         self._say, self._fail, self._ending = say, fail, ending
 
     def __enter__(self) -> RoleSupervisor:
@@ -114,7 +113,7 @@ class RoleSupervisor:
     def __exit__(self, *exc: Any) -> None:
         self.stop(grace=0.0 if exc[0] is not None else 30.0)
 
-    def start(self, role: Role, log: bool = True) -> _Child:
+    def start(self, role: RoleId, log: bool = True) -> _Child:
         child = self.children.get(role.name)
         if child is None:
             child = self.children[role.name] = _Child(role, role_log(self.exp_dir, role.name) if log else None)
@@ -124,12 +123,10 @@ class RoleSupervisor:
     def alive(self) -> list[_Child]:
         return [c for c in self.children.values() if c.running()]
 
-    def pids(self) -> list[int]:
-        return [c.proc.pid for c in self.alive() if c.proc is not None]
-
     def tick(self) -> None:
-        """Restart each role (not the coordinator: its end is the run's) that ended while the run goes on; once
-        one ran out of restarts, report the failure and watch no more."""
+        """Restart each role that ended while the run goes on (not the coordinator: its end is the run's). A collector
+        out of restarts is let go while others run; any other role out of them, or a lost member of a learner group
+        (which cannot take a new member), ends the run: the failure is reported and nothing more is watched."""
         if self.failure is not None or self._ending():
             return
         for child in list(self.children.values()):
@@ -142,12 +139,12 @@ class RoleSupervisor:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             who = f"{child.role.role}{self.starter.what} '{child.role.name}'"
             group = [c for c in self.children.values() if c.role.role == "learner"]
-            if child.role.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
+            if child.role.role == "learner" and len(group) > 1:
                 self._failed(f"{who} (one of {len(group)} learners sharing gradients) {how}; a learner group is not "
                              "rebuilt (docs/distributed.md, Several learners): the run ends, resume it with --resume. "
                              f"Last lines of {child.log_path}:\n{child.tail()}")
-                for other in group:  # the rest would wait in a collective with the lost member until group_timeout
-                    if other.running() and other.proc is not None:  # (their checkpoints on disk are whole)
+                for other in group:  # else they wait in a collective with the lost member until group_timeout
+                    if other.running() and other.proc is not None:
                         self._say(f"stopping learner{self.starter.what} '{other.role.name}' (its learner group "
                                   f"lost '{child.role.name}')")
                         other.proc.send_signal(self.starter.end_now)
@@ -172,18 +169,14 @@ class RoleSupervisor:
         self.stop(grace=0.0, term_wait=2.0)
 
     def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
-        """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short, not the
-        stopping), SIGTERM what is left, SIGKILL it after ``term_wait`` seconds, reap them all; then the starter
-        drops what else is left."""
+        """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short), SIGTERM what is
+        left, SIGKILL it after ``term_wait`` seconds, reap them all, then close the starter."""
         try:
             self._wait(grace)
         except KeyboardInterrupt:
             pass
         for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, 5.0)):
-            left = self.alive()
-            if not left:
-                break
-            for child in left:
+            for child in self.alive():
                 try:
                     assert child.proc is not None
                     child.proc.send_signal(sig)
