@@ -53,8 +53,6 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     from ding.parallel.transport import token_source as source_of
     from ding.utils import ConfigError, setup_torch_threads
 
-    if role not in ("learner", "collector"):
-        raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
     setup_torch_threads()
@@ -98,23 +96,6 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
         finally:
             comm.close()
     return 0
-
-
-def coordinator_from_address_file(cfg: Any, exp_name: str, name: str, token: str, wait_s: float = 120.0) -> None:
-    """A role started without the coordinator's port reads it from ``<exp_name>/coordinator.json``, which the
-    coordinator writes once it listens (waiting up to ``wait_s``, so the roles may start in any order); only a file
-    signed with the run's ``token`` is taken."""
-    deadline = time.monotonic() + wait_s
-    announced = False
-    while (found := read_address(exp_name, token)) is None and time.monotonic() < deadline:
-        if not announced:
-            print(f"ding: {name}: waiting for the coordinator's address in {os.path.join(exp_name, ADDRESS_FILE)}",
-                  flush=True)
-            announced = True
-        time.sleep(0.2)
-    if found is not None:
-        cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
-        cfg.coordinator_port = found[1]
 
 
 def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,
@@ -161,13 +142,23 @@ def token_source_for(system: Mapping, config_path: str | None) -> str:
 
 def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
     """``ding -m dist --module learner|collector``: run ``name`` with its config from ``system`` (``where``: the
-    coordinator's and its own host/port flags); without the coordinator's port it waits for the address file."""
+    coordinator's and its own host/port flags). Without the coordinator's port it waits up to 120 s for the address
+    file the coordinator writes once it listens (so the roles may start in any order), signed with the run's token."""
     from ding.parallel.transport import resolve_token
 
     cfg = role_config(system, role, name, **where)
     token = resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {config_path}")
     if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
-        coordinator_from_address_file(cfg, str(main["exp_name"]), name, token)
+        exp, deadline = str(main["exp_name"]), time.monotonic() + 120.0
+        if (found := read_address(exp, token)) is None:
+            print(f"ding: {name}: waiting for the coordinator's address in {os.path.join(exp, ADDRESS_FILE)}",
+                  flush=True)
+        while found is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            found = read_address(exp, token)
+        if found is not None:
+            cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
+            cfg.coordinator_port = found[1]
     return run_role(role, name, cfg, token_source=token_source_for(system, config_path))
 
 

@@ -7,7 +7,7 @@ import json
 import os
 import time
 from contextlib import AbstractContextManager, closing
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
 from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
@@ -15,6 +15,7 @@ from ding.utils.tracking import role_writer
 
 if TYPE_CHECKING:
     from ding.parallel.coordinator import Coordinator
+    from ding.parallel.launch.supervisor import RoleSupervisor
 
 STATE_FILE = "parallel_state.json"
 NO_LIMIT = int(1e10)  # a limit at or above this is no limit
@@ -22,15 +23,6 @@ NO_LIMIT = int(1e10)  # a limit at or above this is no limit
 
 class ParallelRunError(DingError, RuntimeError):
     """The parallel run ended with an error (a role could not start or kept crashing); the message says which."""
-
-
-class Supervisor(Protocol):
-    """What a door adds to the wait loop once the coordinator listens: :meth:`tick` every 0.2 s, :meth:`abort` on a
-    second Ctrl-C (stop what it started now, without the orderly shutdown)."""
-
-    def tick(self) -> None: ...
-
-    def abort(self) -> None: ...
 
 
 def read_state(exp_dir: str) -> dict[str, Any]:
@@ -68,21 +60,15 @@ def check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | Non
                               f"{flag} {limit}. Raise {flag} above it to continue.")
 
 
-def drive_coordinator(
-    cfg: Any,
-    *,
-    mode: str,
-    supervise: Callable[[Coordinator], AbstractContextManager[Supervisor | None]],
-    token: str | None = None,
-    max_env_step: int | None = None,
-    max_train_iter: int | None = None,
-    resume_state: dict[str, Any] | None = None,
-    extend: bool = False,
-) -> dict[str, Any]:
+def drive_coordinator(cfg: Any, *, mode: str,
+                      supervise: Callable[[Coordinator], AbstractContextManager[RoleSupervisor | None]],
+                      token: str | None = None, max_env_step: int | None = None, max_train_iter: int | None = None,
+                      resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
     """Run the coordinator of compiled parallel config ``cfg`` to the run's end and return its result (``mode`` goes
-    into it). ``supervise(coordinator)`` is entered once the coordinator listens and left before it closes;
-    ``resume_state`` is :func:`read_state`'s; ``extend``: the stop value no longer ends the run, only the limits.
-    Raises :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C."""
+    into it). ``supervise(coordinator)`` is entered once the coordinator listens and left before it closes; the role
+    supervisor it yields, if any, is ticked every 0.2 s and aborted on a second Ctrl-C. ``resume_state`` is
+    :func:`read_state`'s; ``extend``: the stop value no longer ends the run, only the limits. Raises
+    :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C."""
     from ding.parallel.coordinator import Coordinator
     from ding.parallel.transport import resolve_advertise_host
 

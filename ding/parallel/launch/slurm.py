@@ -39,10 +39,9 @@ class SlurmStarter:
     end_now: int = signal.SIGTERM  # srun cancels its step on SIGTERM; a SIGKILL of srun would leave the step running
 
     def __init__(self, job: SlurmJob | None, env: Mapping[str, str], total_config: str,
-                 limits: tuple[int | None, int | None] = (None, None), tag: str | None = None,
-                 runner: Any = subprocess.run) -> None:
+                 limits: tuple[int | None, int | None] = (None, None), runner: Any = subprocess.run) -> None:
         self.job, self.env, self.total_config, self.limits = job, dict(env), total_config, limits
-        self.tag = tag or secrets.token_hex(3)
+        self.tag = secrets.token_hex(3)
         self.address: tuple[str, int] | None = None  # the coordinator's: set once it announced it
         self._names: set[str] = set()
         self._run = runner
@@ -58,8 +57,7 @@ class SlurmStarter:
         return popen_logged(cmd, self.env, log_path, header=f"ding: {shlex.join(cmd)}\n")
 
     def listed(self, names: set[str] | None = None) -> list[str]:
-        """Slurm ids of this run's steps that Slurm still lists (``job.step``; outside an allocation also a pending
-        srun's ``job``), or of the steps named ``names`` (``job.step`` only)."""
+        """Slurm ids of this run's steps (outside an allocation also a pending srun's job), or of steps ``names``."""
         found = self._squeue(["-s"], names or self._names)
         return found + self._squeue([], self._names) if names is None and self.job is None else found
 
@@ -109,14 +107,12 @@ def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | 
     return cmd + ["--module-name", spec.name, "--coordinator-host", address[0], "--coordinator-port", str(address[1])]
 
 
-def write_address(exp_dir: str, host: str, port: int, token: str) -> str:
+def write_address(exp_dir: str, host: str, port: int, token: str) -> None:
     """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically once the coordinator listens: where
     the roles join this run. It is signed with the run's token (``mac``), so a file planted there is never taken."""
     record: dict[str, Any] = {"host": host, "port": int(port), "node": socket.gethostname(), "pid": os.getpid()}
     record["mac"] = _address_mac(token, record)
-    path = os.path.join(exp_dir, ADDRESS_FILE)
-    atomic_write_text(path, json.dumps(record) + "\n")
-    return path
+    atomic_write_text(os.path.join(exp_dir, ADDRESS_FILE), json.dumps(record) + "\n")
 
 
 def read_address(exp_dir: str, token: str) -> tuple[str, int] | None:
@@ -141,11 +137,8 @@ def _address_mac(token: str, record: dict[str, Any]) -> str:
 
 def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str | None = None,
               max_env_step: int | None = None, max_train_iter: int | None = None) -> dict[str, Any]:
-    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``.
-
-    On Ctrl-C / SIGTERM the coordinator's step gets SIGTERM (its orderly end: checkpoint, every role exits); a second
-    one cancels every step. Raises :class:`ParallelRunError` when the run ended with an error,
-    :class:`TrainingInterrupted` after Ctrl-C / SIGTERM."""
+    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``. Raises
+    :class:`ParallelRunError` when the run ended with an error, :class:`TrainingInterrupted` after Ctrl-C / SIGTERM."""
     from ding.config import compile_config_parallel
     from ding.parallel.transport import TOKEN_ENV, new_token, resolve_token
 
@@ -193,9 +186,9 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
         interrupted = False
         try:
             while coordinator.running():
-                if stop.requested and not interrupted:
+                if stop.requested and not interrupted:  # Ctrl-C / SIGTERM: the coordinator's orderly end
                     interrupted = True
-                    starter.signal_step("coordinator", "TERM")  # its orderly end: checkpoint, every role told to exit
+                    starter.signal_step("coordinator", "TERM")
                 steps.tick()
                 time.sleep(0.2)
         except KeyboardInterrupt:  # a second Ctrl-C: cancel every step now

@@ -25,13 +25,10 @@ class RoleId:
 class Process(Protocol):
     """A started role as the supervisor watches it (:class:`subprocess.Popen`'s surface)."""
 
-    pid: int
     returncode: int | None
 
     def poll(self) -> int | None: ...
-
     def wait(self, timeout: float | None = None) -> int: ...
-
     def send_signal(self, sig: int) -> None: ...
 
 
@@ -44,7 +41,6 @@ class Starter(Protocol):
     end_now: int  # the signal that ends a learner group's member now
 
     def start(self, role: RoleId, log_path: str | None) -> Process: ...
-
     def close(self) -> None: ...
 
 
@@ -64,12 +60,12 @@ class _Child:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def tail(self, n: int = 12) -> str:
+    def tail(self) -> str:
         if self.log_path is None:
             return "(its output is above)"
         try:
             with open(self.log_path, errors="replace") as f:
-                return "".join(deque(f, maxlen=n)).rstrip()
+                return "".join(deque(f, maxlen=12)).rstrip()
         except OSError:
             return "(no log)"
 
@@ -91,8 +87,8 @@ def popen_logged(cmd: list[str], env: dict[str, str], log_path: str | None, head
 
 
 class RoleSupervisor:
-    """The role processes of one run; leaving it as a context manager stops every role still running. As the driver's
-    :class:`~ding.parallel.launch.driver.Supervisor`, :meth:`tick` watches and :meth:`abort` stops now."""
+    """The role processes of one run; leaving it as a context manager stops every role still running. The driver
+    calls :meth:`tick` to watch them and :meth:`abort` to stop them now."""
 
     def __init__(self, starter: Starter, exp_dir: str, max_restarts: int) -> None:
         self.starter, self.exp_dir, self.max_restarts = starter, exp_dir, int(max_restarts)
@@ -124,9 +120,8 @@ class RoleSupervisor:
         return [c for c in self.children.values() if c.running()]
 
     def tick(self) -> None:
-        """Restart each role that ended while the run goes on (not the coordinator: its end is the run's). A collector
-        out of restarts is let go while others run; any other role out of them, or a lost member of a learner group
-        (which cannot take a new member), ends the run: the failure is reported and nothing more is watched."""
+        """Restart each role (not the coordinator) that ended while the run goes on. A collector out of restarts is let
+        go while others run; any other role out of them, or a lost learner group member, ends the run (reported)."""
         if self.failure is not None or self._ending():
             return
         for child in list(self.children.values()):
