@@ -14,30 +14,19 @@ from ding.utils import ConfigError
 def expand_nodelist(text: str) -> list[str]:
     """Slurm's compact host list as names: ``'node[1-3,5],gpu07'`` -> ``node1 node2 node3 node5 gpu07``, zero padding
     kept (``n[08-10]``), several bracket groups multiplied (``r[1-2]n[1-2]``); a malformed list is a ConfigError."""
-    names: list[str] = []
-    for part in _split_top(text.strip(), text):
-        names.extend(_expand_one(part, text))
-    return names
-
-
-def _split_top(text: str, whole: str) -> list[str]:
-    """Split at the commas outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
+    depth = 0
+    for ch in text:
         depth += (ch == "[") - (ch == "]")
         if depth > 1:
-            raise ConfigError(f"Slurm node list {whole!r}: nested brackets")
+            raise ConfigError(f"Slurm node list {text!r}: nested brackets")
         if depth < 0:
-            raise ConfigError(f"Slurm node list {whole!r}: ']' without '['")
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
+            raise ConfigError(f"Slurm node list {text!r}: ']' without '['")
     if depth:
-        raise ConfigError(f"Slurm node list {whole!r}: '[' without ']'")
-    parts.append(text[start:])
-    if any(not p.strip() for p in parts):
-        raise ConfigError(f"Slurm node list {whole!r}: an empty name")
-    return [p.strip() for p in parts]
+        raise ConfigError(f"Slurm node list {text!r}: '[' without ']'")
+    parts = [p.strip() for p in re.split(r",(?![^\[]*\])", text.strip())]  # the commas outside brackets
+    if not all(parts):
+        raise ConfigError(f"Slurm node list {text!r}: an empty name")
+    return [name for part in parts for name in _expand_one(part, text)]
 
 
 def _expand_one(name: str, whole: str) -> list[str]:

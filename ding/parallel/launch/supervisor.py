@@ -51,11 +51,12 @@ def role_log(exp_dir: str, name: str) -> str:
     return os.path.join(log_dir, "process.log")
 
 
+@dataclass
 class _Child:
-    def __init__(self, role: RoleId, log_path: str | None) -> None:
-        self.role, self.log_path = role, log_path
-        self.proc: Process | None = None
-        self.restarts = 0
+    role: RoleId
+    log_path: str | None
+    proc: Process | None = None
+    restarts: int = 0
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
