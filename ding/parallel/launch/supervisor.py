@@ -10,6 +10,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -95,9 +96,7 @@ class RoleSupervisor:
         self.starter, self.exp_dir, self.max_restarts = starter, exp_dir, int(max_restarts)
         self.children: dict[str, _Child] = {}
         self.failure: str | None = None  # why the run ends: a role kept failing
-        self._say: Callable[[str], None] = stderr_line
-        self._fail: Callable[[str], None] = stderr_line
-        self._ending: Callable[[], bool] = lambda: False
+        self.report_to(stderr_line, stderr_line, lambda: False)
 
     def report_to(self, say: Callable[[str], None], fail: Callable[[str], None], ending: Callable[[], bool]) -> None:
         """Where :meth:`tick` reports a restart (``say``) and a failure that ends the run (``fail``); while
@@ -167,24 +166,18 @@ class RoleSupervisor:
     def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
         """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short), SIGTERM what is
         left, SIGKILL it after ``term_wait`` seconds, reap them all, then close the starter."""
-        try:
+        with suppress(KeyboardInterrupt):
             self._wait(grace)
-        except KeyboardInterrupt:
-            pass
         for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, 5.0)):
             for child in self.alive():
-                try:
+                with suppress(ProcessLookupError):
                     assert child.proc is not None
                     child.proc.send_signal(sig)
-                except ProcessLookupError:
-                    pass
             self._wait(wait)
         for child in self.children.values():
             if child.proc is not None:
-                try:
+                with suppress(subprocess.TimeoutExpired):
                     child.proc.wait(timeout=1.0)
-                except subprocess.TimeoutExpired:
-                    pass
         self.starter.close()
 
     def _wait(self, timeout: float) -> None:
