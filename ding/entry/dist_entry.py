@@ -1,6 +1,5 @@
-"""``ding -m dist --module config|coordinator|learner|collector``: one parallel-mode role per process (by hand, by a
-cluster launcher such as Slurm, or by ``ding -m parallel`` for its local processes). The door reads the arguments and
-the config; :mod:`ding.parallel.launch.dist` runs the role (docs/distributed.md)."""
+"""``ding -m dist``: reads the arguments and the config; :mod:`ding.parallel.launch.dist` runs the role
+(docs/distributed.md)."""
 from __future__ import annotations
 
 import re
@@ -23,18 +22,16 @@ def run_dist_module(args: Any) -> int:
         raise ConfigError(f"-m dist --module {module}: give the config file with -c (for learners and collectors, "
                           "the coordinator's address can also come from --coordinator-host/--coordinator-port)")
     main, create, system = read_config_with_system(args.config)
-    if module in ("learner", "collector"):
-        learner = module == "learner"
+    if module in ("learner", "collector"):  # --learner-host/--learner-port or --collector-host/--collector-port
         return join_run(module, args.module_name or f"{module}0", main, system, args.config,
                         coordinator_host=args.coordinator_host, coordinator_port=args.coordinator_port,
-                        host=args.learner_host if learner else args.collector_host,
-                        port=args.learner_port if learner else args.collector_port)
+                        host=getattr(args, f"{module}_host"), port=getattr(args, f"{module}_port"))
     if module == "coordinator":  # the token is checked before any directory is created
         resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {args.config}")
     if args.exp_name:
         rename_experiment(main, system, args.exp_name)
-    compiled = any(re.match(r"^(learner|collector)\d+$", str(k)) for k in system)  # written by --module config: the
-    cfg = compile_config_parallel(  # run's own, keep using its directory
+    compiled = any(re.match(r"^(learner|collector)\d+$", str(k)) for k in system)  # by --module config: keep its dir
+    cfg = compile_config_parallel(
         main, create, system, seed=(args.seed or [0])[0], platform=args.platform,
         coordinator_host=args.coordinator_host, coordinator_port=args.coordinator_port,
         learner_host=args.learner_host, learner_port=args.learner_port, collector_host=args.collector_host,

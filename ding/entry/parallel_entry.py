@@ -1,6 +1,5 @@
-"""``parallel_pipeline`` / ``ding -m parallel``: a parallel run on this machine (a coordinator in this process, learner
-and collectors as local child processes) or on Slurm, until an evaluation reaches the stop value. The door reads its
-input; :func:`ding.parallel.launch.local.launch_parallel` compiles and runs it (docs/parallel.md)."""
+"""``parallel_pipeline`` / ``ding -m parallel``: reads its input; :func:`ding.parallel.launch.local.launch_parallel`
+compiles and runs it (docs/parallel.md)."""
 from __future__ import annotations
 
 import copy
@@ -8,7 +7,7 @@ import os
 from typing import Any
 
 from ding.config import read_config_with_system
-from ding.parallel.launch.driver import ParallelRunError  # noqa: F401 -- its import path before the wing
+from ding.parallel.launch.driver import NO_LIMIT, ParallelRunError  # noqa: F401 -- a user's import path
 from ding.parallel.launch.local import launch_parallel
 from ding.utils import ResumeError, setup_torch_threads
 
@@ -24,39 +23,21 @@ def _load(input_cfg: Any) -> tuple[dict, dict, dict, str | None]:
     return main, create, system, None
 
 
-def parallel_pipeline(
-    input_cfg: str | tuple[dict, dict, dict],
-    seed: int = 0,
-    enable_total_log: bool | None = False,
-    disable_flask_log: bool | None = True,
-    *,
-    max_env_step: int | None = None,
-    max_train_iter: int | None = None,
-    resume: bool = False,
-    extend: bool = False,
-    source: str | None = None,
-    platform: str = "local",
-) -> dict[str, Any]:
-    """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result.
+def parallel_pipeline(input_cfg: str | tuple[dict, dict, dict], seed: int = 0, enable_total_log: bool | None = False,
+                      disable_flask_log: bool | None = True, *, max_env_step: int | None = None,
+                      max_train_iter: int | None = None, resume: bool = False, extend: bool = False,
+                      source: str | None = None, platform: str = "local") -> dict[str, Any]:
+    """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result,
+    also written to ``./<exp_name>/result``.
 
-    ``input_cfg`` is a config file path or ``(main_config, create_config, system_config)``. The result dict is also
-    written to ``./<exp_name>/result``. ``enable_total_log`` / ``disable_flask_log`` are accepted for DI-engine
-    compatibility (the HTTP servers never log requests; every role logs under ``./<exp_name>/log/``).
-
-    ``resume=True`` continues the stopped run in ``./<exp_name>/`` (``ding -m parallel --resume``): the learner from
-    its latest checkpoint (weights, optimizer, train_iter), the coordinator from its saved counters (env steps, and so
-    the exploration schedule; best return; evaluations). The replay buffer starts empty and refills: a warm resume,
-    not a bit-exact one (parallel collection is asynchronous, so no two parallel runs are identical anyway).
-
-    ``platform='slurm'`` runs every role (the coordinator too) as a Slurm step instead of local processes (see
-    :mod:`ding.parallel.launch.slurm` and docs/distributed.md); it does not resume.
-    ``extend=True`` (``--resume --extend``) also continues a run that reached its stop value, up to ``max_env_step`` /
-    ``max_train_iter`` (the stop value then no longer ends it).
-    """
+    ``input_cfg`` is a config file path or ``(main_config, create_config, system_config)``; ``enable_total_log`` /
+    ``disable_flask_log`` are accepted for DI-engine compatibility. ``resume=True`` continues the stopped run in
+    ``./<exp_name>/`` (a warm resume, docs/parallel.md); ``extend=True`` also one that reached its stop value, up to
+    the limits given. ``platform='slurm'`` runs every role as a Slurm step (docs/distributed.md); it does not resume."""
     setup_torch_threads()
     if extend and not resume:
         raise ResumeError("extend continues a finished run: use it with --resume (resume=True)")
-    if extend and not any(x is not None and x < int(1e10) for x in (max_env_step, max_train_iter)):
+    if extend and not any(x is not None and x < NO_LIMIT for x in (max_env_step, max_train_iter)):
         raise ResumeError("--extend trains a finished run on until --train-iter or --env-step (the stop value no "
                           "longer ends it): give one of them")
     main, create, system, path = _load(input_cfg)

@@ -1,5 +1,4 @@
-"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport` (``base``, ``common``, ``responses``,
-``http_engine``)."""
+"""DI-engine's import path, re-exported from ``ding.parallel.transport``'s modules."""
 from ding.parallel.transport.base import (
     API_PREFIX,
     MAX_BODY_BYTES,
@@ -28,12 +27,7 @@ from ding.parallel.transport.common import (
     random_token,
     translate_dict_func,
 )
-from ding.parallel.transport.http_engine import (
-    HttpEngine,
-    get_host_ip,
-    get_http_engine_class,
-    split_http_address,
-)
+from ding.parallel.transport.http_engine import HttpEngine, get_host_ip, get_http_engine_class, split_http_address
 from ding.parallel.transport.responses import (
     CommonErrorCode,
     ConnectionRefuse,

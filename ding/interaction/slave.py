@@ -1,12 +1,5 @@
-"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport.slave` and
-:mod:`ding.parallel.transport.responses`."""
-from ding.parallel.transport.responses import (
-    TaskFail,
-)
-from ding.parallel.transport.slave import (
-    Slave,
-)
+"""DI-engine's import path, re-exported from :mod:`ding.parallel.transport.slave` and ``responses``."""
+from ding.parallel.transport.responses import TaskFail
+from ding.parallel.transport.slave import Slave
 
-__all__ = [
-    "Slave", "TaskFail",
-]
+__all__ = ["Slave", "TaskFail"]

@@ -1,6 +1,4 @@
-"""Workers: collectors and evaluators, the learner and its hooks, replay buffers, the serial commander. Parallel mode's
-workers live in ding/parallel; their DI-engine names here are imported on first use (docs/parallel.md, Import
-paths)."""
+"""Collectors, evaluators, the learner, replay buffers, the serial commander; parallel mode's names, lazily."""
 from ding.utils.lazy_names import lazy_names
 
 from . import collector, coordinator, learner, replay_buffer

@@ -1,8 +1,4 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.transport.response_errors`."""
-from ding.parallel.transport.response_errors import (
-    ResponseException,
-)
+from ding.parallel.transport.response_errors import ResponseException
 
-__all__ = [
-    "ResponseException"
-]
+__all__ = ["ResponseException"]

@@ -1,2 +1,1 @@
-"""Starting a parallel run: the local launcher (``ding -m parallel``), the Slurm launcher, what each role process does
-about itself, the CPU placement, and the coordinator's driver both launchers and ``ding -m dist`` share."""
+"""Starting a parallel run: the local and Slurm launchers, the role processes, and the coordinator's driver."""

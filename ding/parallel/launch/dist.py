@@ -1,17 +1,14 @@
-"""One parallel-mode role per process (``ding -m dist --module coordinator|learner|collector``, started by hand, by a
-cluster launcher such as Slurm, or by ``ding -m parallel`` for its local processes): what each such process runs.
-
-A learner or collector binds its own port (0: a free one) and joins the coordinator at the address it is given;
-from then on the coordinator drives it. It exits when the coordinator ends the run, when the coordinator has been
-unreachable for six times ``coordinator.heartbeat_timeout``, on SIGTERM/SIGINT (a learner writes a checkpoint first),
-or — when started by ``ding -m parallel`` — when that launcher dies.
-"""
+"""What one ``ding -m dist --module coordinator|learner|collector`` process runs, started by hand, by a cluster launcher
+or by ``ding -m parallel``. A learner or collector binds its own port, joins the coordinator at the address it is
+given, and exits when the run ends, when the coordinator has been unreachable for six heartbeat timeouts, on
+SIGTERM/SIGINT (a learner writes a checkpoint first), or when the ``ding -m parallel`` that started it dies."""
 from __future__ import annotations
 
 import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -22,73 +19,60 @@ from ding.engine.stop_signals import StoppedBySignal, StopSignals
 from ding.parallel.launch.role_process import die_with_parent, set_process_name
 from ding.parallel.launch.slurm import ADDRESS_FILE, read_address
 
-_NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # (values a role cannot join: found only where the coordinator runs)
+_NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # values a role cannot join: found only where the coordinator runs
 
 
 def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
                 coordinator_port: int | None = None, host: str | None = None, port: int | None = None) -> EasyDict:
     """The comm learner/collector config of ``name``: its ``system_config`` entry, flags override."""
     system = EasyDict(system or {})
-    entry = EasyDict(dict(system.get(name) or {}))
     comm = system.get(f"comm_{role}") or {}
+    coordinator = system.get("coordinator") or {}
     cfg = EasyDict(type=comm.get("type", "flask_fs"), import_names=list(comm.get("import_names", [])),
                    host="127.0.0.1", port=0)
-    for key in ("auth_token", "path_data", "path_policy"):
-        if system.get(key) is not None:
-            cfg[key] = system[key]
-    coordinator = system.get("coordinator") or {}
+    cfg.update({k: system[k] for k in ("auth_token", "path_data", "path_policy") if system.get(k) is not None})
     if coordinator.get("heartbeat_timeout") is not None:  # the role's heartbeats and patience follow it
         cfg.heartbeat_timeout = coordinator["heartbeat_timeout"]
-    cfg.update(entry)  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
+    cfg.update(system.get(name) or {})  # path_data / path_policy: tasks must name these (parallel_files.run_dir)
     known = [h for h in (coordinator.get("advertise_host"), coordinator.get("host")) if h not in _NOT_AN_ADDRESS]
     cfg.coordinator_host = coordinator_host or (known[0] if known else None)
     cfg.coordinator_port = coordinator_port if coordinator_port is not None else coordinator.get("port")
-    if host is not None:
-        cfg.host = host
-    if port is not None:
-        cfg.port = port
-    if cfg.port in ("auto", None):
-        cfg.port = 0
+    cfg.host = cfg.host if host is None else host
+    port = cfg.port if port is None else port
+    cfg.port = 0 if port in ("auto", None) else port
     return cfg
 
 
 def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None) -> int:
-    """Run a learner or collector process until the coordinator ends the run (or a signal arrives).
-
-    Exits with a one-line error when no coordinator answers at its address within six times
-    ``coordinator.heartbeat_timeout``, when the coordinator refuses its token (``token_source`` says where the token
-    came from) or when its port is taken."""
+    """Run a learner or collector process until the coordinator ends the run (or a signal arrives). Exits with a
+    one-line error when no coordinator answers within six ``coordinator.heartbeat_timeout``, when it refuses the
+    token (``token_source`` says where the token came from) or when the role's port is taken."""
     from ding.parallel.roles.collector import create_comm_collector
     from ding.parallel.roles.learner import create_comm_learner
     from ding.parallel.transport import RequestRejected, resolve_advertise_host
     from ding.parallel.transport import token_source as source_of
     from ding.utils import ConfigError, setup_torch_threads
 
-    if role not in ("learner", "collector"):
-        raise ValueError(f"run_role: role must be 'learner' or 'collector', got {role!r}")
     set_process_name(f"ding-{name}")
     die_with_parent()
     setup_torch_threads()
-    member = role == "learner" and int(cfg.get("learner_num", 1)) > 1 and int(cfg.get("learner_rank", 0)) > 0
-    if member:
-        from ding.parallel.roles.learner_group import (
-            run_group_member,  # learner1..: follows learner0 through the learner group;
-        )
+    group = role == "learner" and int(cfg.get("learner_num", 1)) > 1  # one of several learners sharing gradients
+    if group and int(cfg.get("learner_rank", 0)) > 0:  # learner1..: follows learner0, never talks to the coordinator
+        from ding.parallel.roles.learner_group import run_group_member
 
-        return run_group_member(EasyDict(dict(cfg)), name)  # it never talks to the coordinator
+        return run_group_member(EasyDict(dict(cfg)), name)
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
                           "system_config.coordinator.host/port in the config given with -c)")
-    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator
+    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator (binds there)
     role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
-    role_cfg.host = resolve_advertise_host(cfg.get("host"), towards=str(cfg["coordinator_host"]))  # 'auto' binds there
-    if role == "learner" and int(cfg.get("learner_num", 1)) > 1:  # one of several learners sharing gradients
+    role_cfg.host = resolve_advertise_host(cfg.get("host"), towards=str(cfg["coordinator_host"]))
+    if group:
         from ding.parallel.roles.learner_group import LearnerAggregator
 
         comm: Any = LearnerAggregator(role_cfg, name=name)  # learner0: the coordinator's one learner
     else:
-        create = create_comm_learner if role == "learner" else create_comm_collector
-        comm = create(role_cfg, name=name)
+        comm = (create_comm_learner if role == "learner" else create_comm_collector)(role_cfg, name=name)
     joined = threading.Event()  # read lock-free (is_set) by the signal handler
     with StopSignals(interrupt=lambda: not joined.is_set()) as stop:  # still joining: stop its retries now
         try:
@@ -100,42 +84,18 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
                                                        e.signum)
                 return 0
             except RequestRejected as e:
-                where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
                 if e.code != 401:
                     raise
+                where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
                 raise ConfigError(
                     f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came "
                     f"from {token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator "
                     "the same token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
-            while not comm.wait(0.2):
-                if stop.requested:
-                    break
+            while not comm.wait(0.2) and not stop.requested:
+                pass
         finally:
             comm.close()
     return 0
-
-
-ADDRESS_WAIT_S = 120.0  # how long a role started without the coordinator's address waits for its address file
-
-
-def coordinator_from_address_file(cfg: Any, exp_name: str, name: str, token: str,
-                                   wait_s: float = ADDRESS_WAIT_S) -> None:
-    """A role started without the coordinator's port: read it from ``<exp_name>/coordinator.json``, which the
-    coordinator writes once it listens (waiting up to ``wait_s`` for it, so the roles may start in any order); only
-    a file signed with the run's ``token`` is taken."""
-    import time
-
-    where = os.path.join(exp_name, ADDRESS_FILE)
-    deadline = time.monotonic() + wait_s
-    announced = False
-    while (found := read_address(exp_name, token)) is None and time.monotonic() < deadline:
-        if not announced:
-            print(f"ding: {name}: waiting for the coordinator's address in {where}", flush=True)
-            announced = True
-        time.sleep(0.2)
-    if found is not None:
-        cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
-        cfg.coordinator_port = found[1]
 
 
 def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,
@@ -149,7 +109,6 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
 
     setup_torch_threads()
     set_process_name("ding-coordinator")
-
     seen: list[Any] = []
 
     @contextmanager
@@ -170,8 +129,7 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
         if not refused:
             raise
         raise ParallelRunError(f"{e}; {refused} request(s) reached this coordinator with a missing or wrong auth "
-                               f"token: its token came from {token_source}, give every role the same "
-                               "one") from None
+                               f"token: its token came from {token_source}, give every role the same one") from None
     return 0
 
 
@@ -184,13 +142,23 @@ def token_source_for(system: Mapping, config_path: str | None) -> str:
 
 def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
     """``ding -m dist --module learner|collector``: run ``name`` with its config from ``system`` (``where``: the
-    coordinator's and its own host/port flags); without the coordinator's port it waits for the address file."""
+    coordinator's and its own host/port flags). Without the coordinator's port it waits up to 120 s for the address
+    file the coordinator writes once it listens (so the roles may start in any order), signed with the run's token."""
     from ding.parallel.transport import resolve_token
 
     cfg = role_config(system, role, name, **where)
     token = resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {config_path}")
     if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
-        coordinator_from_address_file(cfg, str(main["exp_name"]), name, token)
+        exp, deadline = str(main["exp_name"]), time.monotonic() + 120.0
+        if (found := read_address(exp, token)) is None:
+            print(f"ding: {name}: waiting for the coordinator's address in {os.path.join(exp, ADDRESS_FILE)}",
+                  flush=True)
+        while found is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            found = read_address(exp, token)
+        if found is not None:
+            cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
+            cfg.coordinator_port = found[1]
     return run_role(role, name, cfg, token_source=token_source_for(system, config_path))
 
 

@@ -1,20 +1,13 @@
-"""The coordinator driver: one parallel run from the coordinator's side, for ``ding -m parallel`` (with its local role
-processes) and ``ding -m dist --module coordinator`` (roles started elsewhere) alike.
-
-:func:`drive_coordinator` builds the :class:`~ding.worker.Coordinator`, applies the limits and a resumed run's
-counters, records every evaluation (``log/eval.csv``, the progress line, the state file ``parallel_state.json`` that
-``--resume`` continues from), waits for the run's end (Ctrl-C ends it in order, a second one at once), and writes the
-``result`` file. What differs between the two doors comes in as a :class:`Supervisor`: the launcher's starts and
-watches its child processes; the lone coordinator has none.
-"""
+"""The coordinator's side of a parallel run, for ``ding -m parallel`` and ``ding -m dist --module coordinator``: the
+run's limits and resumed counters, every evaluation recorded (``log/eval.csv``, the progress line, the state file
+``--resume`` continues from), the wait for the run's end (Ctrl-C ends it in order, a second one at once), ``result``."""
 from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from contextlib import AbstractContextManager, closing, nullcontext
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from contextlib import AbstractContextManager, closing
+from typing import TYPE_CHECKING, Any, Callable
 
 from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
 from ding.utils import DingError, ResumeError, atomic_write_text, shown_dir
@@ -22,24 +15,14 @@ from ding.utils.tracking import role_writer
 
 if TYPE_CHECKING:
     from ding.parallel.coordinator import Coordinator
+    from ding.parallel.launch.supervisor import RoleSupervisor
 
 STATE_FILE = "parallel_state.json"
-_NO_LIMIT = int(1e10)
+NO_LIMIT = int(1e10)  # a limit at or above this is no limit
 
 
 class ParallelRunError(DingError, RuntimeError):
     """The parallel run ended with an error (a role could not start or kept crashing); the message says which."""
-
-
-class Supervisor(Protocol):
-    """What a door adds to the wait loop once the coordinator listens (the local launcher's
-    :class:`~ding.parallel.launch.supervisor.RoleSupervisor`)."""
-
-    def tick(self) -> None:
-        """Called every 0.2 s while the run goes on."""
-
-    def abort(self) -> None:
-        """A second Ctrl-C: stop what it started now, without the orderly shutdown."""
 
 
 def read_state(exp_dir: str) -> dict[str, Any]:
@@ -70,39 +53,28 @@ def check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | Non
             "higher --train-iter or --env-step (extend=True from Python; the stop value then no longer ends it), or "
             f"raise env.stop_value above {best} in the config.")
     env_step, train_iter = int(commander.get("envstep", 0)), int(commander.get("learner_step", 0))
-    for name, flag, limit, now in (("max_env_step", "--env-step", max_env_step, env_step),
-                                   ("max_train_iter", "--train-iter", max_train_iter, train_iter)):
-        if limit is not None and limit < _NO_LIMIT and now >= limit:
-            raise ResumeError(
-                f"resume: run '{exp_dir}' is already at {name.split('_', 1)[1].replace('_', ' ')} {now:,}: nothing is "
-                f"left to do under {flag} {limit}. Raise {flag} above it to continue.")
+    for what, flag, limit, now in (("env step", "--env-step", max_env_step, env_step),
+                                   ("train iter", "--train-iter", max_train_iter, train_iter)):
+        if limit is not None and limit < NO_LIMIT and now >= limit:
+            raise ResumeError(f"resume: run '{exp_dir}' is already at {what} {now:,}: nothing is left to do under "
+                              f"{flag} {limit}. Raise {flag} above it to continue.")
 
 
-def drive_coordinator(
-    cfg: Any,
-    *,
-    mode: str,
-    token: str | None = None,
-    max_env_step: int | None = None,
-    max_train_iter: int | None = None,
-    resume_state: dict[str, Any] | None = None,
-    supervise: Callable[[Coordinator], AbstractContextManager[Supervisor | None]] | None = None,
-    resume_hint: str | None = None,
-    extend: bool = False,
-) -> dict[str, Any]:
-    """Run the coordinator of compiled parallel config ``cfg`` to the run's end and return its result.
-
-    ``mode`` goes into the result (``'parallel'``, ``'dist'``); ``token`` is the shared secret (None: the config's
-    or the environment's); ``resume_state`` is :func:`read_state`'s of the run continued. ``supervise(coordinator)``
-    is entered once the coordinator listens and left before it closes. ``resume_hint`` is printed after a Ctrl-C.
-    ``extend`` (a finished run resumed on purpose): the stop value no longer ends it, only the limits.
-    Raises :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C.
-    """
+def drive_coordinator(cfg: Any, *, mode: str,
+                      supervise: Callable[[Coordinator], AbstractContextManager[RoleSupervisor | None]],
+                      token: str | None = None, max_env_step: int | None = None, max_train_iter: int | None = None,
+                      resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
+    """Run the coordinator of compiled parallel config ``cfg`` to the run's end and return its result (``mode`` goes
+    into it). ``supervise(coordinator)`` is entered once the coordinator listens and left before it closes; the role
+    supervisor it yields, if any, is ticked every 0.2 s and aborted on a second Ctrl-C. ``resume_state`` is
+    :func:`read_state`'s; ``extend``: the stop value no longer ends the run, only the limits. Raises
+    :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C."""
     from ding.parallel.coordinator import Coordinator
+    from ding.parallel.transport import resolve_advertise_host
 
     exp = cfg.main.exp_name
     eval_csv = EvalCSV(os.path.join(exp, "log", "eval.csv"))
-    view = ProgressView(max_env_step=max_env_step or _NO_LIMIT, max_train_iter=max_train_iter or _NO_LIMIT,
+    view = ProgressView(max_env_step=max_env_step or NO_LIMIT, max_train_iter=max_train_iter or NO_LIMIT,
                         stop_value=cfg.main.env.get("stop_value"))
 
     def on_eval(record: Any) -> None:
@@ -111,34 +83,30 @@ def drive_coordinator(
         view.eval(record.eval_return_mean)
         save_state(None)
 
-    from ding.parallel.transport import resolve_advertise_host
+    def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
+        state = {"commander": coordinator.commander.state_dict(), "ended": ended}
+        atomic_write_text(os.path.join(exp, STATE_FILE), json.dumps(state, indent=1) + "\n")
 
-    coordinator_cfg = cfg.system.coordinator
-    coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))  # 'auto': here
-    coordinator_cfg.host = resolve_advertise_host(coordinator_cfg.get("host"))  # 'auto' (-P slurm): bind only there
-    # the coordinator's figures (evaluation and collection returns, buffer statistics): TensorBoard and the trackers
+    coordinator_cfg = cfg.system.coordinator  # 'auto': the address here; as host (-P slurm) it binds only there
+    coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))
+    coordinator_cfg.host = resolve_advertise_host(coordinator_cfg.get("host"))
     tracking = role_writer(cfg.main, "coordinator", os.path.join(exp, "log", "coordinator"))
     with closing(tracking):
         coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
                                   max_train_iter=max_train_iter, resume=resume_state is not None, tb_logger=tracking)
-        commander = coordinator.commander
-        commander.stop_at_stop_value = not extend
+        coordinator.commander.stop_at_stop_value = not extend
         if resume_state is not None:
-            commander.load_state_dict(resume_state["commander"])
-            done = resume_state["commander"]
-            print(f"ding: resuming '{exp}' at env step {int(done.get('envstep', 0)):,} (the learner continues from its "
-                  "latest checkpoint, the coordinator with its saved replay buffer)", flush=True)
-
-        def save_state(ended: str | None) -> None:  # what --resume continues from; at every evaluation and at the end
-            atomic_write_text(os.path.join(exp, STATE_FILE),
-                              json.dumps({"commander": commander.state_dict(), "ended": ended}, indent=1) + "\n")
-        tracking.start(cfg.main)  # new tracked runs, or those a resumed run's coordinator/tracking.json names
+            coordinator.commander.load_state_dict(resume_state["commander"])
+            print(f"ding: resuming '{exp}' at env step {int(resume_state['commander'].get('envstep', 0)):,} (the "
+                  "learner continues from its latest checkpoint, the coordinator with its saved replay buffer)",
+                  flush=True)
+        tracking.start(cfg.main)
         t0 = time.monotonic()
         interrupted = False
         with GracefulStop() as stop:
             try:
                 coordinator.start()
-                with (supervise(coordinator) if supervise is not None else nullcontext(None)) as supervisor:
+                with supervise(coordinator) as supervisor:
                     try:
                         while not coordinator.wait(0.2):
                             if stop.requested and not interrupted:
@@ -169,8 +137,6 @@ def drive_coordinator(
               f"iterations ({wall:.1f} s); results in {shown_dir(exp)}", flush=True)
         if coordinator.fatal_error:
             raise ParallelRunError(coordinator.fatal_error)
-        if interrupted and resume_hint:
-            print(resume_hint, file=sys.stderr, flush=True)
         stop.reraise(exp)
         return result
 
@@ -192,9 +158,8 @@ def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: st
 
 
 def _learner_timing(closed: Any) -> dict[str, Any] | None:
-    """The learner's own speed (None: it did not close cleanly): its train iterations, how long its training thread
-    ran and waited for batches, and its iterations per second while it had a batch (``busy_iters_per_s``: what it
-    trains when collection keeps up)."""
+    """The learner's own speed, None when it did not close cleanly; ``busy_iters_per_s``: its iterations per second
+    while it had a batch."""
     if closed is None or not closed.train_s:
         return None
     busy = closed.train_s - closed.data_wait_s

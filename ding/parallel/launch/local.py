@@ -1,12 +1,6 @@
 """The local launcher (``ding -m parallel``, ``parallel_pipeline``): a coordinator in this process, learner and
-collectors as local child processes on free loopback ports, until an evaluation reaches the stop value.
-
-Every child is started with its role in its command line and process name (``ding-learner0``, ``ding-collector1``),
-in its own session (a terminal's Ctrl-C reaches only this launcher, which then ends the run in order: the learner
-writes its checkpoint, every role shuts down), and dies with the launcher if the launcher dies. The children are run by
-:class:`~ding.parallel.launch.supervisor.RoleSupervisor` (restarts, and nothing left running when this module's launch
-returns or raises).
-"""
+collectors as child processes on loopback ports, each in its own session (a terminal's Ctrl-C reaches only the
+launcher, which ends the run in order) and dying with the launcher."""
 from __future__ import annotations
 
 import os
@@ -22,7 +16,7 @@ from ding.engine.resume import lock_run_dir, resume_dir
 from ding.parallel.launch.driver import check_resumable, drive_coordinator, read_state
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
 from ding.parallel.launch.role_process import PARENT_PID_ENV, role_env
-from ding.parallel.launch.supervisor import Role, RoleId, RoleSupervisor, role_log
+from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, role_log
 from ding.parallel.mechanisms import is_on, turned_off
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
@@ -43,17 +37,14 @@ class LocalStarter:
         self._forked: dict[str, ForkedRole] = {}  # forked before the coordinator listened, not released yet
 
     def _env(self) -> dict[str, str]:
-        env = role_env(self._token)
-        env[PARENT_PID_ENV] = str(os.getpid())
-        return env
+        return {**role_env(self._token), PARENT_PID_ENV: str(os.getpid())}
 
-    def _argv(self, role: Role) -> list[str]:
+    def _argv(self, role: RoleId) -> list[str]:
         return ["-m", "dist", "--module", role.role, "--module-name", role.name, "-c", self._config_path]
 
     def prefork(self, roles: list[RoleId], exp_dir: str) -> None:
-        """Fork the first role processes now, while this process has no thread (see
-        :mod:`ding.parallel.launch.forked_roles`). Where forking is not possible now (other threads run: a fork
-        would copy their locks half-held), they are exec'd at :meth:`start`, and one line says why."""
+        """Fork the first role processes now, while this process has no thread; where it has (a fork would copy their
+        locks half-held) they are exec'd at :meth:`start`, and one line says why."""
         reason = can_fork()
         if reason is not None:
             print(f"ding: the roles start by exec, not fork ({reason})", flush=True)
@@ -62,17 +53,13 @@ class LocalStarter:
         for role in roles:
             self._forked[role.name] = fork_role(self._argv(role), self._env(), role_log(exp_dir, role.name))
 
-    def start(self, role: Role, log_path: str | None) -> ForkedRole | subprocess.Popen:
+    def start(self, role: RoleId, log_path: str | None) -> ForkedRole | subprocess.Popen:
         forked = self._forked.pop(role.name, None)
         if forked is not None and forked.poll() is None:
             forked.release(*self.address)
             return forked
-        cmd = [sys.executable, "-m", "ding", *self._argv(role), "--coordinator-host", self.address[0],
-               "--coordinator-port", str(self.address[1])]
-        assert log_path is not None
-        with open(log_path, "ab") as log:
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=self._env(), start_new_session=True)
+        return popen_logged([sys.executable, "-m", "ding", *self._argv(role), "--coordinator-host", self.address[0],
+                             "--coordinator-port", str(self.address[1])], self._env(), log_path)
 
     def close(self) -> None:
         """Tell the forked children never released to exit, and reap them."""
@@ -89,9 +76,8 @@ class LocalStarter:
 def launch_parallel(main: dict, create: dict, system: dict, *, seed: int = 0, source: str | None = None,
                     max_env_step: int | None = None, max_train_iter: int | None = None, resume: bool = False,
                     extend: bool = False, platform: str = "local") -> dict[str, Any]:
-    """Compile the run's config and run it: local processes (``platform='local'``; ``resume`` continues the stopped
-    run in ``./<exp_name>/``) or Slurm steps (:mod:`ding.parallel.launch.slurm`). Returns the run's result.
-    ``extend`` and the limits are checked by the caller, before the config is read."""
+    """Compile the run's config and run it as local processes (``resume``: the stopped run in ``./<exp_name>/``) or
+    Slurm steps; return the run's result. The caller checks ``extend`` and the limits before the config is read."""
     if platform not in ("local", "slurm"):
         raise ConfigError(f"parallel_pipeline: platform must be 'local' or 'slurm', got {platform!r}")
     turned_off()  # an unknown name in DING_PARALLEL_OFF fails here, before anything is written or started
@@ -107,7 +93,7 @@ def launch_parallel(main: dict, create: dict, system: dict, *, seed: int = 0, so
         cfg = compile_config_parallel(main, create, system, seed=seed, source=source)  # claims ./<exp_name>/
         with DirLock(cfg.main.exp_name, what="run"):  # held for the run's life: no other ding run writes it
             return _run(cfg, max_env_step, max_train_iter)
-    # resume: the run's directory is checked (checkpoint, state, not finished) and locked before anything is written
+    # resume: the run's directory is checked and locked before anything is written
     exp_dir = resume_dir(str(main.get("exp_name") or "default_experiment"))
     with lock_run_dir(exp_dir, resume=True, exact=True):
         state = read_state(exp_dir)
@@ -123,7 +109,6 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
     roles = [RoleId(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
              if k.startswith(("learner", "collector")) and k[-1].isdigit()]
-
     starter = LocalStarter(os.path.join(exp, "total_config.py"), token)
     with RoleSupervisor(starter, exp, cfg.system.max_restarts) as procs:
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
@@ -139,7 +124,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
 
         return drive_coordinator(
             cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
-            resume_state=resume_state, supervise=local_roles, extend=extend)  # (ding -m parallel prints how to resume)
+            resume_state=resume_state, supervise=local_roles, extend=extend)
 
 
 def _start_method(cfg: Any) -> str:

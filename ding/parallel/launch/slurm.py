@@ -1,18 +1,7 @@
-"""The Slurm launcher (``ding -m dist -P slurm``, ``parallel_pipeline(..., platform='slurm')``): every role of a
-parallel run as a Slurm step, placed by Slurm.
-
-The launcher compiles the config (``./<exp_name>/total_config.py``, on a directory every node sees), starts the
-coordinator's step, waits for it to write its address (``<exp_name>/coordinator.json``: the node's address, found
-where it runs), then starts one step per learner and collector with that address. Inside an allocation
-(``sbatch`` / ``salloc``: ``SLURM_JOB_ID`` is set) the roles are job steps of it, each with exactly its CPUs;
-outside, each ``srun`` asks for its own allocation. The shared secret travels in the steps' environment, never on a
-command line.
-
-Its steps are run by :class:`~ding.parallel.launch.supervisor.RoleSupervisor`, as ``ding -m parallel``'s processes
-are. On Ctrl-C / SIGTERM the launcher asks the coordinator for its orderly end (``scancel --signal=TERM`` of its step:
-the learner writes its checkpoint, every role exits); a second one stops every step at once. On the way out it cancels
-every step or job Slurm still lists under the run's step names, until none is.
-"""
+"""The Slurm launcher (``ding -m dist -P slurm``, ``parallel_pipeline(..., platform='slurm')``): every role of a run as
+a Slurm step, run by :class:`~ding.parallel.launch.supervisor.RoleSupervisor`. The coordinator's step starts first
+and writes its address (``<exp_name>/coordinator.json``); then one step per learner and collector joins it. The
+shared secret travels in the steps' environment, never on a command line (docs/distributed.md)."""
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +9,10 @@ import hmac
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,30 +20,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from ding.engine.training_view import GracefulStop, TrainingInterrupted
-from ding.parallel.launch.driver import ParallelRunError
+from ding.parallel.launch.driver import NO_LIMIT, ParallelRunError
 from ding.parallel.launch.role_process import role_env
-from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, describe, srun_command, step_specs
-from ding.parallel.launch.supervisor import Role, RoleSupervisor
+from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, srun_command, step_specs
+from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, stderr_line
 from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
 
-ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens (ding.entry.dist_entry)
+ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens
 _MAX_ADDRESS_BYTES = 4096
 
 
 class SlurmStarter:
     """How ``-P slurm`` starts a role: an ``srun`` of ``ding -m dist --module <role>`` as a step named
-    ``ding-<tag>-<name>`` (learners and collectors with the coordinator's :attr:`address`); :meth:`close` cancels
-    (``scancel``) whatever Slurm still lists under this run's step names."""
+    ``ding-<tag>-<name>`` (learners and collectors with the coordinator's :attr:`address`)."""
 
     what = " step"
     clean_exit_ends = True  # the coordinator runs elsewhere: a step ending with 0 was told to, or lost it
     end_now: int = signal.SIGTERM  # srun cancels its step on SIGTERM; a SIGKILL of srun would leave the step running
 
     def __init__(self, job: SlurmJob | None, env: Mapping[str, str], total_config: str,
-                 limits: tuple[int | None, int | None] = (None, None), tag: str | None = None,
-                 runner: Any = subprocess.run) -> None:
+                 limits: tuple[int | None, int | None] = (None, None), runner: Any = subprocess.run) -> None:
         self.job, self.env, self.total_config, self.limits = job, dict(env), total_config, limits
-        self.tag = tag or secrets.token_hex(3)
+        self.tag = secrets.token_hex(3)
         self.address: tuple[str, int] | None = None  # the coordinator's: set once it announced it
         self._names: set[str] = set()
         self._run = runner
@@ -60,22 +49,15 @@ class SlurmStarter:
     def step_name(self, name: str) -> str:
         return f"ding-{self.tag}-{name}"
 
-    def start(self, role: Role, log_path: str | None) -> subprocess.Popen:
+    def start(self, role: RoleId, log_path: str | None) -> subprocess.Popen:
         assert isinstance(role, StepSpec)
         self._names.add(self.step_name(role.name))
         cmd = srun_command(role, self.step_name(role.name), self.job,
                            _role_command(self.total_config, role, self.address, *self.limits))
-        if log_path is None:
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
-        with open(log_path, "ab") as log_file:
-            log_file.write(f"ding: {describe(cmd)}\n".encode())
-            log_file.flush()
-            return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                                    env=self.env, start_new_session=True)
+        return popen_logged(cmd, self.env, log_path, header=f"ding: {shlex.join(cmd)}\n")
 
     def listed(self, names: set[str] | None = None) -> list[str]:
-        """Slurm ids of this run's steps that Slurm still lists (``job.step``; outside an allocation also a pending
-        srun's ``job``), or of the steps named ``names`` (``job.step`` only)."""
+        """Slurm ids of this run's steps (outside an allocation also a pending srun's job), or of steps ``names``."""
         found = self._squeue(["-s"], names or self._names)
         return found + self._squeue([], self._names) if names is None and self.job is None else found
 
@@ -88,12 +70,11 @@ class SlurmStarter:
         return [p[0] for p in (line.split(None, 1) for line in (out.stdout or "").splitlines())
                 if len(p) == 2 and p[1].strip() in names]
 
-    def signal_step(self, name: str, sig: str = "TERM") -> bool:
+    def signal_step(self, name: str, sig: str = "TERM") -> None:
         """Send ``sig`` to the processes of step ``name`` (not a cancel: the role handles it, e.g. an orderly end)."""
         ids = self.listed({self.step_name(name)})
         if ids:
             self._run(["scancel", f"--signal={sig}", *ids], capture_output=True, text=True, timeout=30, env=self.env)
-        return bool(ids)
 
     def close(self) -> None:
         """``scancel`` whatever Slurm still lists of this run, until it lists none (up to 30 s)."""
@@ -102,15 +83,14 @@ class SlurmStarter:
             try:
                 ids = self.listed()
             except (OSError, subprocess.SubprocessError) as e:
-                print(f"ding: could not list this run's Slurm steps to cancel them ({e}); check squeue for names "
-                      f"starting with ding-{self.tag}-", file=sys.stderr, flush=True)
+                stderr_line(f"could not list this run's Slurm steps to cancel them ({e}); check squeue for names "
+                            f"starting with ding-{self.tag}-")
                 return
             if not ids:
                 return
             self._run(["scancel", *ids], capture_output=True, text=True, timeout=30, env=self.env)
             if time.monotonic() > deadline:
-                print(f"ding: Slurm still lists steps {' '.join(ids)} of this run after scancel", file=sys.stderr,
-                      flush=True)
+                stderr_line(f"Slurm still lists steps {' '.join(ids)} of this run after scancel")
                 return
             time.sleep(0.5)
 
@@ -120,30 +100,25 @@ def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | 
     cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", spec.role, "-c", total_config]
     if spec.role == "coordinator":
         for flag, value in (("--env-step", max_env_step), ("--train-iter", max_train_iter)):
-            if value is not None and value < int(1e10):
+            if value is not None and value < NO_LIMIT:
                 cmd += [flag, str(int(value))]
         return cmd
     assert address is not None
     return cmd + ["--module-name", spec.name, "--coordinator-host", address[0], "--coordinator-port", str(address[1])]
 
 
-def write_address(exp_dir: str, host: str, port: int, token: str) -> str:
-    """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically, once the coordinator listens: where the
-    roles join this run (the launcher waits for it; a person can read it). The record is signed with the run's token
-    (``mac``), so a file someone else planted there is never taken for this run's."""
-    import socket
-
-    path = os.path.join(exp_dir, ADDRESS_FILE)
+def write_address(exp_dir: str, host: str, port: int, token: str) -> None:
+    """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically once the coordinator listens: where
+    the roles join this run. It is signed with the run's token (``mac``), so a file planted there is never taken."""
     record: dict[str, Any] = {"host": host, "port": int(port), "node": socket.gethostname(), "pid": os.getpid()}
     record["mac"] = _address_mac(token, record)
-    atomic_write_text(path, json.dumps(record) + "\n")
-    return path
+    atomic_write_text(os.path.join(exp_dir, ADDRESS_FILE), json.dumps(record) + "\n")
 
 
 def read_address(exp_dir: str, token: str) -> tuple[str, int] | None:
-    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json``; None while it is not written, or when
-    the file there is not signed with ``token`` (not this run's coordinator's: planted, or an earlier run's). Read
-    as a regular file only, capped (a FIFO or a link to ``/dev/zero`` is refused without a read)."""
+    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json``; None while it is not written or when it
+    is not signed with ``token`` (planted, or an earlier run's). Read as a capped regular file only (a FIFO or a
+    link to ``/dev/zero`` is refused without a read)."""
     try:
         data = json.loads(read_regular_file(os.path.join(exp_dir, ADDRESS_FILE), _MAX_ADDRESS_BYTES,
                                             "the coordinator's address file"))
@@ -162,32 +137,28 @@ def _address_mac(token: str, record: dict[str, Any]) -> str:
 
 def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str | None = None,
               max_env_step: int | None = None, max_train_iter: int | None = None) -> dict[str, Any]:
-    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``.
-
-    Raises :class:`ParallelRunError` when the run ended with an error (a role kept failing, the coordinator failed),
-    :class:`TrainingInterrupted` after Ctrl-C / SIGTERM (the run ended in order first)."""
+    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``. Raises
+    :class:`ParallelRunError` when the run ended with an error, :class:`TrainingInterrupted` after Ctrl-C / SIGTERM."""
     from ding.config import compile_config_parallel
     from ding.parallel.transport import TOKEN_ENV, new_token, resolve_token
 
     if shutil.which("srun", path=os.environ.get("PATH")) is None:
         raise ConfigError("-P slurm: srun is not on PATH; run the launcher on a Slurm login node or inside an "
                           "sbatch/salloc allocation")
-    job = SlurmJob.from_env(os.environ)
+    job = SlurmJob.from_env(os.environ)  # inside sbatch / salloc the roles are job steps of it, else jobs of their own
     given = system.get("auth_token") or os.environ.get(TOKEN_ENV)
     token = resolve_token(given) if given else new_token()
     cfg = compile_config_parallel(main, create, system, seed=seed, platform="slurm", source=source)
     specs = step_specs(cfg.system)
     check_fits(specs, job)
     exp = cfg.main.exp_name
-    total = os.path.join(exp, "total_config.py")
-    coordinator_spec, role_specs = specs[0], specs[1:]
     start_timeout = float(cfg.system.slurm.start_timeout)
     where = f"job {job.job_id} ({len(job.nodes)} node(s))" if job is not None else "new Slurm jobs"
     print(f"ding: run {shown_dir(exp)} on Slurm: {len(specs)} steps in {where}; step names ding-<tag>-<role>",
           flush=True)
-    starter = SlurmStarter(job, role_env(token), total, (max_env_step, max_train_iter))
+    starter = SlurmStarter(job, role_env(token), os.path.join(exp, "total_config.py"), (max_env_step, max_train_iter))
     with RoleSupervisor(starter, exp, int(cfg.system.max_restarts)) as steps, GracefulStop() as stop:
-        coordinator = steps.start(coordinator_spec, log=False)
+        coordinator = steps.start(specs[0], log=False)
         deadline = time.monotonic() + start_timeout
         while (address := read_address(exp, token)) is None:
             if not coordinator.running():
@@ -202,22 +173,22 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
                                        "larger start_timeout")
             time.sleep(0.2)
         print(f"ding: coordinator listening on {address[0]}:{address[1]}; starting "
-              f"{', '.join(s.name for s in role_specs)}", flush=True)
+              f"{', '.join(s.name for s in specs[1:])}", flush=True)
         starter.address = address
 
         def fail(message: str) -> None:
-            print(f"ding: {message}", file=sys.stderr, flush=True)
+            stderr_line(message)
             starter.signal_step("coordinator", "TERM")
 
-        steps.report_to(lambda m: print(f"ding: {m}", file=sys.stderr, flush=True), fail, lambda: stop.requested)
-        for spec in role_specs:
+        steps.report_to(stderr_line, fail, lambda: stop.requested)
+        for spec in specs[1:]:
             steps.start(spec)
         interrupted = False
         try:
             while coordinator.running():
-                if stop.requested and not interrupted:
+                if stop.requested and not interrupted:  # Ctrl-C / SIGTERM: the coordinator's orderly end
                     interrupted = True
-                    starter.signal_step("coordinator", "TERM")  # its orderly end: checkpoint, every role told to exit
+                    starter.signal_step("coordinator", "TERM")
                 steps.tick()
                 time.sleep(0.2)
         except KeyboardInterrupt:  # a second Ctrl-C: cancel every step now
@@ -249,4 +220,3 @@ def _read_result(exp: str) -> dict[str, Any] | None:
         return data if isinstance(data, dict) else None
     except (OSError, ValueError):
         return None
-

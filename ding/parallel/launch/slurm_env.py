@@ -1,58 +1,38 @@
-"""What the Slurm launcher reads from Slurm and what it asks of it: the job's environment (``SLURM_JOB_ID``, the
-node list, the CPUs per node) and one ``srun`` command per role, built from ``system_config``.
-
-Pure functions and records only; :mod:`ding.parallel.launch.slurm` runs the commands.
-"""
+"""What the Slurm launcher reads from Slurm (the job's id, node list and CPUs per node) and the ``srun`` command of
+each role, built from ``system_config``: pure functions and records; :mod:`ding.parallel.launch.slurm` runs them."""
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ding.parallel.launch.supervisor import RoleId
 from ding.utils import ConfigError
 
 
 def expand_nodelist(text: str) -> list[str]:
-    """Slurm's compact host list as names: ``'node[1-3,5],gpu07'`` -> ``node1 node2 node3 node5 gpu07``.
-
-    Zero padding is kept (``n[08-10]`` -> ``n08 n09 n10``); several bracket groups multiply
-    (``r[1-2]n[1-2]`` -> ``r1n1 r1n2 r2n1 r2n2``). A malformed list is a :class:`ConfigError` naming it."""
-    names: list[str] = []
-    for part in _split_top(text.strip(), text):
-        names.extend(_expand_one(part, text))
-    return names
-
-
-def _split_top(text: str, whole: str) -> list[str]:
-    """Split at the commas outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-            if depth > 1:
-                raise ConfigError(f"Slurm node list {whole!r}: nested brackets")
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise ConfigError(f"Slurm node list {whole!r}: ']' without '['")
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
+    """Slurm's compact host list as names: ``'node[1-3,5],gpu07'`` -> ``node1 node2 node3 node5 gpu07``, zero padding
+    kept (``n[08-10]``), several bracket groups multiplied (``r[1-2]n[1-2]``); a malformed list is a ConfigError."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if depth > 1:
+            raise ConfigError(f"Slurm node list {text!r}: nested brackets")
+        if depth < 0:
+            raise ConfigError(f"Slurm node list {text!r}: ']' without '['")
     if depth:
-        raise ConfigError(f"Slurm node list {whole!r}: '[' without ']'")
-    parts.append(text[start:])
-    if any(not p.strip() for p in parts):
-        raise ConfigError(f"Slurm node list {whole!r}: an empty name")
-    return [p.strip() for p in parts]
+        raise ConfigError(f"Slurm node list {text!r}: '[' without ']'")
+    parts = [p.strip() for p in re.split(r",(?![^\[]*\])", text.strip())]  # the commas outside brackets
+    if not all(parts):
+        raise ConfigError(f"Slurm node list {text!r}: an empty name")
+    return [name for part in parts for name in _expand_one(part, text)]
 
 
 def _expand_one(name: str, whole: str) -> list[str]:
     m = re.search(r"\[([^\]]*)\]", name)
     if m is None:
         return [name]
-    head, tail = name[:m.start()], name[m.end():]
     out = []
     for item in m.group(1).split(","):
         lo, sep, hi = item.strip().partition("-")
@@ -63,7 +43,7 @@ def _expand_one(name: str, whole: str) -> list[str]:
         if last < first:
             raise ConfigError(f"Slurm node list {whole!r}: range {item!r} runs backwards")
         for i in range(first, last + 1):
-            out.extend(_expand_one(f"{head}{str(i).zfill(width)}{tail}", whole))
+            out.extend(_expand_one(f"{name[:m.start()]}{str(i).zfill(width)}{name[m.end():]}", whole))
     return out
 
 
@@ -92,8 +72,7 @@ class SlurmJob:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SlurmJob | None:
-        """The job of ``env`` (``os.environ``), or None outside an allocation (each role then gets a job of its
-        own)."""
+        """The job of ``env``, or None outside an allocation (each role then gets a job of its own)."""
         job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
         if not job_id:
             return None
@@ -104,11 +83,9 @@ class SlurmJob:
 
 
 @dataclass(frozen=True)
-class StepSpec:
+class StepSpec(RoleId):
     """One role's place in Slurm: what its ``srun`` asks for."""
 
-    name: str  # coordinator, learner0, collector3
-    role: str  # coordinator | learner | collector
     partition: str | None = None
     node: str | None = None
     cpus: int = 1
@@ -116,12 +93,9 @@ class StepSpec:
     srun_args: tuple[str, ...] = field(default_factory=tuple)
 
 
-_PLACEMENT_KEYS = ("partition", "node", "cpus", "memory")
-
-
 def step_specs(system: Mapping[str, Any]) -> list[StepSpec]:
-    """One :class:`StepSpec` per role of a compiled ``system_config``: the coordinator first, then the learners and
-    the collectors. A role's own ``partition`` / ``node`` / ``cpus`` / ``memory`` win over ``system_config.slurm``'s."""
+    """One :class:`StepSpec` per role of a compiled ``system_config``: the coordinator, the learners, the collectors.
+    A role's own ``partition`` / ``node`` / ``cpus`` / ``memory`` win over ``system_config.slurm``'s."""
     slurm = system.get("slurm") or {}
     extra = tuple(str(a) for a in (slurm.get("srun_args") or ()))
     roles = ["coordinator"] + sorted((str(k) for k in system if re.fullmatch(r"(learner|collector)\d+", str(k))),
@@ -129,20 +103,18 @@ def step_specs(system: Mapping[str, Any]) -> list[StepSpec]:
     specs = []
     for name in roles:
         entry = system.get(name) or {}
-        given = {k: entry.get(k) if entry.get(k) is not None else slurm.get(k) for k in _PLACEMENT_KEYS}
-        role = "coordinator" if name == "coordinator" else name.rstrip("0123456789")
-        specs.append(StepSpec(name=name, role=role, partition=given["partition"], node=given["node"],
-                              cpus=int(given["cpus"] or 1), memory=None if given["memory"] is None
-                              else str(given["memory"]), srun_args=extra))
+        given = {k: entry.get(k) if entry.get(k) is not None else slurm.get(k)
+                 for k in ("partition", "node", "cpus", "memory")}
+        specs.append(StepSpec(name=name, role=name.rstrip("0123456789"), partition=given["partition"],
+                              node=given["node"], cpus=int(given["cpus"] or 1),
+                              memory=None if given["memory"] is None else str(given["memory"]), srun_args=extra))
     return specs
 
 
 def check_fits(specs: Sequence[StepSpec], job: SlurmJob | None) -> None:
     """Inside an allocation, the roles' CPUs must fit in it (else a step waits forever for CPUs)."""
-    if job is None or job.cpus is None:
-        return
     need = sum(s.cpus for s in specs)
-    if need > job.cpus:
+    if job is not None and job.cpus is not None and need > job.cpus:
         per = ", ".join(f"{s.name} {s.cpus}" for s in specs)
         raise ConfigError(f"Slurm job {job.job_id} has {job.cpus} CPUs but the run's {len(specs)} roles ask for "
                           f"{need} ({per}): allocate more (e.g. sbatch --ntasks={len(specs)} --cpus-per-task=...) "
@@ -156,15 +128,6 @@ def srun_command(spec: StepSpec, step_name: str, job: SlurmJob | None, command: 
            "--kill-on-bad-exit=1", "--quiet"]
     if job is not None:
         cmd += [f"--jobid={job.job_id}", "--exact"]
-    if spec.partition:
-        cmd.append(f"--partition={spec.partition}")
-    if spec.node:
-        cmd.append(f"--nodelist={spec.node}")
-    if spec.memory:
-        cmd.append(f"--mem={spec.memory}")
-    cmd += list(spec.srun_args)
-    return cmd + list(command)
-
-
-def describe(cmd: Sequence[str]) -> str:
-    return shlex.join(cmd)
+    cmd += [f"{flag}={value}" for flag, value in (("--partition", spec.partition), ("--nodelist", spec.node),
+                                                  ("--mem", spec.memory)) if value]
+    return cmd + list(spec.srun_args) + list(command)

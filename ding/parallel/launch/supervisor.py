@@ -1,10 +1,6 @@
-"""One supervisor for a parallel run's role processes, local (``ding -m parallel``) or Slurm steps (``-P slurm``).
-
-:class:`RoleSupervisor` starts each role, restarts one that ends while the run goes on (``system_config.max_restarts``
-times; a collector that runs out of them while others run is let go; a lost member of a learner group ends the run,
-whose other members are stopped at once: a group cannot take a new member), and on the way out stops what is left:
-SIGTERM, then SIGKILL, also after an error or a Ctrl-C. How one role is started and named is a :class:`Starter`.
-"""
+"""The one supervisor of a parallel run's role processes, local (``ding -m parallel``) or Slurm steps (``-P slurm``):
+it starts each role, restarts one that ends while the run goes on, and on the way out stops what is left (SIGTERM,
+then SIGKILL). How one role is started is a :class:`Starter`."""
 from __future__ import annotations
 
 import os
@@ -14,22 +10,15 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 
-class Role(Protocol):
-    """A role to run: its name (``learner0``) and kind (``learner``, ``collector``, ``coordinator``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def role(self) -> str: ...
-
-
 @dataclass(frozen=True)
 class RoleId:
+    """A role to run: its name (``learner0``) and kind (``learner``, ``collector``, ``coordinator``)."""
+
     name: str
     role: str
 
@@ -37,28 +26,23 @@ class RoleId:
 class Process(Protocol):
     """A started role as the supervisor watches it (:class:`subprocess.Popen`'s surface)."""
 
-    pid: int
     returncode: int | None
 
     def poll(self) -> int | None: ...
-
     def wait(self, timeout: float | None = None) -> int: ...
-
     def send_signal(self, sig: int) -> None: ...
 
 
 class Starter(Protocol):
-    """How to start one role: a local process or a Slurm step."""
+    """How to start one role (a local process, a Slurm step) with its output in ``log_path`` (None: this process's);
+    :meth:`close` drops whatever else is left once every role it started has ended."""
 
     what: str  # how messages call a started role after its kind: '' (a process), ' step'
     clean_exit_ends: bool  # a role that exits with code 0 was told to (it is not restarted)
     end_now: int  # the signal that ends a learner group's member now
 
-    def start(self, role: Role, log_path: str | None) -> Process:
-        """Start ``role`` with its output in ``log_path`` (None: this process's output)."""
-
-    def close(self) -> None:
-        """Called once every role it started has ended: drop whatever else is left of them."""
+    def start(self, role: RoleId, log_path: str | None) -> Process: ...
+    def close(self) -> None: ...
 
 
 def role_log(exp_dir: str, name: str) -> str:
@@ -68,44 +52,55 @@ def role_log(exp_dir: str, name: str) -> str:
     return os.path.join(log_dir, "process.log")
 
 
+@dataclass
 class _Child:
-    def __init__(self, role: Role, log_path: str | None) -> None:
-        self.role, self.log_path = role, log_path
-        self.proc: Process | None = None
-        self.restarts = 0
+    role: RoleId
+    log_path: str | None
+    proc: Process | None = None
+    restarts: int = 0
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def tail(self, n: int = 12) -> str:
+    def tail(self) -> str:
         if self.log_path is None:
             return "(its output is above)"
         try:
             with open(self.log_path, errors="replace") as f:
-                return "".join(deque(f, maxlen=n)).rstrip()
+                return "".join(deque(f, maxlen=12)).rstrip()
         except OSError:
             return "(no log)"
 
 
-def _stderr(message: str) -> None:
+def stderr_line(message: str) -> None:
     print(f"ding: {message}", file=sys.stderr, flush=True)
 
 
+def popen_logged(cmd: list[str], env: dict[str, str], log_path: str | None, header: str = "") -> subprocess.Popen:
+    """Start ``cmd`` in its own session, its output appended to ``log_path`` after ``header`` (None: this process's
+    output)."""
+    if log_path is None:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    with open(log_path, "ab") as log:
+        log.write(header.encode())
+        log.flush()
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
 class RoleSupervisor:
-    """The role processes of one run. A context manager: leaving it stops every role still running. As the
-    driver's :class:`~ding.parallel.launch.driver.Supervisor`, :meth:`tick` watches and :meth:`abort` stops now."""
+    """The role processes of one run; leaving it as a context manager stops every role still running. The driver
+    calls :meth:`tick` to watch them and :meth:`abort` to stop them now."""
 
     def __init__(self, starter: Starter, exp_dir: str, max_restarts: int) -> None:
         self.starter, self.exp_dir, self.max_restarts = starter, exp_dir, int(max_restarts)
         self.children: dict[str, _Child] = {}
         self.failure: str | None = None  # why the run ends: a role kept failing
-        self._say: Callable[[str], None] = _stderr
-        self._fail: Callable[[str], None] = _stderr
-        self._ending: Callable[[], bool] = lambda: False
+        self.report_to(stderr_line, stderr_line, lambda: False)
 
     def report_to(self, say: Callable[[str], None], fail: Callable[[str], None], ending: Callable[[], bool]) -> None:
         """Where :meth:`tick` reports a restart (``say``) and a failure that ends the run (``fail``); while
-        ``ending()`` the run is ending and nothing is restarted."""
+        ``ending()`` nothing is restarted."""
         self._say, self._fail, self._ending = say, fail, ending
 
     def __enter__(self) -> RoleSupervisor:
@@ -114,7 +109,7 @@ class RoleSupervisor:
     def __exit__(self, *exc: Any) -> None:
         self.stop(grace=0.0 if exc[0] is not None else 30.0)
 
-    def start(self, role: Role, log: bool = True) -> _Child:
+    def start(self, role: RoleId, log: bool = True) -> _Child:
         child = self.children.get(role.name)
         if child is None:
             child = self.children[role.name] = _Child(role, role_log(self.exp_dir, role.name) if log else None)
@@ -124,12 +119,9 @@ class RoleSupervisor:
     def alive(self) -> list[_Child]:
         return [c for c in self.children.values() if c.running()]
 
-    def pids(self) -> list[int]:
-        return [c.proc.pid for c in self.alive() if c.proc is not None]
-
     def tick(self) -> None:
-        """Restart each role (not the coordinator: its end is the run's) that ended while the run goes on; once
-        one ran out of restarts, report the failure and watch no more."""
+        """Restart each role (not the coordinator) that ended while the run goes on. A collector out of restarts is let
+        go while others run; any other role out of them, or a lost learner group member, ends the run (reported)."""
         if self.failure is not None or self._ending():
             return
         for child in list(self.children.values()):
@@ -142,12 +134,12 @@ class RoleSupervisor:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
             who = f"{child.role.role}{self.starter.what} '{child.role.name}'"
             group = [c for c in self.children.values() if c.role.role == "learner"]
-            if child.role.role == "learner" and len(group) > 1:  # a torch.distributed group cannot take a new member
+            if child.role.role == "learner" and len(group) > 1:
                 self._failed(f"{who} (one of {len(group)} learners sharing gradients) {how}; a learner group is not "
                              "rebuilt (docs/distributed.md, Several learners): the run ends, resume it with --resume. "
                              f"Last lines of {child.log_path}:\n{child.tail()}")
-                for other in group:  # the rest would wait in a collective with the lost member until group_timeout
-                    if other.running() and other.proc is not None:  # (their checkpoints on disk are whole)
+                for other in group:  # else they wait in a collective with the lost member until group_timeout
+                    if other.running() and other.proc is not None:
                         self._say(f"stopping learner{self.starter.what} '{other.role.name}' (its learner group "
                                   f"lost '{child.role.name}')")
                         other.proc.send_signal(self.starter.end_now)
@@ -172,30 +164,20 @@ class RoleSupervisor:
         self.stop(grace=0.0, term_wait=2.0)
 
     def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
-        """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short, not the
-        stopping), SIGTERM what is left, SIGKILL it after ``term_wait`` seconds, reap them all; then the starter
-        drops what else is left."""
-        try:
+        """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short), SIGTERM what is
+        left, SIGKILL it after ``term_wait`` seconds, reap them all, then close the starter."""
+        with suppress(KeyboardInterrupt):
             self._wait(grace)
-        except KeyboardInterrupt:
-            pass
         for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, 5.0)):
-            left = self.alive()
-            if not left:
-                break
-            for child in left:
-                try:
+            for child in self.alive():
+                with suppress(ProcessLookupError):
                     assert child.proc is not None
                     child.proc.send_signal(sig)
-                except ProcessLookupError:
-                    pass
             self._wait(wait)
         for child in self.children.values():
             if child.proc is not None:
-                try:
+                with suppress(subprocess.TimeoutExpired):
                     child.proc.wait(timeout=1.0)
-                except subprocess.TimeoutExpired:
-                    pass
         self.starter.close()
 
     def _wait(self, timeout: float) -> None:

@@ -1,5 +1,4 @@
-"""Serial collectors (``sample``, ``episode``, battle ``sample_1v1`` / ``episode_1v1``), evaluators (``interaction``,
-``metric``, ``battle_interaction``) and episode callbacks."""
+"""Serial collectors, evaluators and episode callbacks; parallel mode's collectors, lazily."""
 from ding.utils.lazy_names import lazy_names
 
 from .base_serial_collector import (
@@ -26,8 +25,7 @@ from .interaction_serial_evaluator import InteractionSerialEvaluator
 from .metric_serial_evaluator import IMetric, MetricSerialEvaluator
 from .sample_serial_collector import SampleSerialCollector
 
-# parallel mode's collectors (ding/parallel), under their DI-engine names:
-# imported on first use (not in __all__; ``from ding.worker import *`` has them)
+# (not in __all__; ``from ding.worker import *`` has them)
 __getattr__ = lazy_names(__name__, {name: "ding.parallel.roles.collector" for name in (
     "BaseParallelCollector", "ZerglingParallelCollector", "MarineParallelCollector", "create_parallel_collector",
     "get_parallel_collector_cls", "BaseCommCollector", "FlaskFileSystemCollector", "NaiveCollector",

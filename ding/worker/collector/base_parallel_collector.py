@@ -6,6 +6,4 @@ from ding.parallel.roles.collector.base_parallel import (
     samples_one_by_one,
 )
 
-__all__ = [
-    "BaseParallelCollector", "get_parallel_collector_cls", "create_parallel_collector", "samples_one_by_one",
-]
+__all__ = ["BaseParallelCollector", "get_parallel_collector_cls", "create_parallel_collector", "samples_one_by_one"]

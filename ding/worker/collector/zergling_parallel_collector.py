@@ -1,9 +1,4 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.roles.collector.zergling`."""
-from ding.parallel.roles.collector.zergling import (
-    ZerglingParallelCollector,
-    compress_enabled,
-)
+from ding.parallel.roles.collector.zergling import ZerglingParallelCollector, compress_enabled
 
-__all__ = [
-    "compress_enabled", "ZerglingParallelCollector",
-]
+__all__ = ["compress_enabled", "ZerglingParallelCollector"]

@@ -1,5 +1,4 @@
-"""The serial commander; parallel mode's commanders and coordinator (ding/parallel) under their DI-engine names,
-imported on first use."""
+"""The serial commander; parallel mode's commanders and coordinator under their DI-engine names, lazily."""
 from ding.utils.lazy_names import lazy_names
 
 from .base_serial_commander import BaseSerialCommander, create_serial_commander

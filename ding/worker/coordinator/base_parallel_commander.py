@@ -6,6 +6,4 @@ from ding.parallel.commanders.base import (
     get_parallel_commander_cls,
 )
 
-__all__ = [
-    "LimitedSpaceContainer", "BaseCommander", "get_parallel_commander_cls", "create_parallel_commander",
-]
+__all__ = ["LimitedSpaceContainer", "BaseCommander", "get_parallel_commander_cls", "create_parallel_commander"]

@@ -1,8 +1,4 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.coordinator.comm_coordinator`."""
-from ding.parallel.coordinator.comm_coordinator import (
-    CommCoordinator,
-)
+from ding.parallel.coordinator.comm_coordinator import CommCoordinator
 
-__all__ = [
-    "CommCoordinator",
-]
+__all__ = ["CommCoordinator"]

@@ -1,8 +1,4 @@
 """DI-engine's import path, re-exported from :mod:`ding.parallel.commanders.solo`."""
-from ding.parallel.commanders.solo import (
-    SoloCommander,
-)
+from ding.parallel.commanders.solo import SoloCommander
 
-__all__ = [
-    "SoloCommander",
-]
+__all__ = ["SoloCommander"]

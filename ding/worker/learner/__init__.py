@@ -39,7 +39,6 @@ __all__ = [
     "add_learner_hook", "build_learner_hook_by_cfg", "merge_hooks", "register_learner_hook", "show_hooks",
 ]
 
-# parallel mode's comm learners (ding/parallel), under their DI-engine names:
-# imported on first use (not in __all__; ``from ding.worker import *`` has them)
+# parallel mode's comm learners, lazily (not in __all__; ``from ding.worker import *`` has them)
 __getattr__ = lazy_names(__name__, {name: "ding.parallel.roles.learner" for name in (
     "BaseCommLearner", "FlaskFileSystemLearner", "create_comm_learner")})

@@ -6,6 +6,4 @@ from ding.parallel.roles.collector import (
     create_comm_collector,
 )
 
-__all__ = [
-    "BaseCommCollector", "create_comm_collector", "FlaskFileSystemCollector", "NaiveCollector",
-]
+__all__ = ["BaseCommCollector", "create_comm_collector", "FlaskFileSystemCollector", "NaiveCollector"]
