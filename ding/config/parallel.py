@@ -135,6 +135,8 @@ REMOVED_SYSTEM_KEYS = {
 }
 # Keys of the main config that parallel mode once took and no longer does, with what replaced them.
 _COMMANDER = "policy.other.commander."
+_ONE_EVAL_TASK = ("every evaluation is one task on one collector (splitting it over the collectors was measured "
+                  "slower, docs/benchmarks.md)")
 REMOVED_MAIN_KEYS = {
     "policy.learn.learner.send_policy_interval": "the learner publishes its policy every send_policy_freq train "
                                                  "iterations, at most every 0.05 s (SEND_POLICY_INTERVAL_S, "
@@ -144,12 +146,9 @@ REMOVED_MAIN_KEYS = {
     _COMMANDER + "eval_task_space": "one evaluation runs at a time per two connected collectors",
     _COMMANDER + "eval_lead": "the learner waits for the next evaluation once it is 2 eval_freq periods past the "
                               "last one (EVAL_LEAD, ding/parallel/commanders/pacing.py)",
-    _COMMANDER + "eval_shards": "an evaluation whose envs dominate its time is split over every connected "
-                                "collector; an A/B benchmark sets DING_PARALLEL_OFF=eval_shards",
-    _COMMANDER + "eval_split_after_s": "an evaluation is split whatever its length, by the envs' share of its time "
-                                       "alone",
-    _COMMANDER + "eval_split_env_share": "an evaluation is split while the envs take at least half of its stepping "
-                                         "time (MIN_ENV_SHARE, ding/parallel/commanders/eval_shards.py)",
+    _COMMANDER + "eval_shards": _ONE_EVAL_TASK,
+    _COMMANDER + "eval_split_after_s": _ONE_EVAL_TASK,
+    _COMMANDER + "eval_split_env_share": _ONE_EVAL_TASK,
     _COMMANDER + "collect_ahead_samples": "collection runs at most max(batch_size, 2 x n_sample x collectors) "
                                           "samples ahead of training (ding/parallel/commanders/pacing.py)",
 }

@@ -367,13 +367,11 @@ class EvalResult(Record):
     episode_lengths: list[int] = field(default_factory=list)
     envstep_count: int = 0
     duration: float = 0.0
-    env_time: float = 0.0  # of duration: seconds of env steps, and CPU seconds of the policy's forward passes
-    policy_time: float = 0.0
     eval_flag: bool = True
     battle: BattleResult | None = None  # a battle evaluation's games against the fixed opponent
 
     def _validate(self, peer: str, context: Any) -> None:
-        _at_least(self, peer, 0, "duration", "env_time", "policy_time")
+        _at_least(self, peer, 0, "duration")
         if not self.eval_flag:
             raise self._bad("eval_flag", "must be true in the answer to an evaluation", peer)
 
@@ -384,8 +382,7 @@ class EvalResult(Record):
                    eval_return_std=float(info["eval_episode_return_std"]),
                    episode_returns=[float(r) for r in info["eval_episode_return"]],
                    episode_lengths=[int(n) for n in info["episode_length"]],
-                   envstep_count=int(info["envstep_count"]), duration=float(info["duration"]),
-                   env_time=float(info.get("env_time", 0.0)), policy_time=float(info.get("policy_time", 0.0)))
+                   envstep_count=int(info["envstep_count"]), duration=float(info["duration"]))
 
 
 @dataclass
@@ -423,13 +420,6 @@ class EvalTask(Record):
     best_return: float | None = None
     eval_setting: dict[str, Any] = field(default_factory=dict)
     eval_flag: bool = True
-    n_episode: int = 0  # episodes of this task (a shard of an evaluation split over collectors); 0: the configured
-    save_best: bool = True  # keep a new best as ckpt_best (False for a shard: the coordinator keeps the whole one's)
-
-    def _validate(self, peer: str, context: Any) -> None:
-        if self.n_episode < 0:
-            raise self._bad("n_episode", f"must be >= 0 (0: the collector's n_evaluator_episode), got {self.n_episode}",
-                            peer)
 
 
 @dataclass

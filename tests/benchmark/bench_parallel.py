@@ -2,7 +2,7 @@
 
     python tests/benchmark/bench_parallel.py --suite --seeds 8   # 4 configs x 3 slow-env kinds, parallel vs serial
     python tests/benchmark/bench_parallel.py --suite --kinds native --configs shipped,big-batch
-    python tests/benchmark/bench_parallel.py --ab eval_shards    # one speed mechanism on and off (see --help)
+    python tests/benchmark/bench_parallel.py --ab sample_cache   # one speed mechanism on and off (see --help)
     python tests/benchmark/bench_parallel.py --ab all --seeds 8  # every mechanism of parallel_matrix.MECHANISMS
     python tests/benchmark/bench_parallel.py                  # all three setups, seeds 0-2, one summary table
     python tests/benchmark/bench_parallel.py --setups b,c     # only the step-cost setups

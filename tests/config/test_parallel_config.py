@@ -147,9 +147,9 @@ def test_a_removed_role_key_says_it_was_removed_and_what_replaced_it(in_tmp_dir,
     ("main", "policy.collect.collector.samples_per_file", 1, "one data file"),
     ("main", "policy.other.commander.eval_task_space", 2, "per two connected collectors"),
     ("main", "policy.other.commander.eval_lead", 0, "2 eval_freq periods past the last one (EVAL_LEAD"),
-    ("main", "policy.other.commander.eval_shards", 1, "DING_PARALLEL_OFF=eval_shards"),
-    ("main", "policy.other.commander.eval_split_after_s", 1.0, "by the envs' share of its time alone"),
-    ("main", "policy.other.commander.eval_split_env_share", 0.0, "at least half of its stepping time (MIN_ENV_SHARE"),
+    ("main", "policy.other.commander.eval_shards", 1, "every evaluation is one task on one collector"),
+    ("main", "policy.other.commander.eval_split_after_s", 1.0, "every evaluation is one task on one collector"),
+    ("main", "policy.other.commander.eval_split_env_share", 0.0, "every evaluation is one task on one collector"),
     ("main", "policy.other.commander.collect_ahead_samples", 64, "max(batch_size, 2 x n_sample x collectors)"),
 ])
 def test_a_removed_tuning_key_says_what_replaced_it(in_tmp_dir, section, path, value, replaced_by):

@@ -319,31 +319,3 @@ def test_role_process_rejects_bad_requests_and_keeps_serving(workdir):
     finally:
         master.close()
     assert proc.wait(timeout=30) == 0, read_log(workdir)
-
-
-def test_evaluations_of_a_slow_env_are_split_over_the_collectors(workdir):
-    """Envs that wait 2 ms a step (a remote simulator): once the first evaluation has measured that the envs take most
-    of an evaluation's time, each evaluation is split over the collectors (docs/parallel.md, Evaluation), from the
-    second evaluation on. (The policy's share is its forward passes' CPU time: tests/worker/test_step_core.py checks
-    that a forward's waiting for a core is not counted, which kept the first evaluations of a busy run whole.)"""
-    exp = "split"
-    cfg = write_config(workdir, exp, main={
-        "env": {"stop_value": 1e9, "step_cost_ms": 2.0, "step_cost_kind": "wait"},
-        "policy": {"collect": {"collector": {"collector_num": 3}}, "eval": {"evaluator": {"eval_freq": 20}}}})
-    with open(cfg, "a") as f:
-        f.write("create_config.env.type = 'cartpole_step_cost'\n"
-                "create_config.env.import_names = ['dizoo.classic_control.cartpole.envs.step_cost_cartpole_env']\n")
-    proc = start(ding_cmd("-m", "parallel", "-c", cfg, "-s", "0", "--train-iter", "160"), workdir)
-    code = proc.wait(timeout=180)
-    assert code == 0, read_log(workdir)
-    episodes_per_task = []
-    for c in range(3):
-        path = os.path.join(str(workdir), exp, "log", f"collector{c}_evaluator", f"collector{c}_evaluator_logger.txt")
-        with open(path) as f:
-            episodes_per_task += [line.split("episode returns [", 1)[1].split("]")[0].count(",") + 1
-                                  for line in f if "episode returns [" in line]
-    n_episode = 5  # the CartPole parallel config's n_evaluator_episode
-    whole = episodes_per_task.count(n_episode)  # evaluations run whole on one collector
-    # the first is never split (nothing measured yet); allow one more on a busy machine
-    assert 1 <= whole <= 2 and len(episodes_per_task) - whole >= 6, (
-        f"evaluation tasks' episode counts: {episodes_per_task} (a shard of a split evaluation runs fewer than 5)")

@@ -20,13 +20,6 @@ TOKEN = "c" * 32
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def whole_evals(monkeypatch):
-    """Each evaluation one task (the fakes' scripted returns are per task): evaluation sharding off, as the A/B
-    benchmark turns it off (ding/parallel/mechanisms.py)."""
-    monkeypatch.setenv("DING_PARALLEL_OFF", "eval_shards")
-
-
 def _cfg(exp="coord", buffer_size=1000, collector_task_timeout=30.0, heartbeat_timeout=10.0, buffer=None,
          **commander):
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
@@ -137,7 +130,7 @@ def _run(coordinator, slaves, timeout=60, release=None):
             s.slave.close()
 
 
-def test_task_flow_pacing_and_stop_value(in_tmp_dir, whole_evals):
+def test_task_flow_pacing_and_stop_value(in_tmp_dir):
     cfg = _cfg()
     coordinator = Coordinator(cfg, token=TOKEN)
     learner = FakeLearner()
@@ -157,30 +150,7 @@ def test_task_flow_pacing_and_stop_value(in_tmp_dir, whole_evals):
     assert os.listdir(os.path.join("coord", "data")) == []  # every data file is gone at the end
 
 
-def test_split_evaluation_is_recorded_once_with_every_shards_episodes_and_its_snapshot_goes(in_tmp_dir, monkeypatch):
-    monkeypatch.setenv("DING_PARALLEL_OFF", "eval_split_gate")  # split from the first evaluation on
-    cfg = _cfg(exp="shards")
-    recorded: list = []
-    coordinator = Coordinator(cfg, token=TOKEN, on_eval=recorded.append)
-    collectors = [FakeCollector("collector0", [10.0] * 3 + [200.0] * 9),
-                  FakeCollector("collector1", [10.0] * 3 + [200.0] * 9)]
-    # the collectors join first: no policy (and so no evaluation) exists before the learner joins, so every
-    # evaluation is handed out with both collectors there, however slowly a loaded machine lets them join
-    _run(coordinator, [*collectors, FakeLearner()])
-    assert "stop value" in coordinator.end_reason and coordinator.fatal_error is None
-    # (an evaluation handed out while one collector had joined is one task on the live policy)
-    shards = [t for c in collectors for t in c.tasks if t["eval_flag"] and t["policy_id"] != "policy"]
-    assert shards and all(t["policy_id"].startswith("policy.eval") and not t["save_best"] for t in shards)
-    assert sorted({t["n_episode"] for t in shards}) == [2, 3]  # 5 episodes over 2 collectors
-    evaluations = {t["policy_id"] for t in shards}
-    whole = [t for c in collectors for t in c.tasks if t["eval_flag"] and t["policy_id"] == "policy"]
-    # one record per evaluation, not one per shard
-    assert 2 <= len(recorded) <= len(evaluations) + len(whole) < len(shards) + len(whole)
-    assert recorded[-1].eval_return_mean == 200.0
-    assert os.listdir(os.path.join("shards", "policy")) == ["policy"]  # every snapshot was deleted
-
-
-def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir, whole_evals):
+def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir):
     cfg = _cfg(exp="deadline", collector_task_timeout=0.5)
     cfg.system.coordinator.eval_task_timeout = 0.5  # the stuck collector's first task is an evaluation
     coordinator = Coordinator(cfg, token=TOKEN)
@@ -195,7 +165,7 @@ def test_collector_task_past_its_deadline_fails_and_the_work_moves_on(in_tmp_dir
     assert time.monotonic() - t0 < 30
 
 
-def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir, whole_evals):
+def test_lost_collector_tasks_are_handed_out_again(in_tmp_dir):
     cfg = _cfg(exp="lost", heartbeat_timeout=0.5)
     coordinator = Coordinator(cfg, token=TOKEN)
     block = threading.Event()
@@ -383,7 +353,7 @@ class _FailingLearner(FakeLearner):
         return super().learn(p)
 
 
-def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir, whole_evals):
+def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir):
     """Issue 36, item 3: one learn task that fails on its data used to end the run; only repeated failure of the
     learner itself does."""
     coordinator = Coordinator(_cfg(), token=TOKEN)
@@ -398,7 +368,7 @@ def test_a_failed_learn_task_drops_its_batches_and_the_run_goes_on(in_tmp_dir, w
     assert "a learn task failed" in log and "(data from collector 'collector0')" in log, log[-3000:]
 
 
-def test_a_learner_that_fails_every_learn_task_ends_the_run(in_tmp_dir, whole_evals):
+def test_a_learner_that_fails_every_learn_task_ends_the_run(in_tmp_dir):
     coordinator = Coordinator(_cfg(), token=TOKEN)
     learner = _FailingLearner(fail=10**6)
     _run(coordinator, [learner, FakeCollector("collector0", [10.0] * 100)])

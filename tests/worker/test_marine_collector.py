@@ -99,8 +99,6 @@ def test_evaluation_plays_the_scripted_player_and_reports_the_games(marine):
     assert len(result.battle.games) == 6 and len(result.episode_returns) == 6
     wins, _, losses = result.battle.rates()
     assert result.eval_return_mean == pytest.approx(wins - losses)
-    shard = EvalTask(task_id="collector_task_3", buffer_id="b", policy_id="policy", n_episode=4, save_best=False)
-    assert len(marine.run_task(shard).battle.games) == 4  # a shard of an evaluation split over collectors
 
 
 def test_an_eval_opponent_is_required(in_tmp_dir):

@@ -11,15 +11,15 @@ from ding.utils import ConfigError
 def test_every_mechanism_is_on_unless_the_variable_names_it(monkeypatch):
     monkeypatch.delenv(mechanisms.ENV_VAR, raising=False)
     assert all(mechanisms.is_on(name) for name in mechanisms.MECHANISMS)
-    monkeypatch.setenv(mechanisms.ENV_VAR, " eval_shards, sample_cache ,")
-    assert mechanisms.turned_off() == {"eval_shards", "sample_cache"}
+    monkeypatch.setenv(mechanisms.ENV_VAR, " collect_ahead, sample_cache ,")
+    assert mechanisms.turned_off() == {"collect_ahead", "sample_cache"}
     assert not mechanisms.is_on("sample_cache") and mechanisms.is_on("role_fork")
 
 
 def test_an_unknown_name_is_one_error_listing_the_known_ones(monkeypatch):
-    monkeypatch.setenv(mechanisms.ENV_VAR, "eval_shards,governor")
+    monkeypatch.setenv(mechanisms.ENV_VAR, "collect_ahead,governor")
     with pytest.raises(ConfigError) as e:
-        mechanisms.is_on("eval_shards")
+        mechanisms.is_on("collect_ahead")
     text = str(e.value)
     assert text.startswith("DING_PARALLEL_OFF: unknown mechanism 'governor'") and "role_fork" in text, text
     with pytest.raises(KeyError, match="not a mechanism"):
@@ -42,11 +42,10 @@ def test_the_commander_and_the_launcher_follow_the_variable(monkeypatch, in_tmp_
                                   save_cfg=False)
     monkeypatch.delenv(mechanisms.ENV_VAR, raising=False)
     on = SoloCommander(cfg.main)
-    assert on._split_gate.shards is None and on._split_gate.min_env_share == 0.5 and on._pacing.ahead is None
+    assert on._pacing.ahead is None
     assert _start_method(cfg) == "fork"
-    monkeypatch.setenv(mechanisms.ENV_VAR, "eval_shards,eval_split_gate,collect_ahead,role_fork")
+    monkeypatch.setenv(mechanisms.ENV_VAR, "collect_ahead,role_fork")
     off = SoloCommander(cfg.main)
-    assert off._split_gate.shards == 1 and off._split_gate.min_env_share == 0.0
     assert off._pacing.ahead == cfg.main.policy.learn.batch_size
     assert _start_method(cfg) == "exec"
 

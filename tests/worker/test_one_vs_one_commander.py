@@ -219,22 +219,6 @@ def test_the_first_snapshot_waits_for_the_policy_file(in_tmp_dir, tmp_path):
     assert len(c.league.historical_players) == 1
 
 
-def test_an_evaluation_split_over_collectors_keeps_every_shards_games():
-    from ding.parallel.commanders.eval_shards import ShardedEvaluation
-
-    evaluation = ShardedEvaluation.of("policy_snapshot_1", True, 4, 2)
-    a, b = evaluation.hand_out("t1"), evaluation.hand_out("t2")
-    assert (a, b) == (2, 2)
-    shard = dict(policy_iter=5, eval_return_mean=0.0, episode_returns=[1.0, -1.0])
-    evaluation.finished("t1", EvalResult(**shard, battle=BattleResult(
-        players=["policy_snapshot_1", "eval_opponent"], games=[["wins", "losses"], ["losses", "wins"]])))
-    assert evaluation.finished("t2", EvalResult(**shard, battle=BattleResult(
-        players=["policy_snapshot_1", "eval_opponent"], games=[["wins", "losses"], ["draws", "draws"]])))
-    combined = evaluation.combined()
-    assert combined.battle is not None and len(combined.battle.games) == 4
-    assert combined.battle.rates() == (0.5, 0.25, 0.25)
-
-
 @pytest.mark.timeout(30)
 def test_a_fifo_or_a_link_for_the_policy_file_is_refused_without_blocking(in_tmp_dir, tmp_path):
     """Issue 36, item 12: the league's snapshot copy read the published policy with open(): a FIFO there blocked

@@ -27,7 +27,6 @@ def commander(in_tmp_dir):
     cfg = compile_config_parallel(main, create, system, save_cfg=False)
     c = SoloCommander(cfg.main)
     c._pacing.ahead = 20  # (derived: max(batch_size, 2 * n_sample * collectors) = 40)
-    c._split_gate.min_env_share = 0.0  # split every evaluation, from the first on (unless a test says)
     c.increase_collector_task_space()
     c.increase_collector_task_space()
     return c
@@ -220,76 +219,16 @@ def test_one_evaluation_at_a_time_per_two_collectors_each_on_a_newer_policy(comm
     assert c.get_collector_task("collector2")["eval_flag"] is True
 
 
-def _shard_result(returns, policy_iter=0):
-    mean = sum(returns) / len(returns)
-    return EvalResult(policy_iter=policy_iter, eval_return_mean=mean, episode_returns=list(returns),
-                      episode_lengths=[int(r) for r in returns])
-
-
-def test_an_evaluation_is_split_over_the_collectors_on_one_snapshot_and_combined(commander):
+def test_an_evaluation_is_one_task_on_the_live_policy_and_a_failed_one_runs_again(commander):
     c = commander
-    taken, dropped = [], []
-    c.snapshot_policy = lambda pid: taken.append(pid) or f"{pid}.eval{len(taken)}"
-    c.drop_snapshot = lambda sid, best: dropped.append((sid, best))
-    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
-    a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
-    assert a["eval_flag"] and b["eval_flag"]  # both collectors get a shard before any collect task
-    assert a["policy_id"] == b["policy_id"] == "policy.eval1" and taken == ["policy"]
-    assert sorted([a["n_episode"], b["n_episode"]]) == [2, 3]  # n_evaluator_episode 5 over 2 collectors
-    assert not a["save_best"] and not b["save_best"]  # no collector keeps a best checkpoint of a part
-    c.notify_fail_collector_task(b)  # that shard goes to the next free collector
-    again = c.get_collector_task("collector1")
-    assert again["eval_flag"] and again["policy_id"] == "policy.eval1" and again["n_episode"] == b["n_episode"]
-    assert c.finish_collector_task(a["task_id"], _shard_result([10.0] * a["n_episode"])) is False
-    assert c.eval_history == [] and dropped == []  # not before every shard is in
-    c.finish_collector_task(again["task_id"], _shard_result([20.0] * again["n_episode"]))
-    record = c.eval_history[-1]
-    expected = (10.0 * a["n_episode"] + 20.0 * again["n_episode"]) / 5
-    assert record["eval_return_mean"] == pytest.approx(expected)
-    assert dropped == [("policy.eval1", True)]  # the first evaluation is the best so far: kept as ckpt_best
-
-
-def test_without_a_snapshot_an_evaluation_is_one_task(commander):
-    c = commander
-    c.snapshot_policy = lambda pid: None  # no policy file to copy
     c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
     ev = c.get_collector_task("collector0")
-    assert ev["eval_flag"] and ev["policy_id"] == "policy" and ev["n_episode"] == 0 and ev["save_best"]
-    assert not c.get_collector_task("collector1")["eval_flag"]
-
-
-def test_split_episodes_sizes_differ_by_at_most_one():
-    from ding.parallel.commanders.eval_shards import split_episodes
-
-    assert split_episodes(5, 2) == [3, 2] and split_episodes(5, 4) == [2, 1, 1, 1]
-    assert split_episodes(3, 8) == [1, 1, 1] and split_episodes(5, 1) == [5]
-
-
-def test_an_evaluation_is_split_only_while_its_envs_steps_take_half_of_its_time(commander):
-    c = commander
-    c._split_gate.min_env_share = 0.5  # the default: split only where the envs' steps dominate an evaluation
-    c.snapshot_policy = lambda pid: f"{pid}.eval"
-    c.drop_snapshot = lambda sid, best: None
-    c.learner_started("t", LearnerStarted.from_json({"learner_step": 0, "policy_iter": 0}))
-    first = c.get_collector_task("collector0")
-    assert first["eval_flag"] and first["policy_id"] == "policy"  # nothing measured yet: one task
-    _finish_collect(c, c.get_collector_task("collector1"))
-    # a cheap env: the policy's forward passes took most of the evaluation, splitting would repeat them
-    c.finish_collector_task(first["task_id"], EvalResult(policy_iter=0, eval_return_mean=9.0, duration=0.2,
-                                                         env_time=0.02, policy_time=0.17, episode_returns=[9.0] * 5))
-    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 20, "policy_iter": 20}))
-    second = c.get_collector_task("collector0")
-    assert second["eval_flag"] and second["policy_id"] == "policy" and second["n_episode"] == 0
-    collect = c.get_collector_task("collector1")
-    assert not collect["eval_flag"]
-    _finish_collect(c, collect)
-    # a slow env: its steps took 90% of the evaluation, so the next one is split over both collectors
-    c.finish_collector_task(second["task_id"], EvalResult(policy_iter=20, eval_return_mean=9.0, duration=2.0,
-                                                          env_time=1.8, policy_time=0.1, episode_returns=[9.0] * 5))
-    c.update_learner_info("t", LearnInfo.from_json({"learner_step": 40, "policy_iter": 40}))
-    a, b = c.get_collector_task("collector0"), c.get_collector_task("collector1")
-    assert a["eval_flag"] and b["eval_flag"] and a["policy_id"] == b["policy_id"] == "policy.eval"
-    assert sorted([a["n_episode"], b["n_episode"]]) == [2, 3]
+    assert ev["eval_flag"] and ev["policy_id"] == "policy"
+    assert not c.get_collector_task("collector1")["eval_flag"]  # one task, not shards on every collector
+    c.update_learner_info("t", LearnInfo(learner_step=5, policy_iter=5))
+    c.notify_fail_collector_task(ev)
+    again = c.get_collector_task("collector1")
+    assert again["eval_flag"] and again["policy_id"] == "policy"  # before eval_freq iterations have passed
 
 
 @pytest.mark.parametrize("key, value, match", [

@@ -73,20 +73,3 @@ def test_the_envs_and_the_policys_time_are_measured_apart():
     assert core.env_time >= 0.06
     assert 0.02 <= core.policy_time < 0.06  # the 20 ms of CPU, not the 100 ms of sleep
     assert core.policy_time < core.env_time  # each clock holds its own part, not the whole step
-
-
-def test_env_share_of_evaluations_so_far():
-    from ding.parallel.commanders.eval_shards import EnvShare
-    from ding.parallel.protocol import EvalResult
-
-    def result(env_time, policy_time):
-        return EvalResult(policy_iter=0, eval_return_mean=0.0, env_time=env_time, policy_time=policy_time)
-
-    share = EnvShare()
-    assert share.value is None  # nothing measured yet
-    share.add([result(0.0, 0.0)])
-    assert share.value is None  # a collector that does not measure: still unknown
-    share.add([result(0.9, 0.05), result(0.9, 0.05)])
-    assert abs(share.value - 0.9 / 0.95) < 1e-12
-    share.add([result(0.1, 1.0)])  # one evaluation slowed by a preemption moves the totals, not the decision
-    assert share.value > 0.5

@@ -5,7 +5,7 @@ import math
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from easydict import EasyDict
 
@@ -76,10 +76,6 @@ class BaseCommander(ABC):
         self.eval_history: list[EvalRecord] = []
         self.max_env_step: float = math.inf  # limits that end the run (the coordinator sets them)
         self.max_train_iter: float = math.inf
-        # set by the coordinator for split evaluations: copy the live policy to a snapshot id (None: failed), and drop
-        # a snapshot once its evaluation ended (True: keep it first as the best evaluated policy)
-        self.snapshot_policy: Callable[[str], str | None] | None = None
-        self.drop_snapshot: Callable[[str, bool], None] | None = None
 
     @abstractmethod
     def get_collector_task(self, collector: str = "") -> CollectTask | EvalTask | None:

@@ -12,7 +12,6 @@ from typing import Any
 
 from ding.config.ranges import at_least, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
-from ding.parallel.commanders.eval_shards import MIN_ENV_SHARE, ShardedEvaluation, SplitGate
 from ding.parallel.commanders.pacing import EVAL_LEAD, Pacing
 from ding.parallel.commanders.policy_steps import PolicySteps
 from ding.parallel.mechanisms import is_on
@@ -47,10 +46,6 @@ class SoloCommander(BaseCommander):
     The learner waits for the next one once it is ``EVAL_LEAD`` eval periods past the last (a run stops only at an
     evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
     is recorded at the env steps its policy was published with.
-    An evaluation whose envs dominate its time is split over the free collectors, each running its share of the
-    ``n_evaluator_episode`` episodes on a snapshot of the policy file taken when the evaluation starts, so it takes
-    the time of its longest share instead of the sum of its episodes (see :mod:`.eval_shards`). Its shards go out
-    before any collect task. Without a snapshot (no ``snapshot_policy`` given) an evaluation is one task.
     The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
     """
 
@@ -94,12 +89,8 @@ class SoloCommander(BaseCommander):
         # (speed mechanisms, on unless an A/B benchmark turns one off: ding/parallel/mechanisms.py)
         self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample,
                               None if is_on("collect_ahead") else int(learn.batch_size), EVAL_LEAD * self._eval_freq)
-        self._split_gate = SplitGate(None if is_on("eval_shards") else 1,
-                                     MIN_ENV_SHARE if is_on("eval_split_gate") else 0.0)
-        n_episode = cfg.env.get("n_evaluator_episode")
-        self._n_eval_episode: int | None = n_episode if isinstance(n_episode, int) and n_episode >= 1 else None
-        self._evaluations: dict[str, ShardedEvaluation] = {}  # task id of each running shard -> its evaluation
-        self._active: list[ShardedEvaluation] = []  # evaluations not finished yet, oldest first
+        self._evaluating: set[str] = set()  # task ids of the evaluations running
+        self._failed_evals = 0  # evaluations whose task failed: the next free collectors run them again
         space = self._commander_cfg.get("collector_task_space")
         self._fixed_space = space is not None
         self._collector_space = LimitedSpaceContainer(0, space if space is not None else 0)
@@ -163,7 +154,8 @@ class SoloCommander(BaseCommander):
         (a newer policy is published): the run evaluates about as many policies per train iteration as serial mode
         and never trains past a policy that reached the stop value without looking at it."""
         with self._lock:
-            eval_can_come = bool(self._active) or self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+            newer = self._policy_iter > max(self._evaluated_policy, self._handed_policy)
+            eval_can_come = bool(self._evaluating) or self._failed_evals > 0 or newer
             return self._end_reason is None and self._pacing.learner_may_train(buffer_count, eval_can_come)
 
     def batch_served(self) -> None:
@@ -185,7 +177,7 @@ class SoloCommander(BaseCommander):
 
     def _eval_due(self) -> bool:
         space = max(1, self._collectors // 2)  # one evaluation at a time per two collectors
-        if len(self._active) >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
+        if len(self._evaluating) >= space or self._policy_iter <= max(self._evaluated_policy, self._handed_policy):
             return False
         return (self._learner_step - self._last_eval_iter >= self._eval_freq
                 or time.monotonic() - self._last_eval_time >= self._eval_interval)
@@ -194,8 +186,7 @@ class SoloCommander(BaseCommander):
         with self._lock:
             if self._end_reason is not None or self._policy_iter < 0:
                 return None
-            shard_of = next((e for e in self._active if e.pending), None)  # shards first: the evaluation ends sooner
-            eval_flag = shard_of is not None or self._eval_due()
+            eval_flag = self._failed_evals > 0 or self._eval_due()  # a failed evaluation first: it ends sooner
             if not eval_flag and not self._pacing.collect_allowed(self._collectors):
                 return None
             if not self._collector_space.acquire_space():
@@ -204,54 +195,34 @@ class SoloCommander(BaseCommander):
             info = {"learner_train_iter": self._learner_step, "collector_envstep": self._envstep,
                     "envstep": self._envstep}  # DI-engine's keys ('envstep' is read by its command modes)
             if eval_flag:
-                if shard_of is None:
-                    shard_of = self._start_evaluation()
-                self._evaluations[task_id] = shard_of
-                n_episode = shard_of.hand_out(task_id)
-                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=shard_of.policy_id,
+                if self._failed_evals > 0:
+                    self._failed_evals -= 1
+                    self._evaluating.add(task_id)
+                else:
+                    self._start_evaluation(task_id)
+                return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                 train_iter=self._learner_step, envstep=self._envstep,
                                 best_return=None if self._best_return == -math.inf else self._best_return,
-                                eval_setting=dict(self._command.get_setting_eval(info)), n_episode=n_episode,
-                                save_best=not shard_of.sharded)
+                                eval_setting=dict(self._command.get_setting_eval(info)))
             self._pacing.collect_sent(task_id)
             return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
                                collect_setting=dict(self._command.get_setting_collect(info)))
 
-    def _start_evaluation(self) -> ShardedEvaluation:
-        """A new evaluation of the newest policy, split over the collectors (pinned to a snapshot of the policy)."""
-        self._handed_policy = self._policy_iter  # the next evaluation waits for a newer policy
+    def _start_evaluation(self, task_id: str) -> None:
+        """An evaluation of the newest policy; the next one waits for a newer policy."""
+        self._handed_policy = self._policy_iter
         self._last_eval_iter = self._learner_step
         self._last_eval_time = time.monotonic()
         self._pacing.evaluation_handed_out()
-        shards = self._split_gate.shards_for(self._collectors)
-        snapshot = self.snapshot_policy(self._policy_id) if self.snapshot_policy is not None and shards > 1 else None
-        evaluation = ShardedEvaluation.of(snapshot or self._policy_id, snapshot is not None, self._n_eval_episode,
-                                          shards)
-        self._active.append(evaluation)
-        return evaluation
-
-    def _end_evaluation(self, evaluation: ShardedEvaluation, best: bool) -> None:
-        if evaluation in self._active:
-            self._active.remove(evaluation)
-        if evaluation.snapshot and self.drop_snapshot is not None:
-            self.drop_snapshot(evaluation.policy_id, best)
+        self._evaluating.add(task_id)
 
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         self._collector_space.release_space()
         with self._lock:
             if isinstance(finished_task, EvalResult):
-                evaluation = self._evaluations.pop(task_id, None)
-                if evaluation is None:  # (not handed out by this commander: counted as a whole evaluation)
-                    return self._finish_eval(finished_task)
-                if not evaluation.finished(task_id, finished_task):
-                    return False
-                combined = evaluation.combined()
-                self._split_gate.record(evaluation.results)
-                best = evaluation.sharded and combined.eval_return_mean > self._best_return
-                reached = self._finish_eval(combined)
-                self._end_evaluation(evaluation, best)
-                return reached
+                self._evaluating.discard(task_id)
+                return self._finish_eval(finished_task)
             self._pacing.collect_ended(task_id, finished_task.sample_count)
             self._envstep += finished_task.envstep
             if self._envstep >= self.max_env_step and self._end_reason is None:
@@ -274,9 +245,9 @@ class SoloCommander(BaseCommander):
         self._collector_space.release_space()
         with self._lock:
             if isinstance(task, EvalTask):
-                evaluation = self._evaluations.pop(task.task_id, None)
-                if evaluation is not None:
-                    evaluation.failed(task.task_id)  # that shard goes to the next free collector
+                if task.task_id in self._evaluating:
+                    self._evaluating.discard(task.task_id)
+                    self._failed_evals += 1
             else:
                 self._pacing.collect_ended(task.task_id)
 

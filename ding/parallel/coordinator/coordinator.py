@@ -21,7 +21,6 @@ from ding.parallel.coordinator.buffers import BUFFER_SAVE_INTERVAL_S, ReplayBuff
 from ding.parallel.coordinator.collector_link import CollectorLink
 from ding.parallel.coordinator.comm_coordinator import CommCoordinator
 from ding.parallel.coordinator.learner_link import LearnerLink
-from ding.parallel.coordinator.policy_snapshots import PolicySnapshots
 from ding.parallel.coordinator.run_context import RunContext
 from ding.parallel.coordinator.watchdogs import Watchdogs
 from ding.parallel.protocol import EvalRecord, LearnerClosed
@@ -60,9 +59,6 @@ class Coordinator(RunContext):
                               "config values must be numbers, strings, booleans, None, lists and dicts") from e
         commander = create_parallel_commander(main)
         commander.set_path_policy(system.path_policy)
-        self._snapshots = PolicySnapshots(system.path_policy, main.exp_name, self._logs.logger)
-        commander.snapshot_policy = self._snapshots.take  # an evaluation split over collectors: one snapshot
-        commander.drop_snapshot = self._snapshots.drop
         if max_env_step is not None and max_env_step < int(1e10):
             commander.max_env_step = max_env_step
         if max_train_iter is not None and max_train_iter < int(1e10):
@@ -158,7 +154,6 @@ class Coordinator(RunContext):
             self._comm.close(reason)
             # a run that can be continued keeps its buffers (saved) and their files; a finished one deletes both
             self._buffers.close(keep=not self.commander.reached_stop_value)
-            self._snapshots.sweep()
             if self._on_end is not None:
                 self._on_end(self.end_reason or "")
         except Exception:  # noqa: BLE001 -- shutting down must finish; the error is in the log

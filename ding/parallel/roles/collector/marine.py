@@ -171,5 +171,5 @@ class MarineParallelCollector(ZerglingParallelCollector):
         returns = [float(r) for r in info.players[0].returns]
         return EvalResult(policy_iter=policy_iter, eval_return_mean=float(np.mean(returns)),
                           eval_return_std=float(np.std(returns)), episode_returns=returns,
-                          duration=time.perf_counter() - t0, env_time=info.env_time, policy_time=info.policy_time,
+                          duration=time.perf_counter() - t0,
                           battle=BattleResult(players=[task.policy_id, "eval_opponent"], games=_games(info)))

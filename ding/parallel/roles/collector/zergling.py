@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ding.parallel.files import check_policy_fits, policy_path
+from ding.parallel.files import check_policy_fits
 from ding.parallel.protocol import CollectorFinishInfo, CollectResult, CollectTask, EvalResult, EvalTask, SampleMeta
 from ding.parallel.roles.collector.base_parallel import BaseParallelCollector
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, close_all, deep_merge_dicts, join_run_dir, torch_save_atomic
@@ -158,18 +158,12 @@ class ZerglingParallelCollector(BaseParallelCollector):
                              policy_iter=self._policy_iter, duration=time.perf_counter() - t0, **fields)
 
     def _load_eval_policy(self, task: EvalTask) -> int:
-        """Load the policy an evaluation names into the eval mode (the newest published one, or the snapshot of an
-        evaluation split over collectors); its train iteration."""
-        if task.policy_id == os.path.basename(self._policy_path):
-            self._update_policy(force=True)
-            return self._policy_iter
-        path = policy_path(os.path.dirname(self._policy_path), task.policy_id)
-        state = self._load_policy(path, self._policy.eval_mode)
-        if state is None:
-            raise FileNotFoundError(f"evaluation task {task.task_id}: its policy snapshot {path!r} is gone")
-        self._policy_stat = None  # the modes may share a model: the next task reloads the live policy
-        self._last_check = -math.inf
-        return int(state["iter"])
+        """Load the newest published policy (the one an evaluation names) into the eval mode; its train iteration."""
+        if task.policy_id != os.path.basename(self._policy_path):
+            raise ValueError(f"evaluation task {task.task_id}: policy_id {task.policy_id!r} is not this run's policy "
+                             f"{os.path.basename(self._policy_path)!r}")
+        self._update_policy(force=True)
+        return self._policy_iter
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
         policy_iter = self._load_eval_policy(task)
@@ -177,12 +171,10 @@ class ZerglingParallelCollector(BaseParallelCollector):
         return EvalResult.from_evaluator(info, policy_iter)
 
     def _run_evaluator(self, task: EvalTask, policy_iter: int, **kwargs: Any) -> Any:
-        """Evaluate the loaded policy for ``task.n_episode`` episodes (0: the configured number); the evaluator's
-        info. Every shard of an evaluation split over collectors evaluates the same snapshot."""
+        """Evaluate the loaded policy for the configured episodes; the evaluator's info."""
         self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
-        save = self._save_best if task.save_best else (lambda _name: None)  # a shard's mean is not the evaluation's
-        _, info = self._evaluator.eval(save, train_iter=max(policy_iter, 0), envstep=task.envstep,
-                                       n_episode=task.n_episode or None, **kwargs)
+        _, info = self._evaluator.eval(self._save_best, train_iter=max(policy_iter, 0), envstep=task.envstep,
+                                       **kwargs)
         self._totals.eval_tasks += 1
         return info
 
