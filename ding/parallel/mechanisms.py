@@ -1,7 +1,7 @@
 """Parallel mode's speed mechanisms, each on unless the environment variable ``DING_PARALLEL_OFF`` names it.
 
 For A/B benchmarks only (``tests/benchmark/bench_parallel.py --ab``; docs/benchmarks.md): a user's run has no reason
-to turn one off, so none is a config key. ``DING_PARALLEL_OFF=collect_ahead,sample_cache`` turns off those two in the
+to turn one off, so none is a config key. ``DING_PARALLEL_OFF=role_fork,sample_cache`` turns off those two in the
 process that reads it and in every process it starts (the variable is inherited).
 """
 from __future__ import annotations
@@ -15,7 +15,6 @@ ENV_VAR = "DING_PARALLEL_OFF"
 # name -> what is done instead while it is off
 MECHANISMS = {
     "role_fork": "`ding -m parallel` exec's a fresh interpreter per role instead of forking the launcher",
-    "collect_ahead": "collection runs at most one batch (policy.learn.batch_size samples) ahead of training",
     "sample_cache": "the learner keeps no decoded samples: every batch is read from its data files",
 }
 

@@ -73,8 +73,6 @@ def _env_toggled(name: str, off: str, note: str) -> Mechanism:
 
 MECHANISMS = {m.name: m for m in (
     _env_toggled("role_start", "role_fork", "roles forked from the launcher vs exec'd (DING_PARALLEL_OFF=role_fork)"),
-    _env_toggled("collect_ahead", "collect_ahead", "collection 2 x n_sample x collectors ahead vs one batch "
-                                                   "(DING_PARALLEL_OFF=collect_ahead)"),
     _env_toggled("sample_cache", "sample_cache", "the learner's sample store (buffer-sized) vs none "
                                                  "(DING_PARALLEL_OFF=sample_cache)"),
 )}

@@ -73,7 +73,7 @@ def test_each_mechanisms_on_and_off_are_keys_parallel_mode_accepts(tmp_path, mon
 
 
 def test_an_env_toggled_mechanism_sets_an_environment_variable_not_a_config_key(monkeypatch):
-    monkeypatch.setenv("DING_PARALLEL_OFF", "collect_ahead")
+    monkeypatch.setenv("DING_PARALLEL_OFF", "role_fork")
     assert pm.run_env(pm.MECHANISMS["sample_cache"].off) == {"DING_PARALLEL_OFF": "sample_cache"}
     assert pm.run_env(pm.MECHANISMS["sample_cache"].on) == {}
     assert "DING_PARALLEL_OFF" not in pm.config_text("parallel", "gil", pm.CONFIGS["shipped"], 150.0,

@@ -11,26 +11,25 @@ from ding.utils import ConfigError
 def test_every_mechanism_is_on_unless_the_variable_names_it(monkeypatch):
     monkeypatch.delenv(mechanisms.ENV_VAR, raising=False)
     assert all(mechanisms.is_on(name) for name in mechanisms.MECHANISMS)
-    monkeypatch.setenv(mechanisms.ENV_VAR, " collect_ahead, sample_cache ,")
-    assert mechanisms.turned_off() == {"collect_ahead", "sample_cache"}
-    assert not mechanisms.is_on("sample_cache") and mechanisms.is_on("role_fork")
+    monkeypatch.setenv(mechanisms.ENV_VAR, " role_fork, sample_cache ,")
+    assert mechanisms.turned_off() == {"role_fork", "sample_cache"}
+    assert not mechanisms.is_on("sample_cache") and not mechanisms.is_on("role_fork")
 
 
 def test_an_unknown_name_is_one_error_listing_the_known_ones(monkeypatch):
-    monkeypatch.setenv(mechanisms.ENV_VAR, "collect_ahead,governor")
+    monkeypatch.setenv(mechanisms.ENV_VAR, "sample_cache,governor")
     with pytest.raises(ConfigError) as e:
-        mechanisms.is_on("collect_ahead")
+        mechanisms.is_on("sample_cache")
     text = str(e.value)
     assert text.startswith("DING_PARALLEL_OFF: unknown mechanism 'governor'") and "role_fork" in text, text
     with pytest.raises(KeyError, match="not a mechanism"):
         mechanisms.is_on("governor")  # a typo in ding's own code, not in the environment
 
 
-def test_the_commander_and_the_launcher_follow_the_variable(monkeypatch, in_tmp_dir):
+def test_the_launcher_follows_the_variable(monkeypatch, in_tmp_dir):
     import copy
 
     from ding.config import compile_config_parallel
-    from ding.parallel.commanders.solo import SoloCommander
     from ding.parallel.launch.local import _start_method
     from dizoo.classic_control.cartpole.config.parallel.cartpole_dqn_config import (
         create_config,
@@ -41,12 +40,8 @@ def test_the_commander_and_the_launcher_follow_the_variable(monkeypatch, in_tmp_
     cfg = compile_config_parallel(*(copy.deepcopy(c) for c in (main_config, create_config, system_config)),
                                   save_cfg=False)
     monkeypatch.delenv(mechanisms.ENV_VAR, raising=False)
-    on = SoloCommander(cfg.main)
-    assert on._pacing.ahead is None
     assert _start_method(cfg) == "fork"
-    monkeypatch.setenv(mechanisms.ENV_VAR, "collect_ahead,role_fork")
-    off = SoloCommander(cfg.main)
-    assert off._pacing.ahead == cfg.main.policy.learn.batch_size
+    monkeypatch.setenv(mechanisms.ENV_VAR, "role_fork")
     assert _start_method(cfg) == "exec"
 
 

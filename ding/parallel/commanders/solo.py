@@ -14,7 +14,6 @@ from ding.config.ranges import at_least, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
 from ding.parallel.commanders.pacing import EVAL_LEAD, Pacing
 from ding.parallel.commanders.policy_steps import PolicySteps
-from ding.parallel.mechanisms import is_on
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
     CollectResult,
@@ -86,9 +85,7 @@ class SoloCommander(BaseCommander):
         self.stop_at_stop_value = True  # False: an extended run (--resume --extend) ends only at its limits
         self._eval_freq = int(cfg.policy.eval.evaluator.get("eval_freq", 1000))
         self._eval_interval = float(self._commander_cfg.get("eval_interval", 60))
-        # (speed mechanisms, on unless an A/B benchmark turns one off: ding/parallel/mechanisms.py)
-        self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample,
-                              None if is_on("collect_ahead") else int(learn.batch_size), EVAL_LEAD * self._eval_freq)
+        self._pacing = Pacing(ratio, int(learn.batch_size), self._n_sample, None, EVAL_LEAD * self._eval_freq)
         self._evaluating: set[str] = set()  # task ids of the evaluations running
         self._failed_evals = 0  # evaluations whose task failed: the next free collectors run them again
         space = self._commander_cfg.get("collector_task_space")
