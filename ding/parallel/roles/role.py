@@ -1,5 +1,5 @@
-"""What the learner's and the collector's comm classes share: the HTTP slave that turns each task into its typed
-record and runs the handler registered for that type, and joining the coordinator."""
+"""What the learner's and the collector's comm classes share: the HTTP slave that runs each task's typed handler, and
+joining the coordinator."""
 from __future__ import annotations
 
 import functools
@@ -30,9 +30,8 @@ Handler = Callable[[Any], Record]
 
 
 class RoleSlave(Slave):
-    """The slave of a comm role: ``handlers`` maps task record types to ``fn(task) -> answer record``. A task that
-    arrives is rebuilt as its record (a malformed one fails with a :class:`ProtocolError` naming the field) and its
-    answer goes back as JSON. ``token`` wins over ``cfg.auth_token`` and the environment."""
+    """The slave of a comm role: ``handlers`` maps task record types to ``fn(task) -> answer record``; a malformed task
+    fails with a :class:`ProtocolError` naming the field. ``token`` wins over ``cfg.auth_token`` and the environment."""
 
     def __init__(self, cfg: Mapping[str, Any], name: str, role: str, token: str | None,
                  handlers: Mapping[type[Record], Handler], resource: Mapping[str, Any],
@@ -47,20 +46,17 @@ class RoleSlave(Slave):
                          master_lost_timeout=lost, resource=resource, logger=logger, handlers=wire)
 
     def _on_wire_task(self, name: str, payload: dict) -> dict:
-        return self._process_task(decode_task(name, payload)).to_json()
-
-    def _process_task(self, task: Record) -> Record:
+        task = decode_task(name, payload)
         handler = self._typed.get(type(task))
-        if handler is None:
+        if handler is None:  # e.g. an EvalTask (same task name as CollectTask) for a role that only collects
             raise ProtocolError(type(task).__name__, "(task)", f"{self.role} '{self.name}' runs no such task",
                                 "the coordinator")
-        return handler(task)
+        return handler(task).to_json()
 
 
 def join_coordinator(slave: Slave, host: str, port: int) -> None:
     """Join the coordinator at ``host:port``, retrying while nothing answers (it may still be starting) for at most
-    ``master_lost_timeout`` seconds, then a :class:`PeerUnreachable` naming the address. A refusal (a wrong token)
-    raises :class:`RequestRejected` at once."""
+    ``master_lost_timeout`` seconds; a refusal (a wrong token) raises :class:`RequestRejected` at once."""
     deadline = time.monotonic() + slave.master_lost_timeout
     while True:
         try:
@@ -87,8 +83,8 @@ def _why(e: Exception) -> str:
 
 
 class SlaveBacked:
-    """Mixin of a comm role served by ``self._slave``: start it (joining the coordinator when its address is known;
-    the coordinator ignores a join of a role it already connected), wait for it to close, expose it."""
+    """Mixin of a comm role served by ``self._slave``: start it, joining the coordinator when its address is known
+    (the coordinator ignores a join of a role it already connected)."""
 
     _slave: Slave
     _cfg: Any

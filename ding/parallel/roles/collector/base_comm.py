@@ -7,12 +7,13 @@ from typing import Any
 
 from easydict import EasyDict
 
+from ding.parallel.roles.collector.base_parallel import samples_one_by_one
 from ding.utils import COMM_COLLECTOR_REGISTRY, config_of, import_module
 
 
 class BaseCommCollector(ABC):
     """Receives the coordinator's collector tasks and hands the parallel collector it builds the functions it talks
-    through: ``send_stepdata``, ``send_samples`` and ``get_policy_update_info``. Metadata goes back in each answer."""
+    through: ``send_stepdata``, ``send_samples`` and ``get_policy_update_info``."""
 
     config: dict = {}
 
@@ -33,8 +34,6 @@ class BaseCommCollector(ABC):
 
     def send_samples(self, file_id: str, samples: list, compress: bool = True) -> list[str]:
         """Store a task's samples; their data ids in order (by default one data file ``<file_id>.<i>`` each)."""
-        from ding.parallel.roles.collector.base_parallel import samples_one_by_one
-
         return samples_one_by_one(self.send_stepdata, file_id, samples, compress)
 
     def start(self) -> None:

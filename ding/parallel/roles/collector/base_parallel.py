@@ -14,11 +14,8 @@ from ding.utils import PARALLEL_COLLECTOR_REGISTRY, config_of, import_module
 
 
 class BaseParallelCollector(ABC):
-    """Runs the collector tasks its comm collector hands over (the records of :mod:`ding.parallel.protocol`).
-
-    It talks through the comm collector's ``send_stepdata(data_id, sample, compress)`` (one data file),
-    ``send_samples(file_id, samples, compress)`` (a task's samples; their data ids) and
-    ``get_policy_update_info(path)`` (the published policy; None: not yet)."""
+    """Runs the collector tasks its comm collector hands over, through that comm collector's ``send_stepdata``,
+    ``send_samples`` (default: one ``send_stepdata`` per sample) and ``get_policy_update_info``."""
 
     config: dict = {}
 
@@ -79,8 +76,7 @@ def get_parallel_collector_cls(cfg: Mapping) -> type:
 
 
 def create_parallel_collector(cfg: Any, **kwargs: Any) -> BaseParallelCollector:
-    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling') for the compiled main
-    config ``cfg``."""
+    """The parallel collector ``cfg.policy.collect.collector.type`` names (default 'zergling') for the main config."""
     return get_parallel_collector_cls(cfg.policy.collect.collector)(cfg, **kwargs)
 
 

@@ -1,8 +1,5 @@
-"""FlaskFileSystemCollector: a collector process, an HTTP slave of the coordinator writing data files.
-
-A ``CollectorStartTask`` builds the parallel collector (envs, policy); each ``CollectTask`` collects samples into
-``path_data`` and answers with their metadata, each ``EvalTask`` runs one evaluation; a ``CollectorCloseTask`` closes
-the envs."""
+"""FlaskFileSystemCollector: a collector process, the coordinator's HTTP slave. A ``CollectorStartTask`` builds its
+parallel collector, which runs the ``CollectTask``s (data files into ``path_data``) and ``EvalTask``s until closed."""
 from __future__ import annotations
 
 import logging
@@ -33,8 +30,7 @@ from ding.utils import COMM_COLLECTOR_REGISTRY, deep_merge_dicts
 
 
 class NaiveCollector(RoleSlave):
-    """The collector's slave: runs the tasks its comm collector registered handlers for; its ``ping`` answer also
-    carries ``timestep()``, the env steps taken so far."""
+    """The collector's slave; its ``ping`` answer also carries ``timestep()``, the env steps taken so far."""
 
     def __init__(self, cfg: Mapping[str, Any], name: str, token: str | None, handlers: Mapping[type[Record], Handler],
                  resource: Mapping[str, Any], logger: logging.Logger, timestep: Callable[[], int]) -> None:
@@ -47,7 +43,7 @@ class NaiveCollector(RoleSlave):
 
 @COMM_COLLECTOR_REGISTRY.register("flask_fs")
 class FlaskFileSystemCollector(SlaveBacked, BaseCommCollector):
-    """A collector process's comm collector (see the module docstring)."""
+    """A collector process's comm collector."""
 
     config = dict(
         type="flask_fs",

@@ -1,11 +1,8 @@
 """MarineParallelCollector: battles of a two-player game, driven by tasks.
 
-A collect task of the ``one_vs_one`` commander carries a :class:`~ding.parallel.protocol.BattleJob`: the league
-players of the two seats and the policy files that play them. Seat 0 is the learner's published policy. Seat 1 is the
-same policy (self-play: both sides' samples kept), an opponent's snapshot played greedily that only acts, or, in a
-fixed-opponent job, a training copy of ``eval_opponent``. Every task resets the envs (no game spans two opponents) and
-plays whole games until ``n_sample`` samples exist; its answer holds every game's result per seat. An evaluation plays
-the learner's policy against ``eval_opponent`` (``'module:Class'``) with the battle evaluator."""
+Seat 0 plays the learner's published policy; seat 1, as the task's :class:`~ding.parallel.protocol.BattleJob` says,
+the same policy (self-play: both seats' samples kept), an opponent's snapshot that only acts, or a training copy of
+``eval_opponent`` (fixed-opponent jobs). Evaluations play ``eval_opponent`` with the battle evaluator."""
 from __future__ import annotations
 
 import importlib
@@ -17,15 +14,7 @@ from typing import Any
 import numpy as np
 
 from ding.parallel.files import policy_path
-from ding.parallel.protocol import (
-    BATTLE_OUTCOMES,
-    BattleJob,
-    BattleResult,
-    CollectResult,
-    CollectTask,
-    EvalResult,
-    EvalTask,
-)
+from ding.parallel.protocol import BATTLE_OUTCOMES, BattleJob, BattleResult, CollectTask, EvalResult, EvalTask
 from ding.parallel.roles.collector.zergling import ZerglingParallelCollector
 from ding.utils import PARALLEL_COLLECTOR_REGISTRY, ConfigError
 
@@ -84,7 +73,7 @@ def _games(info: Any) -> list[list[str]]:
 
 @PARALLEL_COLLECTOR_REGISTRY.register("marine")
 class MarineParallelCollector(ZerglingParallelCollector):
-    """See the module docstring; the env is a two-player battle env."""
+    """The env is a two-player battle env; every task resets it (no game spans two opponents) and plays whole games."""
 
     config = dict(
         ZerglingParallelCollector.config,
@@ -142,14 +131,11 @@ class MarineParallelCollector(ZerglingParallelCollector):
             self._opponent_file = stamp
         return [learner, SeatPolicy(self._opponent.eval_mode)]
 
-    def _collect(self, task: CollectTask) -> CollectResult:
-        self._update_policy(force=self._policy_iter < 0)
-        t0 = time.perf_counter()
+    def _play(self, task: CollectTask) -> tuple[list[Any], int, dict[str, Any]]:
         job = task.job
         collector = self._collector
         collector.reset_env()  # fresh games: none spans two opponents, none is left half-played for the next task
         collector.reset_policy(self._seat_policies(job))
-        envstep0 = collector.envstep
         samples: list[Any] = []
         games: list[list[str]] = []
         returns: list[float] = []
@@ -162,7 +148,7 @@ class MarineParallelCollector(ZerglingParallelCollector):
             returns += [float(np.asarray(last0["eval_episode_return"], dtype=np.float64).reshape(-1).sum())
                         for last0 in info[0] if last0.get("eval_episode_return") is not None]
         battle = None if job is None else BattleResult(players=list(job.players), games=games)
-        return self._collect_answer(task, t0, envstep0, samples, len(games), episode_returns=returns, battle=battle)
+        return samples, len(games), dict(episode_returns=returns, battle=battle)
 
     def _evaluate(self, task: EvalTask) -> EvalResult:
         policy_iter = self._load_eval_policy(task)

@@ -1,9 +1,5 @@
-"""ZerglingParallelCollector: one policy, many envs; the serial sample collector and evaluator, driven by tasks.
-
-A collect task steps the envs (the same env managers and :class:`SampleSerialCollector` as serial mode) until
-``n_sample`` samples exist and writes them to data files; an evaluation task runs the serial evaluator. Before either,
-the policy is reloaded when the learner's policy file changed (for collect tasks at most every
-``update_policy_second``). Envs and partial trajectories live on between tasks."""
+"""ZerglingParallelCollector: one policy, many envs; serial mode's sample collector and evaluator, driven by tasks
+(envs and partial trajectories live on between tasks)."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,28 +26,24 @@ def compress_enabled(compressor: object) -> bool:
 
 
 class _EpisodeRecorder(EpisodeCallback):
-    """Keeps the returns and lengths of the episodes finished since the last ``take()``."""
+    """Keeps the return and length of each episode finished since the last ``take()``."""
 
     def __init__(self) -> None:
-        self.returns: list[float] = []
-        self.lengths: list[int] = []
+        self.episodes: list[tuple[float, int]] = []
 
     def on_episode_end(self, env_id: int, episode_info: dict) -> dict | None:
         if episode_info.get("eval_episode_return") is not None:
-            self.returns.append(float(episode_info["eval_episode_return"]))
-            self.lengths.append(int(episode_info["step"]))
+            self.episodes.append((float(episode_info["eval_episode_return"]), int(episode_info["step"])))
         return None
 
     def take(self) -> tuple[list[float], list[int]]:
-        r, n = self.returns, self.lengths
-        self.returns, self.lengths = [], []
-        return r, n
+        episodes, self.episodes = self.episodes, []
+        return [ret for ret, _ in episodes], [length for _, length in episodes]
 
 
 @PARALLEL_COLLECTOR_REGISTRY.register("zergling")
 class ZerglingParallelCollector(BaseParallelCollector):
-    """See the module docstring. ``cfg`` is the compiled main config (``policy.collect.collector`` is this
-    collector's own config)."""
+    """``cfg`` is the compiled main config (``policy.collect.collector`` is this collector's own config)."""
 
     config = dict(
         type="zergling",
@@ -128,19 +120,11 @@ class ZerglingParallelCollector(BaseParallelCollector):
         return self._collect(task)
 
     def _collect(self, task: CollectTask) -> CollectResult:
+        """Play the task, write its samples to the data file ``<task_id>_0``, count them in the totals; the answer."""
         self._update_policy(force=self._policy_iter < 0)
         t0 = time.perf_counter()
         envstep0 = self._collector.envstep
-        samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
-                                          policy_kwargs=dict(task.collect_setting))
-        returns, lengths = self._recorder.take()
-        return self._collect_answer(task, t0, envstep0, samples, len(returns), episode_returns=returns,
-                                    episode_lengths=lengths)
-
-    def _collect_answer(self, task: CollectTask, t0: float, envstep0: int, samples: list[dict[str, Any]],
-                        episodes: int, **fields: Any) -> CollectResult:
-        """Write the samples to the task's data file ``<task_id>_0`` (split only past a file's size cap), count them
-        in the totals; the answer (each sample's metadata carries its own priority)."""
+        samples, episodes, fields = self._play(task)
         ids = self.send_samples(f"{task.task_id}_0", samples, self.compress)
         collect_iter = max(self._policy_iter, 0)
         metadata = []
@@ -156,6 +140,13 @@ class ZerglingParallelCollector(BaseParallelCollector):
         self._totals.tasks += 1
         return CollectResult(metadata=metadata, envstep=steps, sample_count=len(metadata),
                              policy_iter=self._policy_iter, duration=time.perf_counter() - t0, **fields)
+
+    def _play(self, task: CollectTask) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+        """Step the envs until ``task.n_sample`` samples exist: them, the episodes finished, the answer's own fields."""
+        samples = self._collector.collect(n_sample=task.n_sample, train_iter=max(self._policy_iter, 0),
+                                          policy_kwargs=dict(task.collect_setting))
+        returns, lengths = self._recorder.take()
+        return samples, len(returns), dict(episode_returns=returns, episode_lengths=lengths)
 
     def _load_eval_policy(self, task: EvalTask) -> int:
         """Load the newest published policy (the one an evaluation names) into the eval mode; its train iteration."""
@@ -173,8 +164,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
     def _run_evaluator(self, task: EvalTask, policy_iter: int, **kwargs: Any) -> Any:
         """Evaluate the loaded policy for the configured episodes; the evaluator's info."""
         self._evaluator.best_return = -math.inf if task.best_return is None else task.best_return
-        _, info = self._evaluator.eval(self._save_best, train_iter=max(policy_iter, 0), envstep=task.envstep,
-                                       **kwargs)
+        _, info = self._evaluator.eval(self._save_best, train_iter=max(policy_iter, 0), envstep=task.envstep, **kwargs)
         self._totals.eval_tasks += 1
         return info
 
