@@ -20,8 +20,7 @@ COMM_ROLE_CONFIG = dict(
     coordinator_host=None,  # where to join; None: wait for the coordinator to connect this role
     coordinator_port=None,
     auth_token=None,  # shared secret; None: the DING_AUTH_TOKEN environment variable
-    # the coordinator's heartbeat_timeout: the role beats every tenth of it and exits after six without the coordinator
-    heartbeat_timeout=10.0,
+    heartbeat_timeout=10.0,  # the coordinator's: beat every tenth of it, exit after 6 x it without the coordinator
     path_data=None,  # the run's shared directories; when set, a task naming other ones is refused (None: any)
     path_policy=None,
 )
