@@ -65,10 +65,6 @@ class BaseParallelCollector(ABC):
     def close(self) -> None:
         """Close envs and loggers (idempotent)."""
 
-    @abstractmethod
-    def _update_policy(self, force: bool = False) -> None:
-        """Load the newest published policy (at most every ``update_policy_second`` unless ``force``)."""
-
 
 def get_parallel_collector_cls(cfg: Mapping) -> type:
     import_module(cfg.get("import_names"))  # (this package's own collectors registered when it was imported)

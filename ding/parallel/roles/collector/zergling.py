@@ -97,6 +97,7 @@ class ZerglingParallelCollector(BaseParallelCollector):
         return state
 
     def _update_policy(self, force: bool = False) -> None:
+        """Load the policy file if it changed (checked at most every ``update_policy_second`` unless ``force``)."""
         now = time.monotonic()
         if not force and now - self._last_check < float(self._own_cfg.update_policy_second):
             return
