@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from ding.parallel.files import read_policy
-from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner, SendPolicyHook
-from ding.parallel.roles.learner.policy_publisher import PolicyPublisher
+from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner, PolicyPublisher, SendPolicyHook
 from ding.parallel.roles.learner.trainer import _TaskSlot
 
 pytestmark = pytest.mark.timeout(60)

@@ -1,7 +1,4 @@
-"""BatchReader: a learn task's batches read from their data files (in the task's thread) through a sample store.
-
-A missing or damaged file is skipped and counted; a damaged one is not read again (data files never change).
-"""
+"""BatchReader: a learn task's batches read from their data files (in the task's thread) through a sample store."""
 from __future__ import annotations
 
 import collections
@@ -27,10 +24,9 @@ _Batch = tuple[list[str], dict[str, list]]  # a batch's data ids at hand, and it
 
 @dataclass
 class ReadBatches:
-    """A learn task's batches as read: one :class:`ColumnBatch` of all samples when the policy takes columns, else
-    each batch's sample dicts; ``sizes`` per batch (0: every file of the batch was skipped)."""
+    """A learn task's batches as read: one :class:`ColumnBatch` of all samples, or each batch's sample dicts."""
 
-    sizes: list[int]
+    sizes: list[int]  # per batch (0: every file of the batch was skipped)
     envstep: int
     wait_s: float
     skipped_files: int = 0
@@ -47,7 +43,8 @@ class ReadBatches:
 
 
 class BatchReader:
-    """Reads learn tasks' batches for one learner; thread-safe."""
+    """Reads learn tasks' batches for one learner; thread-safe. A missing or damaged file is skipped and counted; a
+    damaged one is not read again (data files never change)."""
 
     def __init__(self, path_data: str, store: SampleStore, limits: DecodeLimits, logger: logging.Logger) -> None:
         self.path_data = path_data
@@ -78,18 +75,13 @@ class BatchReader:
         with self._lock:
             fresh: dict[str, Any] = {}  # samples read now (the store may not keep them all)
             read = [self._load(meta, fresh) for meta in task.data]
-            gone = set()
+            gone: set[str] = set()
             # (only reading files puts samples in the store, so only then can it have let go of one this task needs)
             lost = self.store.missing(list(chain.from_iterable(r[0] for r in read if r)), fresh) if fresh else []
-            for data_id in lost:
-                if data_id not in fresh and data_id not in gone:  # let go by a store smaller than one task's reads
-                    try:
-                        fresh.update(self._read_file(data_id))
-                    except DataFileError as e:
-                        gone.add(data_id)
-                        self._logger.warning(f"skipped a training sample: {e}")
+            for data_id in lost:  # let go by a store smaller than one task's reads
+                if data_id not in fresh and data_id not in gone and not self._read_into(data_id, fresh, again=True):
+                    gone.add(data_id)
             if gone:
-                self._skipped += len(gone)
                 read = [_without(r, gone) for r in read]
             skipped, self._skipped = self._skipped, 0
             out = ReadBatches(sizes=[len(r[0]) if r else 0 for r in read], envstep=task.envstep, wait_s=task.wait_s,
@@ -104,53 +96,52 @@ class BatchReader:
                 out.columns = self.store.batch(list(chain.from_iterable(r[0] for r in read if r)), extra, fresh)
         return out
 
-    def _read_file(self, data_id: str) -> dict[str, Any]:
-        found = read_data_file(self.path_data, data_id, self._limits)
-        task = task_of(data_id)
-        self.store.check(found, f"data file '{data_id}'" + (f" (written by collector task '{task}')" if task else ""))
-        return found
-
     def _sample(self, data_id: str, fresh: dict[str, Any]) -> Any:
         sample = self.store.get(data_id)
         return fresh[data_id] if sample is None else sample
 
     def _load(self, meta: dict[str, list], fresh: dict[str, Any]) -> _Batch | None:
-        """A batch's data ids whose samples are at hand (kept, or read now into ``fresh``) and their metadata; None
-        when every file of the batch was skipped."""
-        ids, kept = self._read_samples(meta[DATA_ID], fresh)
-        if not ids:
-            return None
-        whole = len(kept) == len(meta[DATA_ID])
-        return ids, {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
-
-    def _read_samples(self, data_ids: list, fresh: dict[str, Any]) -> tuple[list[str], list[int]]:
-        """The ids of ``data_ids`` at hand and their positions, reading missing ones' whole files into the store and
-        into ``fresh``."""
-        store = self.store
-        if not store.missing(data_ids, fresh):  # (the common case: every sample is kept)
-            return list(data_ids), list(range(len(data_ids)))
+        """A batch's data ids whose samples are at hand (kept, or read now into ``fresh`` and the store) and their
+        metadata; None when every file of the batch was skipped."""
+        data_ids = meta[DATA_ID]
+        if not self.store.missing(data_ids, fresh):  # (the common case: every sample is kept)
+            return list(data_ids), {k: col for k, col in meta.items() if k != DATA_ID}
         ids, kept = [], []
         for pos, raw_id in enumerate(data_ids):
             data_id = str(raw_id)
-            if data_id not in store and data_id not in fresh:
+            if data_id not in self.store and data_id not in fresh:
                 if data_id in self._bad:  # a bad file is not read (nor logged) again
                     self._skipped += 1
                     continue
-                try:
-                    found = self._read_file(data_id)
-                except DataFileError as e:
-                    self._skipped += 1
-                    if not isinstance(e.__cause__, FileNotFoundError):
-                        self._bad[data_id] = True
-                        if len(self._bad) > max(store.capacity, 10_000):
-                            self._bad.popitem(last=False)
-                    self._logger.warning(f"skipped a training sample: {e}")
+                if not self._read_into(data_id, fresh):
                     continue
-                fresh.update(found)
-                store.put(found)
             ids.append(data_id)
             kept.append(pos)
-        return ids, kept
+        if not ids:
+            return None
+        whole = len(kept) == len(data_ids)
+        return ids, {k: col if whole else [col[i] for i in kept] for k, col in meta.items() if k != DATA_ID}
+
+    def _read_into(self, data_id: str, fresh: dict[str, Any], again: bool = False) -> bool:
+        """Read ``data_id``'s whole file into ``fresh`` and (unless read ``again`` in one task) the store; False: the
+        file is skipped, counted and logged (and, when damaged, remembered as bad)."""
+        task = task_of(data_id)
+        where = f"data file '{data_id}'" + (f" (written by collector task '{task}')" if task else "")
+        try:
+            found = read_data_file(self.path_data, data_id, self._limits)
+            self.store.check(found, where)
+        except DataFileError as e:
+            self._skipped += 1
+            if not again and not isinstance(e.__cause__, FileNotFoundError):
+                self._bad[data_id] = True
+                if len(self._bad) > max(self.store.capacity, 10_000):
+                    self._bad.popitem(last=False)
+            self._logger.warning(f"skipped a training sample: {e}")
+            return False
+        fresh.update(found)
+        if not again:
+            self.store.put(found)
+        return True
 
 
 def _without(read: _Batch | None, gone: set) -> _Batch | None:

@@ -1,8 +1,4 @@
-"""FlaskFileSystemLearner: a learner process's task side, an HTTP slave of the coordinator (docs/parallel.md).
-
-A start task builds the learner and hands it to a :class:`Trainer`; a learn task's data files are read by its own
-thread (:class:`BatchReader`) and answered once trained; the policy file is written by a :class:`PolicyPublisher`.
-"""
+"""FlaskFileSystemLearner: a learner process's task side, an HTTP slave of the coordinator (docs/parallel.md)."""
 from __future__ import annotations
 
 import logging
@@ -13,7 +9,7 @@ from typing import Any
 
 from easydict import EasyDict
 
-from ding.parallel.files import policy_path, run_dir
+from ding.parallel.files import policy_path, run_dir, write_policy
 from ding.parallel.protocol import (
     DemandAnswer,
     GetDataTask,
@@ -27,11 +23,11 @@ from ding.parallel.protocol import (
 )
 from ding.parallel.roles.learner.base import BaseCommLearner
 from ding.parallel.roles.learner.batch_reader import BatchReader, ReadBatches
-from ding.parallel.roles.learner.policy_publisher import PolicyPublisher
-from ding.parallel.roles.learner.trainer import Trainer, build_task_learner
+from ding.parallel.roles.learner.trainer import Trainer, build_task_learner, policy_of
 from ding.parallel.roles.role import COMM_ROLE_CONFIG, RoleSlave, SlaveBacked
 from ding.utils import COMM_LEARNER_REGISTRY, deep_merge_dicts
 from ding.utils.data import learn_takes_columns
+from ding.utils.torch_threads import torch_threads_in_this_thread
 from ding.utils.tracking import role_writer
 from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.learner_hook import LearnerHook
@@ -42,6 +38,84 @@ PREFETCH_BATCHES = 4  # batches the coordinator keeps queued at a learner (docs/
 SEND_POLICY_INTERVAL_S = 0.05
 
 
+class PolicyPublisher:
+    """Publish ``{'model': tensors, 'iter': n}`` at ``path``, atomically, so training never waits for the file system;
+    a failed write is raised by the next publish."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.written_iter = -1  # the iteration of the policy file on disk (what collectors can read)
+        self.handed_iter = -1  # the iteration last handed over (written, or queued), and its time.monotonic()
+        self.handed_at = float("-inf")
+        self._lock = threading.Lock()  # guards _pending / _closed
+        self._write_lock = threading.Lock()  # one write at a time, and never an older policy over a newer one
+        self._pending: tuple[dict, int] | None = None
+        self._wake = threading.Event()
+        self._closed = False
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def publish_now(self, model_state: dict, policy_iter: int) -> None:
+        """Write the policy at once (it wins over anything still queued)."""
+        self._raise_error()
+        with self._lock:
+            self._pending = None
+        self.handed_iter, self.handed_at = policy_iter, time.monotonic()
+        self._write(model_state, policy_iter)
+
+    def publish_soon(self, model_state: dict, policy_iter: int) -> None:
+        """Snapshot the tensors for the writer thread (only the newest snapshot waiting is written)."""
+        self._raise_error()
+        snapshot = {k: v.detach().clone() if hasattr(v, "detach") else v for k, v in model_state.items()}
+        with self._lock:
+            if self._closed:
+                return
+            self._pending = (snapshot, policy_iter)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ding-policy-publisher", daemon=True)
+                self._thread.start()
+        self.handed_iter, self.handed_at = policy_iter, time.monotonic()
+        self._wake.set()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Write what is queued, stop the writer thread (idempotent)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join(timeout)
+
+    def _write(self, model_state: dict, policy_iter: int) -> None:
+        with self._write_lock:
+            if policy_iter < self.written_iter:
+                return  # a snapshot the writer took before a newer policy was written at once
+            write_policy(self.path, model_state, policy_iter)
+            self.written_iter = policy_iter
+
+    def _run(self) -> None:
+        torch_threads_in_this_thread()
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                item, self._pending = self._pending, None
+                closed = self._closed
+            if item is not None:
+                try:
+                    self._write(*item)
+                except Exception as e:  # noqa: BLE001 -- raised by the next publish, in the training thread
+                    self._error = e
+                    return
+            if closed:
+                return
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise RuntimeError(f"publishing the policy to {self.path} failed: {type(err).__name__}: {err}") from err
+
+
 class SendPolicyHook(LearnerHook):
     """Publish the policy every ``send_policy_freq`` iterations, at most every ``send_policy_interval`` seconds."""
 
@@ -50,10 +124,11 @@ class SendPolicyHook(LearnerHook):
         self._comm = comm
 
     def __call__(self, engine: BaseLearner) -> None:
-        comm = self._comm
-        if (engine.train_iter - comm.published_iter >= comm.send_policy_freq
-                and time.monotonic() - comm.published_at >= comm.send_policy_interval):
-            comm.publish_soon(engine.policy.state_dict(), engine.train_iter)
+        comm, publisher = self._comm, self._comm._publisher
+        assert publisher is not None  # (the start task sets it before training starts)
+        if (engine.train_iter - publisher.handed_iter >= comm.send_policy_freq
+                and time.monotonic() - publisher.handed_at >= comm.send_policy_interval):
+            publisher.publish_soon(engine.policy.state_dict()["model"], engine.train_iter)
 
 
 class SendLearnInfoHook(LearnerHook):
@@ -69,7 +144,8 @@ class SendLearnInfoHook(LearnerHook):
 
 @COMM_LEARNER_REGISTRY.register("flask_fs")
 class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
-    """A learner process's slave (see the module docstring)."""
+    """A start task builds the learner and hands it to a :class:`Trainer`; a learn task's data files are read by its
+    own thread (:class:`BatchReader`) and answered once trained; a :class:`PolicyPublisher` writes the policy file."""
 
     config = dict(
         type="flask_fs",
@@ -91,8 +167,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
             LearnerStartTask: self.deal_with_learner_start, GetDataTask: self.deal_with_get_data,
             LearnTask: self.deal_with_learner_learn, LearnerCloseTask: self.deal_with_learner_close}
         self._slave: Any = RoleSlave(cfg, name, "learner", token, handlers, self.deal_with_resource(), self._logger)
-        self.send_policy_freq = 1  # these four are set by the start task
-        self.send_policy_interval = 0.0
+        self.send_policy_interval = SEND_POLICY_INTERVAL_S
+        self.send_policy_freq = 1  # this and the next three are set by the start task
         self._publisher: PolicyPublisher | None = None
         self._reader: BatchReader | None = None
         self._columns = False  # hand batches over as ColumnBatch (the learner's policy takes them)
@@ -130,15 +206,12 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         path_policy = run_dir(task.path_policy, self._cfg.get("path_policy"), "LearnerStartTask.path_policy")
         self._publisher = PolicyPublisher(policy_path(path_policy, task.policy_id))
         os.makedirs(path_policy, exist_ok=True)
-        learner_cfg = cfg.policy.learn.learner
-        self.send_policy_freq = max(1, int(learner_cfg.get("send_policy_freq", 1)))
-        self.send_policy_interval = SEND_POLICY_INTERVAL_S
+        self.send_policy_freq = max(1, int(cfg.policy.learn.learner.get("send_policy_freq", 1)))
         tracking = role_writer(cfg, self.name, os.path.join(cfg.exp_name, "log", self.name))
         learner, loaded = build_task_learner(task, self.name, self.get_data, self.hooks4call, tb_logger=tracking)
         tracking.start(cfg)
         self._trainer.learner = learner
-        policy = getattr(learner.policy.forward, "__self__", None)  # the Policy behind the learn-mode view
-        self._columns = type(self)._column_batches and policy is not None and learn_takes_columns(policy)
+        self._columns = type(self)._column_batches and learn_takes_columns(policy_of(learner.policy))
         self.send_policy(learner.policy.state_dict())
         self._trainer.start(learner, LearnerDemand(batch_size=int(learner.policy.get_attribute("batch_size")),
                                                    n_batches=PREFETCH_BATCHES), tracking)
@@ -175,16 +248,11 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
         self._trainer.add_info(learn_info, self.policy_iter)
 
     def send_policy(self, state_dict: dict) -> None:
-        """Publish the policy now (at start and at the end; during training :meth:`publish_soon`)."""
+        """Publish the policy now (at start and at the end; during training :class:`SendPolicyHook` does)."""
         if self._publisher is None:
             raise RuntimeError(f"learner '{self.name}' has no policy path yet (a LearnerStartTask first)")
         learner = self._trainer.learner
         self._publisher.publish_now(state_dict["model"], learner.train_iter if learner is not None else 0)
-
-    def publish_soon(self, state_dict: dict, policy_iter: int) -> None:
-        """Hand a snapshot of the policy to the publisher thread (the training thread does not wait)."""
-        assert self._publisher is not None
-        self._publisher.publish_soon(state_dict["model"], policy_iter)
 
     @property
     def policy_iter(self) -> int:
@@ -193,11 +261,8 @@ class FlaskFileSystemLearner(SlaveBacked, BaseCommLearner):
 
     @property
     def published_iter(self) -> int:
+        """The iteration of the policy last handed to the publisher (-1: none yet)."""
         return self._publisher.handed_iter if self._publisher is not None else -1
-
-    @property
-    def published_at(self) -> float:
-        return self._publisher.handed_at if self._publisher is not None else float("-inf")
 
     @property
     def hooks4call(self) -> list:

@@ -1,19 +1,8 @@
-"""SampleStore: the parallel learner's decoded samples, kept as columns, so a batch is a few array gathers.
+"""SampleStore: the parallel learner's decoded samples by data id, one array per field, so a batch is a few gathers.
 
-A learn task names its samples by data id; the learner reads each data file once and keeps the decoded samples (data
-files never change). Kept as sample dicts, every batch had to be stacked again field by field, a Python loop over its
-samples per field; kept here as one array per field (``capacity`` rows, grown as needed, then reused oldest first: the
-order a FIFO replay buffer of that size lets its samples go), a batch's column is ``array[rows]``.
-
-A field is stored as a column when every sample has it with one shape and dtype (numpy arrays, numpy scalars, bools,
-ints, floats), exactly as :func:`~ding.utils.data.default_collate` would stack it; a sample with a field more or less
-is kept as it is, and a batch holding one is stacked the slow way.
-
-Samples come from files anyone who can write ``path_data`` may have planted, so the store trusts neither their shapes
-nor their number: a sample whose field has another shape or dtype than the run's first accepted sample (its schema)
-is refused by :meth:`check` with a :class:`SampleMismatch` naming the field and both shapes; the decoded bytes held
-are capped (``max_bytes``, columns and samples kept as dicts together: the oldest give way), so the rows allocated
-are sized from that cap, never from a shape a peer gave; a single sample larger than the cap is refused.
+Samples come from files anyone who can write ``path_data`` may have planted: :meth:`SampleStore.check` refuses one
+that does not fit the run's schema, and the bytes held are capped (``max_bytes``), so rows are sized from the cap,
+never from a shape a peer gave.
 """
 from __future__ import annotations
 
@@ -34,7 +23,10 @@ class SampleMismatch(DataFileError):
     """A sample that does not fit the run's sample schema, or the store's byte cap."""
 
 
-def _kind(value: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
+_Kind = tuple[np.dtype, tuple[int, ...]]
+
+
+def _kind(value: Any) -> _Kind | None:
     """The column (dtype, per-sample shape) ``default_collate`` would stack ``value`` into; None: not a column."""
     if isinstance(value, np.ndarray):
         return (value.dtype, value.shape) if value.dtype != object else None
@@ -47,22 +39,30 @@ def _kind(value: Any) -> tuple[np.dtype, tuple[int, ...]] | None:
     return None
 
 
+def _kinds(sample: Mapping[str, Any]) -> dict[str, _Kind | None]:
+    return {k: _kind(v) for k, v in sample.items()}
+
+
+def _columns(kinds: dict[str, _Kind | None]) -> dict[str, _Kind]:
+    return {k: kind for k, kind in kinds.items() if kind is not None}
+
+
 class SampleStore:
-    """Up to ``capacity`` decoded samples by data id (see the module docstring)."""
+    """Up to ``capacity`` decoded samples, kept as rows of one array per field (reused oldest first, as a FIFO buffer
+    of that size lets its samples go) when the sample has exactly the run's column fields, else as a dict."""
 
     def __init__(self, capacity: int, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.capacity = max(0, int(capacity))
         self.max_bytes = max(1, int(max_bytes))
-        self._schema: dict[str, tuple[np.dtype, tuple[int, ...]]] | None = None
-        self._first: dict[str, tuple[np.dtype, tuple[int, ...]]] | None = None  # the first accepted sample's kinds
+        self._schema: dict[str, _Kind] | None = None  # the column fields ({}: a field is no column, no rows)
+        self._first: dict[str, _Kind] | None = None  # the first accepted sample's column fields
         self._row_bytes = 0
-        self._odd_bytes: dict[str, int] = {}
-        self._odd_total = 0
         self._arrays: dict[str, np.ndarray] = {}
         self._row_of: dict[str, int] = {}
         self._id_of: list[str | None] = []
         self._next = 0  # the next row to fill (the oldest once the store is full)
-        self._odd: collections.OrderedDict[str, Mapping[str, Any]] = collections.OrderedDict()
+        self._odd: collections.OrderedDict[str, tuple[Mapping[str, Any], int]] = collections.OrderedDict()
+        self._odd_total = 0  # the estimated bytes of the samples kept as dicts (with their sizes in _odd)
 
     def __len__(self) -> int:
         return len(self._row_of) + len(self._odd)
@@ -76,15 +76,15 @@ class SampleStore:
         return sum(a.nbytes for a in self._arrays.values()) + self._odd_total
 
     def check(self, samples: Mapping[str, Any], where: str) -> None:
-        """Refuse (:class:`SampleMismatch`, naming ``where``) a file's samples that do not fit the run's schema (the
-        first accepted sample's fields: each field both have must have one shape and dtype) or the byte cap."""
+        """Refuse (:class:`SampleMismatch`, naming ``where``) a file's samples whose field has another shape or dtype
+        than the first accepted sample's, or that are larger than the byte cap."""
         first = self._first
         for data_id, sample in samples.items():
             if not isinstance(sample, Mapping):
                 raise SampleMismatch(f"{where}: sample '{data_id}' is a {type(sample).__name__}, not a dict of fields")
-            kinds = {k: _kind(v) for k, v in sample.items()}
+            kinds = _kinds(sample)
             if first is None:
-                first = {k: kind for k, kind in kinds.items() if kind is not None}
+                first = _columns(kinds)
                 continue
             for key, kind in kinds.items():
                 want = first.get(key)
@@ -100,40 +100,26 @@ class SampleStore:
                                      "large")
 
     def put(self, samples: Mapping[str, Mapping[str, Any]]) -> None:
-        """Keep ``samples`` (data id -> sample dict, passed :meth:`check`), the oldest kept ones giving way beyond
-        ``capacity`` samples or ``max_bytes``."""
+        """Keep ``samples`` (data id -> sample, passed :meth:`check`); the oldest give way beyond the caps."""
         if self.capacity == 0:
             return
         for data_id, sample in samples.items():
             if data_id in self:
                 continue
             if self._first is None:
-                kinds = {k: _kind(v) for k, v in sample.items()}
-                self._first = {k: kind for k, kind in kinds.items() if kind is not None}
-                self._schema = dict(self._first) if len(self._first) == len(kinds) else {}  # a field that is no
-                self._row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize  # column: every sample
-                                      for dtype, shape in self._schema.values())  # stays a dict
-            if self._schema and self._fits(sample) and self._row_bytes <= self.max_bytes:
+                kinds = _kinds(sample)
+                self._first = _columns(kinds)
+                self._schema = dict(self._first) if len(self._first) == len(kinds) else {}
+                self._row_bytes = sum(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                                      for dtype, shape in self._schema.values())
+            if self._schema and _kinds(sample) == self._schema and self._row_bytes <= self.max_bytes:
                 self._put_row(data_id, sample)
             else:
                 size = _size_of(sample)
-                self._odd[data_id] = sample
-                self._odd_bytes[data_id] = size
+                self._odd[data_id] = (sample, size)
                 self._odd_total += size
                 while self._odd and (len(self._odd) > self.capacity or self.held_bytes > self.max_bytes):
-                    old, _ = self._odd.popitem(last=False)
-                    self._odd_total -= self._odd_bytes.pop(old)
-
-    def _fits(self, sample: Mapping[str, Any]) -> bool:
-        schema = self._schema
-        assert schema is not None
-        if len(sample) != len(schema):
-            return False
-        for key, value in sample.items():
-            kind = schema.get(key)
-            if kind is None or _kind(value) != kind:
-                return False
-        return True
+                    self._odd_total -= self._odd.popitem(last=False)[1][1]
 
     def _put_row(self, data_id: str, sample: Mapping[str, Any]) -> None:
         assert self._schema is not None
@@ -164,11 +150,12 @@ class SampleStore:
         self._id_of.extend([None] * (rows - n))
 
     def get(self, data_id: str) -> Mapping[str, Any] | None:
-        """The sample of ``data_id`` as a dict (None: not kept)."""
+        """The sample of ``data_id`` as a dict, arrays as copies (None: not kept)."""
         row = self._row_of.get(data_id)
         if row is not None:
-            return {k: _value(a[row]) for k, a in self._arrays.items()}
-        return self._odd.get(data_id)
+            return {k: a[row].copy() if a.ndim > 1 else a[row] for k, a in self._arrays.items()}
+        odd = self._odd.get(data_id)
+        return None if odd is None else odd[0]
 
     def missing(self, data_ids: Sequence[str], also: Mapping[str, Any] | None = None) -> list[str]:
         """The ids of ``data_ids`` not kept here (nor in ``also``)."""
@@ -197,8 +184,7 @@ class SampleStore:
 
 
 def _size_of(x: Any, depth: int = 0) -> int:
-    """About how many bytes a decoded sample holds (arrays exactly, Python containers and scalars as CPython lays
-    them out)."""
+    """About how many bytes a decoded sample holds (arrays exactly, the rest as CPython lays it out)."""
     if isinstance(x, np.ndarray):
         return int(x.nbytes) + 112
     if isinstance(x, (bytes, bytearray, str)):
@@ -210,8 +196,3 @@ def _size_of(x: Any, depth: int = 0) -> int:
     if isinstance(x, (list, tuple)):
         return 56 + sum(_size_of(v, depth + 1) + 8 for v in x)
     return 32
-
-
-def _value(x: Any) -> Any:
-    """A stored row's value as the sample had it: arrays as arrays (copies), scalars as numpy scalars."""
-    return x.copy() if isinstance(x, np.ndarray) else x

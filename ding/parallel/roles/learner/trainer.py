@@ -1,8 +1,4 @@
-"""Trainer: the training half of a learner process, a :class:`BaseLearner` trained by one thread of this process.
-
-The training thread only trains the batches learn tasks queued; a task's thread is woken once, when its last batch is
-trained. A training thread that fails is raised, with its cause, by the next call.
-"""
+"""Trainer: the training half of a learner process, a :class:`BaseLearner` trained by one thread of this process."""
 from __future__ import annotations
 
 import collections
@@ -26,6 +22,11 @@ from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.checkpoint import find_latest_checkpoint
 
 _STOPPED = object()
+
+
+def policy_of(view: Any) -> Any:
+    """The policy instance behind a learn-mode view (a namedtuple of bound methods), or ``view`` itself."""
+    return getattr(getattr(view, "forward", None), "__self__", view)
 
 
 def build_task_learner(task: LearnerStartTask, name: str, data_source: Callable, hooks: list,
@@ -79,7 +80,8 @@ def _jsonable(value: Any) -> Any:
 
 
 class Trainer:
-    """One learner's training thread and the batches queued for it."""
+    """One learner's training thread, which only trains the batches learn tasks queued (a task's thread is woken once,
+    when its last batch is trained); a training error is raised, with its cause, by the next call."""
 
     def __init__(self, name: str, logger: logging.Logger) -> None:
         self.name = name

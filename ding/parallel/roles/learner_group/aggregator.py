@@ -1,10 +1,6 @@
-"""Several learners for one run (``policy.learn.learner.learner_num > 1``; docs/distributed.md, Several learners).
-
-``learner0`` is a :class:`LearnerAggregator` (DI-engine's name): the coordinator's one learner, which also leads the
-group. ``learner1..`` are :class:`LearnerGroupMember` processes without an HTTP server that follow it through the
-group, every rank making the same collectives in the same order; their models stay identical (rank 0's tensors at
-start, gradients averaged before each optimizer step, buffers after it, final digests compared). A lost learner ends
-the run; the group is not rebuilt."""
+"""Several learners for one run (``learner_num > 1``; docs/distributed.md, Several learners): every rank makes the
+same collectives in the same order, so their models stay identical (rank 0's tensors at start, gradients averaged
+before each optimizer step, buffers after it, final digests compared). A lost learner ends the run."""
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +15,7 @@ from easydict import EasyDict
 from ding.parallel.files import run_dir
 from ding.parallel.protocol import LearnerStarted, LearnerStartTask
 from ding.parallel.roles.learner.flask_fs import FlaskFileSystemLearner
-from ding.parallel.roles.learner.trainer import build_task_learner
+from ding.parallel.roles.learner.trainer import build_task_learner, policy_of
 from ding.parallel.roles.learner_group.group import (
     KIND_DATA,
     KIND_KEEPALIVE,
@@ -36,7 +32,7 @@ from ding.worker.learner.base_learner import BaseLearner
 from ding.worker.learner.learner_hook import LearnerHook, LogReduceHook
 
 __all__ = ["GROUP_CONFIG", "LearnerAggregator", "LearnerGroupMember", "attach_policy", "check_digests", "member_seed",
-           "params_digest", "policy_buffers", "run_group_member", "split_batch"]
+           "params_digest", "run_group_member", "split_batch"]
 
 GROUP_CONFIG = dict(
     learner_num=1,  # the group's size (policy.learn.learner.learner_num; set per learner by the config compiler)
@@ -57,16 +53,10 @@ def split_batch(samples: list, size: int) -> list[list]:
     return [samples[bounds[i]:bounds[i + 1]] for i in range(size)]
 
 
-def _policy_object(view: Any) -> Any:
-    """The policy instance behind a learn-mode view (a namedtuple of bound methods), or ``view`` itself."""
-    return getattr(getattr(view, "forward", None), "__self__", view)
-
-
 def _policy_parts(view: Any) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.optim.Optimizer]]:
-    """The tensors of every model of the policy (models inside model wrappers too; parameters and buffers, each
-    once), the buffers among them, and its optimizers; in the order of the policy's attribute names (the same in
-    every rank, list and tuple attributes flattened)."""
-    policy = _policy_object(view)
+    """The tensors (parameters and buffers, each once) of every model of the policy, wrapped ones too, the buffers
+    among them (BatchNorm's statistics), and its optimizers; in the order of its attribute names, as in every rank."""
+    policy = policy_of(view)
     values: list = []
     for key in sorted(vars(policy)):
         value = getattr(policy, key)
@@ -112,7 +102,7 @@ class _GradientMean:
 def attach_policy(view: Any, group: LearnerGroup) -> int:
     """Give every model of the policy rank 0's tensors and make each of its optimizers average the gradients over
     the group before it steps (or before the policy clips them); the number of optimizers hooked."""
-    policy = _policy_object(view)
+    policy = policy_of(view)
     tensors, _, optimizers = _policy_parts(view)
     if not optimizers:
         raise LearnerGroupError(f"{type(policy).__name__} has no torch optimizer among its attributes: several "
@@ -130,11 +120,6 @@ def attach_policy(view: Any, group: LearnerGroup) -> int:
 
     policy.gradient_sync = sync
     return len(optimizers)
-
-
-def policy_buffers(view: Any) -> list:
-    """The buffers of every model of the policy (BatchNorm's running statistics), each once, in a fixed order."""
-    return _policy_parts(view)[1]
 
 
 def member_seed(seed: int, rank: int, train_iter: int) -> int:
@@ -167,9 +152,8 @@ def _group_link(cfg: Any, name: str, token: str | None = None) -> tuple[str, str
 
 
 class _GroupHook(LearnerHook):
-    """Before the run: take rank 0's model tensors, average gradients before each optimizer step, reseed a member,
-    reduce logged scalars over the group. After each iteration: average the buffers and merge the shares' priority
-    infos at rank 0 (``batch_len()``: the length of the batch just split)."""
+    """Before the run: take rank 0's model, average gradients, reseed a member, reduce logged scalars over the group.
+    After each iteration: average the buffers, merge the shares' priority infos at rank 0 (cut to ``batch_len()``)."""
 
     def __init__(self, group: LearnerGroup, position: str, batch_len: Any = None, seed: int = 0) -> None:
         super().__init__(f"learner_group_{position}", 35 if position == "after_iter" else 0, position=position)
@@ -188,7 +172,7 @@ class _GroupHook(LearnerHook):
                     hook.reducer = self._group.all_reduce_mean
             return
         if not self._buffers:
-            self._buffers = policy_buffers(engine.policy)
+            self._buffers = _policy_parts(engine.policy)[1]
         self._group.average_buffers(self._buffers)
         parts = self._group.gather(encode(engine.priority_info, compress=False))
         if parts is not None:
@@ -222,7 +206,6 @@ class LearnerAggregator(FlaskFileSystemLearner):
                               f"{self._size}, learner_rank {self._cfg.learner_rank})")
         self._rendezvous, self._token = _group_link(self._cfg, name, token)
         self._group: LearnerGroup | None = None
-        self._last_sent = 0.0
         self._stopped_members = False
         self._batch_len: int | None = None
         self._sent: tuple[list, int] | None = None  # rank 0's share of the last batch sent, and train_iter then
@@ -262,13 +245,8 @@ class LearnerAggregator(FlaskFileSystemLearner):
         self._group = LearnerGroup.host(self._rendezvous, str(self._cfg.host),
                                         str(self._cfg.get("advertise_host") or self._cfg.host), self._size, backend,
                                         float(self._cfg.group_timeout), self.name, self._token)
-        self._send(KIND_DATA, json.dumps(task.to_json()).encode())
+        self._group.send(KIND_DATA, json.dumps(task.to_json()).encode())
         return super()._start_learning(task)
-
-    def _send(self, kind: int, payload: bytes = b"") -> None:
-        assert self._group is not None
-        self._group.send(kind, payload)
-        self._last_sent = time.monotonic()
 
     def get_data(self, batch_size: int) -> list | None:
         samples = super().get_data(batch_size)
@@ -277,7 +255,8 @@ class LearnerAggregator(FlaskFileSystemLearner):
             self.stop_members()
             return None
         self._batch_len = len(samples)
-        self._send(KIND_DATA, encode(samples, compress=False))
+        assert self._group is not None
+        self._group.send(KIND_DATA, encode(samples, compress=False))
         share = split_batch(samples, self._size)[0]
         self._sent = (share, learner.train_iter)
         return share
@@ -291,8 +270,9 @@ class LearnerAggregator(FlaskFileSystemLearner):
 
     def on_idle(self) -> None:
         """While rank 0 waits for data, the other ranks wait in a broadcast: keep it alive."""
-        if self._group is not None and not self._stopped_members and time.monotonic() - self._last_sent > _KEEPALIVE_S:
-            self._send(KIND_KEEPALIVE)
+        group = self._group
+        if group is not None and not self._stopped_members and time.monotonic() - group.sent_at > _KEEPALIVE_S:
+            group.send(KIND_KEEPALIVE)
 
     def stop_members(self) -> None:
         """Tell the other ranks to stop, then check that every rank ends with the same parameters."""

@@ -1,14 +1,10 @@
 """The learners of one run as a ``torch.distributed`` process group (gloo on CPU, nccl on GPUs); docs/distributed.md.
 
-Rendezvous: rank 0 opens a ``TCPStore`` on a socket it binds to its own address only (torch's would bind every
-interface) and writes that address to ``<run dir>/learner_group.json``; the others read it (a regular file, capped)
-and connect, re-reading a stale file until ``group_timeout``. ``torch.distributed`` authenticates nobody, so before
-anything else flows every rank proves it holds the run's token (:meth:`LearnerGroup._prove_membership`). Messages are
-bytes in uint8 tensors: JSON or the safe sample format, never unpickled."""
+``torch.distributed`` authenticates nobody, so before anything else flows every rank proves it holds the run's token
+(:meth:`LearnerGroup._prove_membership`). Messages are bytes in uint8 tensors, never unpickled."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import hmac
 import json
@@ -57,7 +53,8 @@ def _bytes(t: torch.Tensor) -> bytes:
 
 
 class LearnerGroup:
-    """One process's membership in the learner group (see the module docstring)."""
+    """One process's membership in the learner group: rank 0 opens a ``TCPStore`` on its own address only (torch's
+    would bind every interface) and writes that address to ``<run dir>/learner_group.json``; the others join there."""
 
     def __init__(self, rank: int, size: int, backend: str, store: Any, timeout_s: float, name: str,
                  token: str, local_address: str = "") -> None:
@@ -77,6 +74,7 @@ class LearnerGroup:
             raise LearnerGroupError(f"{name}: the learner group ({size} learners, {backend}) did not form within "
                                     f"group_timeout ({float(timeout_s):g} s): {type(e).__name__}: {e}") from e
         self._closed = False
+        self.sent_at = 0.0  # time.monotonic() of the last send (rank 0 keeps the others' wait alive)
         self._listener: socket.socket | None = None
         try:
             self._prove_membership(token)
@@ -86,20 +84,19 @@ class LearnerGroup:
 
     @classmethod
     def host(cls, path: str, bind_host: str, advertise_host: str, size: int, backend: str, timeout_s: float,
-             name: str, token: str, port: int = 0) -> LearnerGroup:
-        """Rank 0: open the store on ``bind_host`` only, announce its address in ``path``, wait for the other ranks
-        (``timeout_s``) and check that each holds ``token``."""
+             name: str, token: str) -> LearnerGroup:
+        """Rank 0: open the store on a free port of ``bind_host`` only, announce its address in ``path``, wait for
+        the other ranks (``timeout_s``) and check that each holds ``token``."""
         listener = None
         try:
-            listener = _listen(bind_host, int(port))
+            listener = _listen(bind_host)
             store = dist.TCPStore(bind_host, listener.getsockname()[1], size, True,
                                   timedelta(seconds=float(timeout_s)), wait_for_workers=False,
                                   master_listen_fd=listener.fileno())
         except Exception as e:  # noqa: BLE001
             if listener is not None:
                 listener.close()
-            raise LearnerGroupError(f"{name}: cannot open the learner group's rendezvous on {bind_host}:{port}: "
-                                    f"{e}") from e
+            raise LearnerGroupError(f"{name}: cannot open the learner group's rendezvous on {bind_host}: {e}") from e
         atomic_write(path, json.dumps({"host": advertise_host, "port": int(store.port), "size": int(size),
                                        "backend": backend}).encode())
         try:
@@ -113,8 +110,8 @@ class LearnerGroup:
 
     @classmethod
     def join(cls, path: str, rank: int, size: int, timeout_s: float, name: str, token: str) -> LearnerGroup:
-        """Rank > 0: read rank 0's address from ``path`` and join (and prove ``token``), retrying until ``timeout_s``
-        has passed."""
+        """Rank > 0: read rank 0's address from ``path`` (a regular file, capped) and join, proving ``token``;
+        a missing or stale file is read again until ``timeout_s``."""
         deadline = time.monotonic() + float(timeout_s)
         last = "no rendezvous file yet"
         while True:
@@ -162,12 +159,12 @@ class LearnerGroup:
         """Every rank shows every other one that it holds ``token`` before anything else flows: all exchange fresh
         nonces, then each sends HMAC-SHA256(token, domain | all nonces | its rank) and checks everyone else's."""
         nonces = self._zeros(_NONCE_BYTES)
-        self._collective(lambda: dist.all_gather(nonces, self._tensor(secrets.token_bytes(_NONCE_BYTES))))
+        self._collective(dist.all_gather, nonces, self._tensor(secrets.token_bytes(_NONCE_BYTES)))
         seen = b"".join(_bytes(t) for t in nonces)
         proofs = [hmac.new(token.encode(), _PROOF_DOMAIN + seen + r.to_bytes(4, "big"), hashlib.sha256).digest()
                   for r in range(self.size)]
         got = self._zeros(len(proofs[0]))
-        self._collective(lambda: dist.all_gather(got, self._tensor(proofs[self.rank])))
+        self._collective(dist.all_gather, got, self._tensor(proofs[self.rank]))
         bad = [r for r in range(self.size) if r != self.rank and not hmac.compare_digest(_bytes(got[r]), proofs[r])]
         if bad:
             raise LearnerGroupError(
@@ -187,7 +184,8 @@ class LearnerGroup:
         """Rank 0: send a message of ``kind`` (KIND_*) to every other rank."""
         self._broadcast_header(kind, len(payload))
         if payload:
-            self._broadcast(self._tensor(payload))
+            self._collective(dist.broadcast, self._tensor(payload), src=0)
+        self.sent_at = time.monotonic()
 
     def receive(self) -> tuple[int, bytes]:
         """Rank > 0: the next message from rank 0, as (kind, payload)."""
@@ -195,27 +193,24 @@ class LearnerGroup:
         if n == 0:
             return kind, b""
         buf = torch.empty(n, dtype=torch.uint8, device=self._device)
-        self._broadcast(buf)
+        self._collective(dist.broadcast, buf, src=0)
         return kind, _bytes(buf)
 
     def _broadcast_header(self, kind: int, n: int) -> tuple[int, int]:
         header = torch.tensor([kind, n], dtype=torch.int64, device=self._device)
-        self._broadcast(header)
+        self._collective(dist.broadcast, header, src=0)
         return int(header[0]), int(header[1])
-
-    def _broadcast(self, tensor: torch.Tensor) -> None:
-        self._collective(lambda: dist.broadcast(tensor, src=0))
 
     def gather(self, payload: bytes) -> list[bytes] | None:
         """Every rank's ``payload``, in rank order, at rank 0 (None at the other ranks)."""
         sizes = self._zeros(1, torch.int64)
-        self._collective(lambda: dist.all_gather(sizes, torch.tensor([len(payload)], device=self._device)))
+        self._collective(dist.all_gather, sizes, torch.tensor([len(payload)], device=self._device))
         n = max(int(s.item()) for s in sizes)
         mine = torch.zeros(n, dtype=torch.uint8, device=self._device)
         if payload:
             mine[:len(payload)] = self._tensor(payload)
         out = self._zeros(n) if self.rank == 0 else None
-        self._collective(lambda: dist.gather(mine, out, dst=0))
+        self._collective(dist.gather, mine, out, dst=0)
         if out is None:
             return None
         return [_bytes(t[:int(s.item())]) for t, s in zip(out, sizes)]
@@ -224,7 +219,7 @@ class LearnerGroup:
         """Overwrite ``tensors`` (in place) with rank 0's."""
         for t in tensors:
             buf = t.data if t.device == self._device else t.data.to(self._device)
-            self._collective(functools.partial(dist.broadcast, buf, src=0))
+            self._collective(dist.broadcast, buf, src=0)
             if buf is not t.data:
                 t.data.copy_(buf)
 
@@ -243,7 +238,7 @@ class LearnerGroup:
         if not tensors:
             return
         flat = torch.cat([t.detach().reshape(-1).to(self._device) for t in tensors])
-        self._collective(lambda: dist.all_reduce(flat))
+        self._collective(dist.all_reduce, flat)
         flat /= self.size
         offset = 0
         for t in tensors:
@@ -252,11 +247,11 @@ class LearnerGroup:
 
     def all_reduce_mean(self, values: dict[str, float], world_size: int | None = None) -> dict[str, float]:
         """Each value's mean over the group (a :class:`LogReduceHook`'s reducer: the learners' logged scalars)."""
-        return self._collective(lambda: allreduce_mean(values, world_size or self.size, self._device))
+        return self._collective(allreduce_mean, values, world_size or self.size, self._device)
 
-    def _collective(self, fn: Callable[[], _T]) -> _T:
+    def _collective(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
-            return fn()
+            return fn(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 -- gloo/nccl errors: a member left (killed, lost host) or timed out
             raise LearnerGroupError(f"{self.name} (rank {self.rank} of {self.size}): the learner group broke "
                                     f"({_short_cause(e)}): a learner was lost; the group is not rebuilt (see "
@@ -264,9 +259,9 @@ class LearnerGroup:
                                     "checkpoint") from e
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` only (IPv4 or IPv6, as ``host`` resolves)."""
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+def _listen(host: str) -> socket.socket:
+    """A listening TCP socket on a free port of ``host`` only (IPv4 or IPv6, as ``host`` resolves)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, 0, type=socket.SOCK_STREAM)[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
