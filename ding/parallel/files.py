@@ -1,9 +1,6 @@
-"""The shared directory of parallel mode: data files written by collectors, the policy file written by the learner.
-
-A data file holds one sample (data id: the file name) or a collect task's list of samples (sample ``i`` of file ``F``
-is ``F:i``). Both kinds are written atomically in the format of :mod:`ding.torch_utils.codec`, never unpickled, and
-read as hostile: regular files only, size caps, a strict structure; every refusal is one :class:`DataFileError`.
-"""
+"""The shared directory: collectors' data files (one sample, data id ``F``, or a task's list, ``F:i``) and the
+learner's policy file, written atomically in the :mod:`ding.torch_utils.codec` format, never unpickled, and read as
+hostile (regular files only, size caps, a strict structure; every refusal is one :class:`DataFileError`)."""
 from __future__ import annotations
 
 import os

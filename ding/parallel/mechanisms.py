@@ -1,9 +1,5 @@
-"""Parallel mode's speed mechanisms, each on unless the environment variable ``DING_PARALLEL_OFF`` names it.
-
-For A/B benchmarks only (``tests/benchmark/bench_parallel.py --ab``; docs/benchmarks.md): a user's run has no reason
-to turn one off, so none is a config key. ``DING_PARALLEL_OFF=role_fork,sample_cache`` turns off those two in the
-process that reads it and in every process it starts (the variable is inherited).
-"""
+"""Parallel mode's speed mechanisms, each on unless ``DING_PARALLEL_OFF=name,...`` names it (for A/B benchmarks
+only, so no config key; the variable is inherited by every process a run starts)."""
 from __future__ import annotations
 
 import os

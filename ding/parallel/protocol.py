@@ -1,8 +1,5 @@
-"""The protocol of parallel mode: the task names and one typed record per task and per answer.
-
-Records cross the wire as JSON and are checked by ``from_json`` where they enter (one :class:`ProtocolError` naming
-record, field and peer); a malformed message fails its task, never the run. docs/parallel.md has the table.
-"""
+"""The protocol of parallel mode: one typed record per task and per answer, sent as JSON and checked by ``from_json``
+where it enters (one :class:`ProtocolError` naming record, field and peer); docs/parallel.md has the table."""
 from __future__ import annotations
 
 import dataclasses

@@ -170,6 +170,6 @@ def test_resume_after_the_launcher_was_killed_continues_with_the_replay_buffer(w
 
 def _saved_items(buffer_file: str) -> int:
     """How many items the coordinator's saved buffer state names (0 while none is saved)."""
-    from ding.parallel.coordinator.buffer_state import load_buffer_state, referenced_data_ids
+    from ding.parallel.coordinator.buffers import load_buffer_state, referenced_data_ids
 
     return len(referenced_data_ids(load_buffer_state(buffer_file)))  # (written atomically: never half a file)

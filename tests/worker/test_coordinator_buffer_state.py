@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from easydict import EasyDict
 
-from ding.parallel.coordinator.buffer_state import load_buffer_state, referenced_data_ids, save_buffer_state
+from ding.parallel.coordinator.buffers import load_buffer_state, referenced_data_ids, save_buffer_state
 from ding.utils import ReplayBufferError
 from ding.worker import create_buffer
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ding.parallel.coordinator.wakeups import WakeUps
+from ding.parallel.coordinator.run_context import WakeUps
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -31,9 +31,8 @@ _logger = logging.getLogger("ding.commander.one_vs_one")
 
 @COMMANDER_REGISTRY.register("one_vs_one")
 class OneVsOneCommander(SoloCommander):
-    """The solo commander plus a league (``policy.other.league``): each collect task carries the league's job, a
-    finished task's games go to the league in one call, the published policy is snapshotted as the main player
-    (docs/league.md, Parallel mode). The league must have exactly one active player."""
+    """The solo commander plus a league of one active player: each collect task carries the league's job, its games
+    go back to the league and the published policy is snapshotted as the main player (docs/league.md)."""
 
     config = dict(
         SoloCommander.config,
@@ -137,21 +136,21 @@ class OneVsOneCommander(SoloCommander):
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         reached = super().finish_collector_task(task_id, finished_task)
         battle = finished_task.battle
-        if battle is not None and battle.players[1] == FIXED_OPPONENT:  # not a league game: no payoff, no Elo
-            if isinstance(finished_task, CollectResult) and battle.games:
-                with self._lock:
-                    self._fixed_games += len(battle.games)
+        if not isinstance(finished_task, CollectResult) or battle is None or not battle.games:
             return reached
-        if isinstance(finished_task, CollectResult) and battle is not None and battle.games:
-            from ding.league import JobResult, Outcome
+        if battle.players[1] == FIXED_OPPONENT:  # not a league game: no payoff, no Elo
+            with self._lock:
+                self._fixed_games += len(battle.games)
+            return reached
+        from ding.league import JobResult, Outcome
 
-            home, away = battle.players
-            try:  # the record was checked against its task: the players are this league's
-                self.league.finish_job(JobResult(home, away, tuple(Outcome(o) for o in battle.home_outcomes())))
-                with self._lock:
-                    self._league_games += len(battle.games)
-            except LeagueError as e:  # (a snapshot that a resumed league does not know): that task's games only
-                _logger.warning(f"league: the games of task {task_id} were not counted: {e}")
+        home, away = battle.players
+        try:  # the record was checked against its task: the players are this league's
+            self.league.finish_job(JobResult(home, away, tuple(Outcome(o) for o in battle.home_outcomes())))
+            with self._lock:
+                self._league_games += len(battle.games)
+        except LeagueError as e:  # (a snapshot that a resumed league does not know): that task's games only
+            _logger.warning(f"league: the games of task {task_id} were not counted: {e}")
         return reached
 
     def _finish_eval(self, finished: EvalResult) -> bool:

@@ -1,16 +1,11 @@
-"""Pacing: the serial pipeline's replay ratio kept in parallel mode (docs/parallel.md, Pacing).
-
-The learner trains while ``batches served < ratio * samples pushed``, collectors collect while ``samples pushed + in
-flight < batches served / ratio + ahead`` (``ratio == 0``: no pacing). Not thread-safe: the commander holds its lock.
-"""
+"""Pacing: the serial replay ratio in parallel mode (docs/parallel.md, Pacing): the learner trains while ``served <
+ratio * pushed``, collectors collect while ``pushed + in flight < served / ratio + ahead``; the caller holds a lock."""
 from __future__ import annotations
 
 EVAL_LEAD = 2  # eval_freq periods the learner may train past the last evaluation handed out before it waits
 
 
 class Pacing:
-    """Counts of samples pushed and batches served, and what they allow next."""
-
     def __init__(self, ratio: float, batch_size: int, n_sample: int, ahead: int | None,
                  eval_lead_batches: float) -> None:
         if ahead is not None and ahead < batch_size:  # the learner trains only on a full batch: both would wait

@@ -1,6 +1,7 @@
 """SoloCommander: one policy trained by one learner on data from any number of collectors (single-agent RL)."""
 from __future__ import annotations
 
+import bisect
 import copy
 import itertools
 import math
@@ -13,7 +14,6 @@ from typing import Any
 from ding.config.ranges import at_least, check_batch_fits_buffer, greater_than
 from ding.parallel.commanders.base import BaseCommander, LimitedSpaceContainer
 from ding.parallel.commanders.pacing import EVAL_LEAD, Pacing
-from ding.parallel.commanders.policy_steps import PolicySteps
 from ding.parallel.protocol import (
     COLLECT_TASK_PREFIX,
     CollectResult,
@@ -35,18 +35,8 @@ _uid = itertools.count()
 
 @COMMANDER_REGISTRY.register("solo")
 class SoloCommander(BaseCommander):
-    """Collect tasks with the current collect setting (e.g. epsilon), evaluation tasks, the learner's start task.
-
-    **Pacing** (:mod:`.pacing`) keeps the serial ratio of ``policy.learn.update_per_collect`` train iterations per
-    ``policy.collect.n_sample`` samples, so a config learns in parallel mode as it does in serial mode.
-
-    **Evaluation** runs as a collector task every ``policy.eval.evaluator.eval_freq`` learner iterations or every
-    ``eval_interval`` seconds, whichever comes first, one at a time, on a policy newer than the last one evaluated.
-    The learner waits for the next one once it is ``EVAL_LEAD`` eval periods past the last (a run stops only at an
-    evaluated policy, so evaluations stay about as dense per train iteration as in serial mode), and each evaluation
-    is recorded at the env steps its policy was published with.
-    The run ends when an evaluation reaches ``env.stop_value`` (or at ``max_env_step`` / ``max_train_iter``).
-    """
+    """Collect tasks paced to the serial replay ratio (:mod:`.pacing`) and an evaluation task every ``eval_freq``
+    train iterations or ``eval_interval`` seconds; the run ends at ``env.stop_value`` (docs/parallel.md, Pacing)."""
 
     config = dict(
         BaseCommander.config,  # collector_task_space, learner_task_space, eval_interval
@@ -64,7 +54,6 @@ class SoloCommander(BaseCommander):
         from ding.policy import create_policy
 
         self._commander_cfg = cfg.policy.other.commander
-        self._exp_name = cfg.exp_name
         # collect task ids name the data files; a resumed run's coordinator counts from 0 again, so its ids carry a
         # tag of their own and never name (and overwrite) the files the saved replay buffer refers to
         self._session = secrets.token_hex(4)
@@ -102,12 +91,13 @@ class SoloCommander(BaseCommander):
         self._last_eval_iter: float = -math.inf
         self._last_eval_time = 0.0
         self._evaluated_policy = -1
-        self._policy_steps = PolicySteps()  # an evaluation is recorded at the env steps its policy was trained with
+        # (published policy iteration, env steps collected by then), ascending: an evaluation is recorded at the env
+        # steps its policy was trained with, as in serial mode (not at the later count when its result arrives)
+        self._published: list[tuple[int, int]] = []
         self._best_return = -math.inf
         self._end_reason: str | None = None
         self._buffer_id = "buffer0"
         self._policy_id = "policy"
-        self.eval_history: list[EvalRecord] = []
 
     # ---------------------------------------------------------------- learner
     def get_learner_task(self) -> LearnerSlot | None:
@@ -128,8 +118,7 @@ class SoloCommander(BaseCommander):
         with self._lock:
             self._learner_step = max(self._learner_step, info.learner_step)
             if info.policy_iter > self._policy_iter:
-                self._policy_iter = info.policy_iter
-                self._policy_steps.published(info.policy_iter, self._envstep)
+                self._publish(info.policy_iter)
             if self._learner_step >= self.max_train_iter and self._end_reason is None:
                 self._end_reason = f"reached max_train_iter ({self.max_train_iter:g})"
 
@@ -138,18 +127,29 @@ class SoloCommander(BaseCommander):
         with self._lock:
             self._learner_step = info.learner_step
             if info.policy_iter >= 0:
-                self._policy_iter = info.policy_iter
-                self._policy_steps.clear()  # a restarted learner's iterations may go back
-                self._policy_steps.published(info.policy_iter, self._envstep)
+                self._published.clear()  # a restarted learner's iterations may go back
+                self._publish(info.policy_iter)
                 self._evaluated_policy = min(self._evaluated_policy, self._policy_iter - 1)
                 self._handed_policy = min(self._handed_policy, self._policy_iter - 1)
             self._last_eval_iter = min(self._last_eval_iter, self._learner_step)
 
+    def _publish(self, policy_iter: int) -> None:
+        self._policy_iter = policy_iter
+        self._published.append((policy_iter, self._envstep))
+        if len(self._published) > 4096:  # no evaluation for long: older policies map to a later (higher) count
+            del self._published[:2048]
+
+    def _envstep_of(self, policy_iter: int) -> int:
+        """The env steps collected when ``policy_iter`` was published, at most the count now (also the answer for a
+        policy not heard of yet)."""
+        i = bisect.bisect_left(self._published, (policy_iter, -1))
+        step = self._published[i][1] if i < len(self._published) else self._envstep
+        del self._published[:i]  # evaluations go forward: older policies are not asked for again
+        return min(step, self._envstep)
+
     def learner_may_train(self, buffer_count: int) -> bool:
-        """Whether the learner may get one more batch now (enough data, and pacing allows it). Once it is
-        ``EVAL_LEAD`` eval periods past the last evaluation it waits for the next one, if one is running or can start
-        (a newer policy is published): the run evaluates about as many policies per train iteration as serial mode
-        and never trains past a policy that reached the stop value without looking at it."""
+        """Enough data and pacing allows it; ``EVAL_LEAD`` eval periods past the last evaluation, the learner waits for
+        the next one if one runs or can start (so it never trains past a policy that reached the stop value unseen)."""
         with self._lock:
             newer = self._policy_iter > max(self._evaluated_policy, self._handed_policy)
             eval_can_come = bool(self._evaluating) or self._failed_evals > 0 or newer
@@ -194,9 +194,12 @@ class SoloCommander(BaseCommander):
             if eval_flag:
                 if self._failed_evals > 0:
                     self._failed_evals -= 1
-                    self._evaluating.add(task_id)
-                else:
-                    self._start_evaluation(task_id)
+                else:  # an evaluation of the newest policy: the next one waits for a newer policy
+                    self._handed_policy = self._policy_iter
+                    self._last_eval_iter = self._learner_step
+                    self._last_eval_time = time.monotonic()
+                    self._pacing.evaluation_handed_out()
+                self._evaluating.add(task_id)
                 return EvalTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                 train_iter=self._learner_step, envstep=self._envstep,
                                 best_return=None if self._best_return == -math.inf else self._best_return,
@@ -205,14 +208,6 @@ class SoloCommander(BaseCommander):
             return CollectTask(task_id=task_id, buffer_id=self._buffer_id, policy_id=self._policy_id,
                                n_sample=self._n_sample, train_iter=self._learner_step, envstep=self._envstep,
                                collect_setting=dict(self._command.get_setting_collect(info)))
-
-    def _start_evaluation(self, task_id: str) -> None:
-        """An evaluation of the newest policy; the next one waits for a newer policy."""
-        self._handed_policy = self._policy_iter
-        self._last_eval_iter = self._learner_step
-        self._last_eval_time = time.monotonic()
-        self._pacing.evaluation_handed_out()
-        self._evaluating.add(task_id)
 
     def finish_collector_task(self, task_id: str, finished_task: CollectResult | EvalResult) -> bool:
         self._collector_space.release_space()
@@ -231,7 +226,7 @@ class SoloCommander(BaseCommander):
         self._evaluated_policy = max(self._evaluated_policy, finished.policy_iter)
         self._best_return = max(self._best_return, mean)
         self.eval_history.append(EvalRecord(train_iter=finished.policy_iter,
-                                            env_step=self._policy_steps.of(finished.policy_iter, self._envstep),
+                                            env_step=self._envstep_of(finished.policy_iter),
                                             eval_return_mean=mean, eval_return_std=finished.eval_return_std))
         if mean >= self._stop_value and self.stop_at_stop_value and self._end_reason is None:
             self._end_reason = f"evaluation reached the stop value ({mean:.4g} >= {self._stop_value:g})"

@@ -1,13 +1,10 @@
-"""CollectorLink: the coordinator's side of a collector, one thread per connected collector: start it once there is
-a policy, hand it the commander's tasks one after another, and close it at the end. A failed or malformed task is
-handed out again; three in a row dismiss the collector.
-"""
+"""CollectorLink: one thread per collector starts it once there is a policy, hands it the commander's tasks one after
+another and closes it; a failed or malformed task is handed out again, three in a row dismiss the collector."""
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ding.parallel.coordinator.buffers import ReplayBuffers
 from ding.parallel.coordinator.run_context import MAX_TASK_FAILURES, RunContext, peer
@@ -25,11 +22,8 @@ from ding.parallel.transport import SlaveConnection, SlaveLost, TaskFailed, Task
 
 
 class CollectorLink:
-    """``run(conn)`` is one collector's thread; ``report_evals()`` after each evaluation, ``role_left('collector')``
-    when the thread ends."""
-
     def __init__(self, ctx: RunContext, buffers: ReplayBuffers, report_evals: Callable[[], None],
-                 role_left: Any) -> None:
+                 role_left: Callable[[str], None]) -> None:
         self._ctx = ctx
         self._buffers = buffers
         self._report_evals = report_evals
@@ -51,7 +45,7 @@ class CollectorLink:
                                    policy_id=commander.get_policy_id(), seed=ctx.seed + 1000 * (index + 1))
         if ctx.start_slave(conn, start, max(60.0, float(ctx.cfg.collector_task_timeout)), self._role_left) is None:
             return
-        ctx.info(f"collector '{conn.name}' started")
+        ctx.logger.info(f"collector '{conn.name}' started")
         with self._lock:
             if self.train_start is None:
                 self.train_start = time.monotonic()
@@ -66,7 +60,7 @@ class CollectorLink:
             try:
                 ctx.ask(conn, CollectorCloseTask(), 30.0)
             except (TaskFailed, ProtocolError) as e:
-                ctx.info(f"collector '{conn.name}' did not close cleanly: {e}")
+                ctx.logger.info(f"collector '{conn.name}' did not close cleanly: {e}")
         self._role_left("collector")
 
     def _serve(self, conn: SlaveConnection) -> None:
@@ -82,7 +76,7 @@ class CollectorLink:
                 continue
             ctx.wake.wake_collector()  # there was work: another idle collector may find some too
             limit = float(ctx.cfg.eval_task_timeout if isinstance(task, EvalTask) else ctx.cfg.collector_task_timeout)
-            handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=limit)
+            handle = ctx.send(conn, task, limit)
             try:
                 result = decode_result(task, handle.result(), peer(conn))
                 assert isinstance(result, (CollectResult, EvalResult))
@@ -115,8 +109,8 @@ class CollectorLink:
         if isinstance(e, ProtocolError):
             ctx.malformed(e, f"task {task.task_id} failed; its work goes to the next free collector")
         else:
-            ctx.info(f"collector task {task.task_id} on '{conn.name}' failed ({e}); its work goes to the next free "
-                     "collector")
+            ctx.logger.info(f"collector task {task.task_id} on '{conn.name}' failed ({e}); its work goes to the next "
+                            "free collector")
         if isinstance(e, SlaveLost):
             return False
         if failures >= MAX_TASK_FAILURES:

@@ -10,10 +10,8 @@ from ding.parallel.transport import InteractionError, Master, SlaveConnection
 
 
 class CommCoordinator:
-    """Owns the :class:`~ding.parallel.transport.Master`. The slaves the config lists (``learner`` / ``collector``:
-    ``{name: [name, host, port]}``, DI-engine's layout) are connected at start, retried until ``startup_timeout``;
-    any other slave joins by itself (how a collector started mid-run gets work). ``on_new_slave(conn)`` is called for
-    each slave connected, ``on_lost_slave(conn, reason)`` when one is lost."""
+    """The slaves the config lists (``{name: [name, host, port]}``, DI-engine's layout) are connected at start, retried
+    until ``startup_timeout``; any other slave joins by itself (how a collector started mid-run gets work)."""
 
     def __init__(self, cfg: Mapping, logger: logging.Logger, token: str, *,
                  on_new_slave: Callable[[SlaveConnection], None],
@@ -64,9 +62,8 @@ class CommCoordinator:
         self._connect_once(role, info["name"], info["host"], info["port"])
 
     def _connect_once(self, role: str, name: str, host: str, port: int) -> None:
-        """Connect a slave unless it is connected at that address already (a configured role also joins). Connects of
-        one name run one at a time; different slaves connect side by side, so a joiner slow to answer (or unreachable:
-        retries of up to 5 s each) does not hold up the others."""
+        """Connect a slave unless connected at that address already; one name's connects run one at a time, different
+        slaves' side by side (a joiner slow to answer must not hold up the others)."""
         with self._lock:
             lock = self._connecting.setdefault(name, threading.Lock())
         with lock:

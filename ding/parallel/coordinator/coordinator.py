@@ -1,8 +1,5 @@
-"""Coordinator: the master of parallel mode, the run itself (a :class:`RunContext`, which is all its parts see). It
-builds the parts, starts the HTTP master and shuts the run down. :class:`LearnerLink` and :class:`CollectorLink` run a
-thread per slave, :class:`ReplayBuffers` holds the metadata and its data files, :class:`Watchdogs` fail a run that
-stopped moving. A lost slave's tasks fail and go to the next free collector; a malformed answer fails its task only.
-"""
+"""Coordinator: the master of parallel mode and the run itself (the :class:`RunContext` its parts see): it builds
+the parts, starts the HTTP master and shuts the run down."""
 from __future__ import annotations
 
 import dataclasses
@@ -121,18 +118,14 @@ class Coordinator(RunContext):
         self._comm.start()
         self._started = True
         self._watchdogs.start()
-        self.info(f"coordinator listening on {self.host}:{self.port}")
+        self.logger.info(f"coordinator listening on {self.host}:{self.port}")
 
     def wait(self, timeout: float | None = None) -> bool:
         return self._done.wait(timeout)
 
     def abort(self, reason: str = "aborted") -> None:
         """Stop at once (a second Ctrl-C): no checkpoint, no goodbye to the slaves. Idempotent."""
-        with self._lock:  # every thread sees the end
-            self.end_reason = self.end_reason or reason
-            self.ending.set()
-        self.commander.request_end(reason)
-        self.wake.notify(everyone=True)
+        self._mark_ending(reason)
         self.master.close(disconnect=False, reason=reason)
         self._buffers.close(keep=not self.commander.reached_stop_value)
         self._logs.close()
@@ -164,8 +157,8 @@ class Coordinator(RunContext):
             self._done.set()
 
     def _report_evals(self) -> None:
-        """Report each new record of the commander's eval history once (an evaluation split over collectors enters
-        it at its last shard): TensorBoard, console, ``on_eval``; the buffers are saved for ``--resume``."""
+        """Report each new record of the commander's eval history once (TensorBoard, console, ``on_eval``) and save
+        the buffers for ``--resume``."""
         with self._evals_lock:
             history = self.commander.eval_history
             new, self._evals_reported = history[self._evals_reported:], len(history)

@@ -1,8 +1,6 @@
-"""DataLedger: which data files under ``path_data`` may be deleted (one per collect task, data ids ``F:i``, or one per
-sample, ``F``), and deleting them. A sample is done with when the buffer lets go of its item, but not while a learn
-task *pins* it, nor while sampling (``max_use`` evicts an item as it is sampled, before it is pinned); a file goes
-once all its samples are. Files of failed tasks and whatever is left at the end are swept by name.
-"""
+"""DataLedger: which data files under ``path_data`` may be deleted, and deleting them. A sample is done with when the
+buffer lets go of it, but not while a learn task *pins* it nor while sampling (``max_use`` evicts an item as it is
+sampled, before it is pinned); a file goes once all its samples are. Failed tasks' files and leftovers are swept."""
 from __future__ import annotations
 
 import collections

@@ -1,12 +1,12 @@
-"""LearnerLink: the coordinator's side of a learner, one thread per connected learner: start it (from the run's latest
-checkpoint), keep its queue of batches full, take its learn infos, and close it at the end (its checkpoint). A failed
-or malformed learn task drops its batches; three in a row end the run or dismiss the learner.
-"""
+"""LearnerLink: one thread per learner starts it (from the run's latest checkpoint), keeps its queue of batches full,
+takes its learn infos and closes it; a failed or malformed learn task drops its batches, three in a row end the run
+or dismiss the learner."""
 from __future__ import annotations
 
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ding.parallel.coordinator.buffers import ReplayBuffers
@@ -47,9 +47,7 @@ class _Queue:
 
 
 class LearnerLink:
-    """``run(conn)`` is one learner's thread; ``role_left('learner')`` is called when it may have been the last."""
-
-    def __init__(self, ctx: RunContext, buffers: ReplayBuffers, role_left: Any) -> None:
+    def __init__(self, ctx: RunContext, buffers: ReplayBuffers, role_left: Callable[[str], None]) -> None:
         self._ctx = ctx
         self._buffers = buffers
         self._role_left = role_left
@@ -85,7 +83,7 @@ class LearnerLink:
             final = self.closed = ctx.ask(conn, LearnerCloseTask(wait_s=60.0), 90.0)
             commander.update_learner_info(slot.task_id, LearnInfo(learner_step=final.learner_step))
             commander.finish_learner_task(slot.task_id, final)
-            ctx.info(f"learner '{conn.name}' closed at train_iter {final.learner_step}")
+            ctx.logger.info(f"learner '{conn.name}' closed at train_iter {final.learner_step}")
         except (TaskFailed, ProtocolError) as e:
             ctx.error(f"learner '{conn.name}' did not close cleanly: {e}")
 
@@ -100,7 +98,7 @@ class LearnerLink:
             ctx.commander.notify_fail_learner_task(slot)
             return False
         if started.loaded:
-            ctx.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started.learner_step}")
+            ctx.logger.info(f"learner '{conn.name}' continues from its checkpoint at train_iter {started.learner_step}")
         ctx.commander.learner_started(slot.task_id, started)
         ctx.wake.notify()
         return True
@@ -139,7 +137,7 @@ class LearnerLink:
         ctx.wake.wake_collector()  # batches served: pacing may let collection go on
         timeout = float(ctx.cfg.learner_task_timeout)
         task = LearnTask.of_batches(batches, envstep=commander.status().envstep, wait_s=timeout)
-        handle = ctx.master.new_task(conn, task.TASK.value, task.to_json(), deadline_s=timeout + 5.0)
+        handle = ctx.send(conn, task, timeout + 5.0)
 
         def on_done(h: TaskHandle) -> None:  # (in an HTTP thread)
             queue.add(-len(batches))

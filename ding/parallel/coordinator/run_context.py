@@ -1,5 +1,5 @@
-"""RunContext: the run as the coordinator's parts see it (config, paths, seed, commander, master, logs, counters,
-wake-ups, threads) and how it ends. The :class:`Coordinator` is one, and shuts the run down (``on_ending``)."""
+"""RunContext: the run as the coordinator's parts see it (config, commander, master, logs, counters, wake-ups,
+threads) and how it ends; the :class:`Coordinator` is one. WakeUps: how its threads wait for something to do."""
 from __future__ import annotations
 
 import collections
@@ -8,12 +8,46 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ding.parallel.coordinator.wakeups import WakeUps
 from ding.parallel.protocol import ProtocolError, Record, decode_result
-from ding.parallel.transport import Master, SlaveConnection, SlaveLost, TaskFailed
+from ding.parallel.transport import Master, SlaveConnection, SlaveLost, TaskFailed, TaskHandle
 from ding.utils.worker_logs import CONSOLE, WorkerLogs
 
 MAX_TASK_FAILURES = 3  # consecutive failed tasks (or malformed answers) after which a slave is dismissed
+
+
+class WakeUps:
+    """Learner threads wait on *progress*; idle collector threads wait for *work* and are woken one at a time (one
+    that finds a task wakes the next), and ``generation`` counts wake-ups so none is lost before a thread waits."""
+
+    def __init__(self) -> None:
+        self._progress = threading.Condition()
+        self._work = threading.Condition()
+        self.generation = 0  # read before looking for a task; pass to wait_for_work if none was found
+
+    def notify(self, everyone: bool = False) -> None:
+        """Every progress waiter looks again, and one idle collector thread (each one with ``everyone``)."""
+        with self._progress:
+            self._progress.notify_all()
+        self.wake_collector(everyone)
+
+    def wake_collector(self, everyone: bool = False) -> None:
+        """One idle collector thread looks for a task (each one with ``everyone``)."""
+        with self._work:
+            self.generation += 1
+            if everyone:
+                self._work.notify_all()
+            else:
+                self._work.notify()
+
+    def wait_for_work(self, seen: int, timeout: float) -> None:
+        """Wait to be woken, unless a wake-up came since ``seen`` (the generation when the thread looked)."""
+        with self._work:
+            if self.generation == seen:
+                self._work.wait(timeout)
+
+    def wait_progress(self, timeout: float) -> None:
+        with self._progress:
+            self._progress.wait(timeout)
 
 
 class RunContext:
@@ -39,15 +73,19 @@ class RunContext:
     def end(self, reason: str) -> None:
         """End the run (once): no new tasks; ``on_ending`` (in its own thread) lets the learner write its checkpoint
         and shuts every slave down."""
+        if self._mark_ending(reason):
+            self.logger.info(f"ending the run: {reason}")
+            threading.Thread(target=self._on_ending, name="ding-coordinator-shutdown", daemon=True).start()
+
+    def _mark_ending(self, reason: str) -> bool:
+        """Every thread sees the end and the commander hands out no more tasks; True the first time."""
         with self._lock:
-            if self.ending.is_set():
-                return
-            self.end_reason = reason
+            first = not self.ending.is_set()
+            self.end_reason = self.end_reason or reason
             self.ending.set()
         self.commander.request_end(reason)
-        self.info(f"ending the run: {reason}")
         self.wake.notify(everyone=True)
-        threading.Thread(target=self._on_ending, name="ding-coordinator-shutdown", daemon=True).start()
+        return first
 
     def fail(self, message: str) -> None:
         """End the run with an error (the first one given is the run's ``fatal_error``)."""
@@ -82,11 +120,13 @@ class RunContext:
             if t is not threading.current_thread():
                 t.join(timeout=max(0.1, deadline - time.monotonic()))
 
+    def send(self, conn: SlaveConnection, task: Record, deadline_s: float) -> TaskHandle:
+        return self.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
+                                    deadline_s=deadline_s)
+
     def ask(self, conn: SlaveConnection, task: Record, deadline_s: float) -> Any:
         """Send ``task`` and wait for its answer, checked against the task's result record (ProtocolError)."""
-        answer = self.master.new_task(conn, task.TASK.value, task.to_json(),  # type: ignore[attr-defined]
-                                      deadline_s=deadline_s).result()
-        return decode_result(task, answer, peer(conn))
+        return decode_result(task, self.send(conn, task, deadline_s).result(), peer(conn))
 
     def start_slave(self, conn: SlaveConnection, task: Record, deadline_s: float,
                     role_left: Callable[[str], None]) -> Any:
@@ -111,9 +151,6 @@ class RunContext:
     def dismiss(self, conn: SlaveConnection, reason: str) -> None:
         self.error(f"{peer(conn)} {reason}; dismissed")
         self.master.disconnect(conn, reason, shutdown=True)
-
-    def info(self, s: str) -> None:
-        self.logger.info(s)
 
     def error(self, s: str) -> None:
         self.logger.error(s, extra=CONSOLE)

@@ -1,10 +1,6 @@
-"""Watchdogs: the coordinator's threads that make sure a run never looks alive while doing nothing.
-
-- start-up: no learner or no collector came up within ``startup_timeout``: the run fails, naming the role logs;
-- a stuck learner: alive to its heartbeats, with data ready but no train iteration for ``STALL_SHARE`` of
-  ``learner_task_timeout``: it is dismissed (a launcher restarts it from its checkpoint);
-- a role gone: the last learner or collector left and none (re)joined within ``startup_timeout``: the run fails.
-"""
+"""Watchdogs: a run never looks alive while doing nothing. It fails when no learner or collector came up, or the last
+one left and none (re)joined, within ``startup_timeout``; a learner with data ready but no train iteration for
+``STALL_SHARE`` of ``learner_task_timeout`` is dismissed (a launcher restarts it from its checkpoint)."""
 from __future__ import annotations
 
 import time
