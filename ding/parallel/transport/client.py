@@ -1,4 +1,4 @@
-"""The HTTP client both sides use: JSON envelopes, a timeout on every request, bounded retries on connection errors."""
+"""The HTTP client of master and slave: JSON envelopes, a timeout on every request, bounded retries."""
 from __future__ import annotations
 
 import contextlib
@@ -22,23 +22,15 @@ _RETRYABLE = (ConnectionError, http.client.IncompleteRead, http.client.BadStatus
 
 
 class HttpClient:
-    """POST JSON to one peer (``http://host:port/api/v1/<endpoint>``) and return the envelope's ``data``.
-
-    Only failures a retry can fix are retried, ``retries`` times with exponential back-off; an error envelope raises
-    :class:`RequestRejected` at once. Handlers on both sides are idempotent (tasks are keyed by id), so a retry is
-    harmless. Each request is one short ``http.client`` connection: thread-safe, never proxied, cheaper than
-    ``requests``.
-    """
+    """POST JSON to one peer's ``/api/v1/<endpoint>`` and return the envelope's ``data``; an error envelope raises
+    :class:`RequestRejected`. Only what a retry can fix is retried (the handlers are idempotent), ``retries`` times
+    with exponential back-off. Each request is one short ``http.client`` connection: thread-safe, never proxied."""
 
     def __init__(self, name: str, host: str, port: int, token: str, timeout: float = 10.0, retries: int = 3,
                  backoff: float = 0.1) -> None:
-        self.name = name
-        self.host = host
-        self.port = int(port)
+        self.name, self.host, self.port = name, host, int(port)
         self._headers = {TOKEN_HEADER: token, "Content-Type": "application/json", "Connection": "close"}
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self.backoff = float(backoff)
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
 
     def post(self, endpoint: str, data: Mapping[str, Any] | None = None, timeout: float | None = None,
              retries: int | None = None) -> dict[str, Any]:
@@ -79,10 +71,9 @@ class HttpClient:
             return resp.status, resp.read()
 
     def _unwrap(self, status: int, raw: bytes, endpoint: str) -> dict[str, Any]:
-        try:
+        env: Any = None
+        with contextlib.suppress(ValueError):
             env = json.loads(raw)
-        except ValueError:
-            env = None
         if not isinstance(env, dict) or "success" not in env:
             raise RequestRejected(f"{self.name} ({self.host}:{self.port}) answered /{endpoint} with HTTP "
                                   f"{status} and no ding envelope (is this a ding process?)", status)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ding.parallel.transport.addresses import local_address
+from ding.parallel.transport.base import local_address
 from ding.parallel.transport.common import translate_dict_func
 
 DEFAULT_RETRIES = 5
