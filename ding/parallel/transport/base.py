@@ -1,8 +1,6 @@
 """What master and slave share: the JSON envelope, the auth token, errors, addresses and a Flask server in a thread.
-
 Bodies are parsed as JSON only (nothing received is ever unpickled); a missing or wrong token (401) or a body that is
-not a JSON object (400) never reaches a handler. The protocol is in docs/parallel.md.
-"""
+not a JSON object (400) never reaches a handler (docs/parallel.md has the protocol)."""
 from __future__ import annotations
 
 import contextlib

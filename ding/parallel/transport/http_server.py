@@ -101,9 +101,6 @@ class QuietHandler(WSGIRequestHandler):
     def log_error(self, format: str, *args: Any) -> None:  # noqa: A002 -- the base class's signature
         self.server.refusals.note("malformed request", format % args if args else format, self.address_string())
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        self.server.refusals.note("server message", format % args if args else format, self.address_string())
-
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         self.server.refusals.note("connection dropped", f"{type(error).__name__}: {error}", self.address_string())
 
@@ -127,7 +124,6 @@ class BoundedWSGIServer(BaseWSGIServer):
         self.heads = threading.local()  # the head of the request a worker thread serves
         self._workers = [spawn(self._work, f"ding-http-{name}-{i}") for i in range(max(1, int(limits.max_workers)))]
 
-    # ---------------------------------------------------------------- the selector loop
     def serve(self) -> None:
         sel = selectors.DefaultSelector()
         self.socket.setblocking(False)
@@ -226,7 +222,6 @@ class BoundedWSGIServer(BaseWSGIServer):
             _cut(conn)  # the worker's next read or write fails; it closes the connection
             self.refusals.note("request cut off", f"took longer than {self.limits.request_timeout:g} s", "-")
 
-    # ---------------------------------------------------------------- the workers
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
@@ -246,7 +241,6 @@ class BoundedWSGIServer(BaseWSGIServer):
                     self._active.pop(conn, None)
                 self.shutdown_request(conn)
 
-    # ---------------------------------------------------------------- lifecycle
     def stop(self, timeout: float = 5.0, grace: float = 1.0) -> None:
         """End the loop and the workers: requests in service get ``grace`` seconds to finish (a ``disconnect`` that
         closes this very server still gets its answer), then their connections are cut; waits up to ``timeout``."""

@@ -281,8 +281,7 @@ class Slave:
                             self.join(master.host, master.port, contact=False)
                         except InteractionError as e:
                             self._logger.warning(f"re-join failed: {e}")
-            # only a heartbeat the master answers as ours counts: one unreachable, rejecting or forgetful that long is
-            # gone for this slave, which closes instead of living on forever
+            # only a heartbeat the master answers as ours counts: a master silent that long is gone for this slave
             silent = time.monotonic() - self._last_master_ok
             if silent > self.master_lost_timeout:
                 self._logger.error(f"{problem}; no accepted heartbeat for {silent:.0f} s (limit "
