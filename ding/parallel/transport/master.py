@@ -25,6 +25,15 @@ from ding.parallel.transport.client import HttpClient
 from ding.parallel.transport.http_server import spawn
 
 _task_counter = itertools.count()
+_LOGGER = logging.getLogger("ding.parallel.transport")
+
+
+def guarded(logger: logging.Logger, what: str, fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)``, its error logged as ``what`` failed: a bad callback or joiner must not break the master."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 -- logged, and the caller carries on
+        logger.exception(f"{what} failed")
 
 
 @enum.unique
@@ -85,10 +94,7 @@ class TaskHandle:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
-            try:
-                fn(self)
-            except Exception:  # noqa: BLE001 -- a failing callback must not break the completion path
-                logging.getLogger("ding.parallel.transport").exception(f"callback of task {self.task_id} failed")
+            guarded(_LOGGER, f"callback of task {self.task_id}", fn, self)
         return True
 
 
@@ -307,14 +313,8 @@ class Master:
         if self.on_join is None:
             raise ApiError(403, f"{self.name} does not accept new slaves")
         self._logger.info(f"{info['role']} '{info['name']}' at {info['host']}:{info['port']} asks to join")
-        spawn(self._guarded, "ding-join", f"joining '{info['name']}'", self.on_join, info)
+        spawn(guarded, "ding-join", self._logger, f"joining '{info['name']}'", self.on_join, info)
         return {"accepted": True}
-
-    def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:  # noqa: BLE001 -- a bad joiner or callback must not take the master down
-            self._logger.exception(f"{what} failed")
 
     def _lose(self, conn: SlaveConnection, reason: str, notify: bool = True) -> None:
         with self._lock:
@@ -328,7 +328,7 @@ class Master:
             handle._finish(error=SlaveLost(f"task {handle.name} ({handle.task_id}): slave '{conn.name}' lost "
                                            f"({reason})"))
         if notify and self.on_slave_lost is not None:
-            self._guarded(f"on_slave_lost('{conn.name}')", self.on_slave_lost, conn, reason)
+            guarded(self._logger, f"on_slave_lost('{conn.name}')", self.on_slave_lost, conn, reason)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):
