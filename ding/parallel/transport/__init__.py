@@ -1,8 +1,4 @@
-"""Master/slave messaging over HTTP (Flask server in a thread, requests client) for parallel mode.
-
-See docs/parallel.md for the endpoints, the JSON envelope, auth and failure behaviour.
-"""
-from ding.parallel.transport.addresses import local_address, resolve_advertise_host
+"""Master/slave messaging over HTTP for parallel mode (docs/parallel.md: endpoints, envelope, auth, failures)."""
 from ding.parallel.transport.base import (
     API_PREFIX,
     TOKEN_ENV,
@@ -17,7 +13,9 @@ from ding.parallel.transport.base import (
     TaskFailed,
     TaskTimeout,
     find_free_port,
+    local_address,
     new_token,
+    resolve_advertise_host,
     resolve_token,
     token_source,
 )

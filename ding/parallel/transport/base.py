@@ -1,10 +1,9 @@
-"""What master and slave share: the JSON envelope, the auth token, errors, and a Flask server in a thread.
-
+"""What master and slave share: the JSON envelope, the auth token, errors, addresses and a Flask server in a thread.
 Bodies are parsed as JSON only (nothing received is ever unpickled); a missing or wrong token (401) or a body that is
-not a JSON object (400) never reaches a handler. The protocol is in docs/parallel.md.
-"""
+not a JSON object (400) never reaches a handler (docs/parallel.md has the protocol)."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import hmac
 import json
@@ -16,13 +15,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ding.parallel.transport.http_server import BoundedWSGIServer, RateLimitedLog, ServerLimits
+from ding.parallel.transport.http_server import BoundedWSGIServer, RateLimitedLog, ServerLimits, spawn
 from ding.utils import ConfigError, DingError
 
 API_PREFIX = "/api/v1"
 TOKEN_HEADER = "X-Ding-Token"
 TOKEN_ENV = "DING_AUTH_TOKEN"
 MAX_BODY_BYTES = 64 * 1024 * 1024  # metadata batches are small; bulk data goes through the shared directory
+LAUNCH_NODE_ENV = "SLURM_LAUNCH_NODE_IPADDR"  # where srun ran: a peer every node of the Slurm job routes to
 
 
 class InteractionError(DingError, RuntimeError):
@@ -108,6 +108,31 @@ def find_free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def local_address(towards: str | None = None) -> str:
+    """This host's address as a peer at ``towards`` (None: the Slurm launch node, if any) sees it: the address of the
+    interface that routes there (a UDP "connect" sends nothing), else the host name's, else ``127.0.0.1``."""
+    for peer in (towards, os.environ.get(LAUNCH_NODE_ENV)):
+        if not peer or peer == "0.0.0.0":
+            continue
+        with contextlib.suppress(OSError):
+            for *_, addr in socket.getaddrinfo(peer, 9, socket.AF_INET, socket.SOCK_DGRAM):
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s, contextlib.suppress(OSError):
+                    s.connect((addr[0], 9))
+                    return str(s.getsockname()[0])
+    with contextlib.suppress(OSError):
+        for *_, addr in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM):
+            if not str(addr[0]).startswith("127."):
+                return str(addr[0])
+    return "127.0.0.1"
+
+
+def resolve_advertise_host(value: str | None, towards: str | None = None) -> str | None:
+    """``value`` unless it is ``'auto'``, which becomes :func:`local_address` (``towards``: the peer to be reached)."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return local_address(towards)
+    return value
+
+
 Handler = Callable[[dict], Mapping[str, Any] | None]
 _HTTP_ERRORS = {404: "not found: every endpoint is POST /api/v1/<name>",
                 405: "method not allowed: every endpoint takes POST",
@@ -115,11 +140,8 @@ _HTTP_ERRORS = {404: "not found: every endpoint is POST /api/v1/<name>",
 
 
 class JsonServer:
-    """A Flask app served in a background thread by a :class:`BoundedWSGIServer` (``limits``); ``close()`` stops it.
-
-    Routes are ``POST /api/v1/<name>`` handled by ``fn(payload) -> data``. Port 0 binds a free port (read ``port``
-    after ``start``).
-    """
+    """A Flask app of routes ``POST /api/v1/<name>`` handled by ``fn(payload) -> data``, served in a background thread
+    by a :class:`BoundedWSGIServer` (``limits``). Port 0 binds a free port (read ``port`` after ``start``)."""
 
     def __init__(self, name: str, host: str, port: int, token: str, logger: logging.Logger | None = None,
                  limits: ServerLimits | None = None) -> None:
@@ -204,8 +226,7 @@ class JsonServer:
                                              token=self._token)
         finally:
             sock.close()  # werkzeug holds its own duplicate of the descriptor
-        self._thread = threading.Thread(target=self._server.serve, name=f"ding-http-{self.name}", daemon=True)
-        self._thread.start()
+        self._thread = spawn(self._server.serve, f"ding-http-{self.name}")
 
     @property
     def port(self) -> int:

@@ -1,13 +1,14 @@
-"""The HTTP client both sides use: JSON envelopes, a timeout on every request, bounded retries on connection errors."""
+"""The HTTP client of master and slave: JSON envelopes, a timeout on every request, bounded retries."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import socket
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from ding.parallel.transport.base import API_PREFIX, TOKEN_HEADER, PeerUnreachable, RequestRejected
 
@@ -19,50 +20,50 @@ class _ConnectTimeout(Exception):
 # What a retry can fix: the peer is not listening (yet, or any more), the connection was cut, or the peer died while
 # answering. A read that times out is not retried: the peer is there but stuck.
 _RETRYABLE = (ConnectionError, http.client.IncompleteRead, http.client.BadStatusLine, _ConnectTimeout)
+_T = TypeVar("_T")
+
+
+def retried(call: Callable[[], _T], attempts: int, retryable: tuple[type[Exception], ...], pause: float,
+            growth: float = 1.0) -> _T:
+    """``call()``, tried up to ``attempts`` times while it raises one of ``retryable`` (the last try's error
+    propagates), sleeping ``pause`` seconds after the first failure and ``growth`` times longer after each next one."""
+    for attempt in range(attempts - 1):
+        try:
+            return call()
+        except retryable:
+            time.sleep(pause * growth ** attempt)
+    return call()
 
 
 class HttpClient:
-    """POST JSON to one peer (``http://host:port/api/v1/<endpoint>``) and return the envelope's ``data``.
-
-    Only failures a retry can fix are retried, ``retries`` times with exponential back-off; an error envelope raises
-    :class:`RequestRejected` at once. Handlers on both sides are idempotent (tasks are keyed by id), so a retry is
-    harmless. Each request is one short ``http.client`` connection: thread-safe, never proxied, cheaper than
-    ``requests``.
-    """
+    """POST JSON to one peer's ``/api/v1/<endpoint>`` and return the envelope's ``data``; an error envelope raises
+    :class:`RequestRejected`. Only what a retry can fix is retried (the handlers are idempotent), ``retries`` times
+    with exponential back-off. Each request is one short ``http.client`` connection: thread-safe, never proxied."""
 
     def __init__(self, name: str, host: str, port: int, token: str, timeout: float = 10.0, retries: int = 3,
                  backoff: float = 0.1) -> None:
-        self.name = name
-        self.host = host
-        self.port = int(port)
+        self.name, self.host, self.port = name, host, int(port)
         self._headers = {TOKEN_HEADER: token, "Content-Type": "application/json", "Connection": "close"}
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self.backoff = float(backoff)
+        self.timeout, self.retries, self.backoff = float(timeout), int(retries), float(backoff)
 
     def post(self, endpoint: str, data: Mapping[str, Any] | None = None, timeout: float | None = None,
              retries: int | None = None) -> dict[str, Any]:
         body = json.dumps(dict(data or {}), allow_nan=True).encode()
         timeout = self.timeout if timeout is None else float(timeout)
         attempts = 1 + (self.retries if retries is None else int(retries))
-        last: Exception | None = None
-        for attempt in range(attempts):
-            if attempt:
-                time.sleep(self.backoff * (2 ** (attempt - 1)))
-            try:
-                status, raw = self._exchange(f"{API_PREFIX}/{endpoint}", body, timeout)
-            except _RETRYABLE as e:
-                last = e
-                continue
-            except TimeoutError as e:  # (socket.timeout) connected, but no answer in time
-                raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) did not answer /{endpoint} within "
-                                      f"{timeout:g} s") from e
-            except (OSError, http.client.HTTPException) as e:  # any other transport failure: the peer is not usable
-                raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) failed on /{endpoint}: "
-                                      f"{type(e).__name__}: {e}") from e
-            return self._unwrap(status, raw, endpoint)
-        raise PeerUnreachable(f"cannot reach {self.name} at {self.host}:{self.port} (/{endpoint}, {attempts} "
-                              f"attempts): {type(last).__name__}: {last}") from last
+        exchange = functools.partial(self._exchange, f"{API_PREFIX}/{endpoint}", body, timeout)
+        try:
+            status, raw = retried(exchange, attempts, _RETRYABLE, self.backoff, growth=2.0)
+        except _RETRYABLE as e:
+            raise PeerUnreachable(f"cannot reach {self.name} at {self.host}:{self.port} (/{endpoint}, {attempts} "
+                                  f"attempts): {type(e).__name__}: {e}") from e
+        except TimeoutError as e:  # (socket.timeout) connected, but no answer in time
+            raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) did not answer /{endpoint} within "
+                                  f"{timeout:g} s") from e
+        except (OSError, http.client.HTTPException) as e:  # any other transport failure: the peer is not usable
+            raise PeerUnreachable(f"{self.name} ({self.host}:{self.port}) failed on /{endpoint}: "
+                                  f"{type(e).__name__}: {e}") from e
+        return self._unwrap(status, raw, endpoint)
 
     def _exchange(self, path: str, body: bytes, timeout: float) -> tuple[int, bytes]:
         """(HTTP status, body) of one request on a fresh connection; the connect waits at most 5 s."""
@@ -79,10 +80,9 @@ class HttpClient:
             return resp.status, resp.read()
 
     def _unwrap(self, status: int, raw: bytes, endpoint: str) -> dict[str, Any]:
-        try:
+        env: Any = None
+        with contextlib.suppress(ValueError):
             env = json.loads(raw)
-        except ValueError:
-            env = None
         if not isinstance(env, dict) or "success" not in env:
             raise RequestRejected(f"{self.name} ({self.host}:{self.port}) answered /{endpoint} with HTTP "
                                   f"{status} and no ding envelope (is this a ding process?)", status)

@@ -2,13 +2,14 @@
 DI-engine's API; ding's own master and slave use :class:`ding.parallel.transport.client.HttpClient`."""
 from __future__ import annotations
 
+import functools
 import json
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from ding.parallel.transport.addresses import local_address
+from ding.parallel.transport.base import local_address
+from ding.parallel.transport.client import retried
 from ding.parallel.transport.common import translate_dict_func
 
 DEFAULT_RETRIES = 5
@@ -42,13 +43,8 @@ def _segments(path: str | None) -> list[str]:
 
 
 class HttpEngine:
-    """A ``requests`` session bound to ``http(s)://host:port/path``: ``request(method, path, data)`` sends ``data``
-    as JSON to the base URL joined with ``path`` and returns the response.
-
-    An HTTP error status raises ``requests.HTTPError`` (unless ``raise_for_status=False``); a connection failure or
-    timeout is retried ``retries`` times, ``retry_waiting`` seconds apart. Subclasses shape the calls through
-    ``_data_process(data)``, ``_base_headers()`` and ``_error_handler(err)``. Proxies from the environment are ignored.
-    """
+    """A ``requests`` session (proxies ignored) bound to ``http(s)://host:port/path``; subclasses shape its calls
+    through ``_data_process(data)``, ``_base_headers()`` and ``_error_handler(err)``."""
 
     def __init__(self, host: str, port: int, https: bool = False, path: str | None = None,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -58,8 +54,7 @@ class HttpEngine:
             raise ValueError(f"HttpEngine: host must be a non-empty string, got {host!r}")
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise ValueError(f"HttpEngine: port must be an int in 1..65535, got {port!r}")
-        self.host, self.port, self.https = host, port, bool(https)
-        self.timeout = float(timeout)
+        self.host, self.port, self.https, self.timeout = host, port, bool(https), float(timeout)
         self._base_segments = _segments(path)
         self._session = requests.Session()
         self._session.trust_env = False
@@ -83,6 +78,8 @@ class HttpEngine:
                 headers: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None,
                 raise_for_status: bool = True, retries: int | None = None,
                 retry_waiting: float | None = None) -> Any:
+        """Send ``data`` as JSON to the base URL joined with ``path``: an error status raises ``requests.HTTPError``,
+        a failed connection or a timeout is retried ``retries`` times, ``retry_waiting`` s apart."""
         import requests
 
         all_headers = {**self._base_headers(), **(headers or {})}
@@ -90,15 +87,9 @@ class HttpEngine:
         waiting = DEFAULT_RETRY_WAITING if retry_waiting is None else float(retry_waiting)
         try:
             body = json.dumps(self._data_process(data) or {})
-            for attempt in range(attempts):
-                try:
-                    response = self._session.request(method=method, url=self.get_url(path), data=body,
-                                                     headers=all_headers, params=params or {}, timeout=self.timeout)
-                    break
-                except (requests.ConnectionError, requests.Timeout):
-                    if attempt + 1 == attempts:
-                        raise
-                    time.sleep(waiting)
+            send = functools.partial(self._session.request, method=method, url=self.get_url(path), data=body,
+                                     headers=all_headers, params=params or {}, timeout=self.timeout)
+            response = retried(send, attempts, (requests.ConnectionError, requests.Timeout), waiting)
             if raise_for_status:
                 response.raise_for_status()
             return response

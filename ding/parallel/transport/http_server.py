@@ -1,7 +1,6 @@
 """The bounded HTTP server under :class:`~ding.parallel.transport.base.JsonServer` (docs/parallel.md, 'HTTP servers
-are bounded'): connections wait threadless in one selector loop until their whole request head has arrived, a head
-without the token is answered 401 there, and only authenticated requests take one of a fixed pool of worker threads.
-werkzeug answers every request with ``Connection: close``, so a connection carries exactly one request.
+are bounded'): a selector loop holds connections, threadless, until their request head is whole; only a head with the
+token takes one of a fixed pool of workers (werkzeug then serves it, one request per connection).
 """
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ import selectors
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +23,10 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """What one HTTP server of parallel mode may spend on its peers.
-
-    A connection's request head (at most ``max_head_bytes``) must be complete within ``idle_timeout`` s of its accept;
-    beyond ``max_connections`` waiting, the oldest are closed. A worker's body reads time out after ``read_timeout``
-    s, its whole request after ``request_timeout`` s. Refusals are summarised once per ``log_interval`` s.
-    """
+    """What one HTTP server may spend on its peers: a request head (at most ``max_head_bytes``) must be whole within
+    ``idle_timeout`` s of the accept, and past ``max_connections`` waiting the oldest are closed; a worker's reads time
+    out after ``read_timeout`` s, its request after ``request_timeout`` s. Refusals are logged once per
+    ``log_interval`` s."""
 
     max_workers: int = 32
     max_connections: int = 256
@@ -44,6 +42,13 @@ _REQUEST_LINE = re.compile(rb"^[A-Z]+ \S+ HTTP/\d\.\d$")
 _UNAUTHORIZED = (b'{"success": false, "code": 401, "message": "missing or wrong X-Ding-Token header", "data": {}}')
 _UNAUTHORIZED_RESPONSE = (b"HTTP/1.1 401 UNAUTHORIZED\r\nContent-Type: application/json\r\nConnection: close\r\n"
                           b"Content-Length: " + str(len(_UNAUTHORIZED)).encode() + b"\r\n\r\n" + _UNAUTHORIZED)
+
+
+def spawn(target: Callable[..., Any], name: str, *args: Any) -> threading.Thread:
+    """Run ``target(*args)`` in a new daemon thread (the process does not wait for it at exit)."""
+    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread.start()
+    return thread
 
 
 class RateLimitedLog:
@@ -96,27 +101,19 @@ class QuietHandler(WSGIRequestHandler):
     def log_error(self, format: str, *args: Any) -> None:  # noqa: A002 -- the base class's signature
         self.server.refusals.note("malformed request", format % args if args else format, self.address_string())
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        self.server.refusals.note("server message", format % args if args else format, self.address_string())
-
     def connection_dropped(self, error: BaseException, environ: Any = None) -> None:
         self.server.refusals.note("connection dropped", f"{type(error).__name__}: {error}", self.address_string())
 
 
 class BoundedWSGIServer(BaseWSGIServer):
-    """A WSGI server with a fixed pool of request threads and a selector loop for waiting connections.
-
-    ``serve()`` runs the loop (in the caller's thread) until ``stop()``; ``server_close()`` releases the port.
-    """
+    """A WSGI server with a fixed pool of request threads; ``serve()`` runs the selector loop until ``stop()``."""
 
     multithread = True  # requests are served concurrently (werkzeug then speaks HTTP/1.1)
 
     def __init__(self, host: str, port: int, app: Any, fd: int, limits: ServerLimits, refusals: RateLimitedLog,
                  name: str, token: bytes) -> None:
         super().__init__(host, port, app, handler=QuietHandler, fd=fd)
-        self.limits = limits
-        self.refusals = refusals
-        self._token = token
+        self.limits, self.refusals, self._token = limits, refusals, token
         self._stop = threading.Event()
         self._wake_r, self._wake_w = socket.socketpair()
         self._jobs: queue.Queue = queue.Queue()
@@ -125,12 +122,8 @@ class BoundedWSGIServer(BaseWSGIServer):
         self._active: dict[socket.socket, float] = {}  # connections in a worker -> since when
         self._active_lock = threading.Lock()
         self.heads = threading.local()  # the head of the request a worker thread serves
-        self._workers = [threading.Thread(target=self._work, name=f"ding-http-{name}-{i}", daemon=True)
-                         for i in range(max(1, int(limits.max_workers)))]
-        for t in self._workers:
-            t.start()
+        self._workers = [spawn(self._work, f"ding-http-{name}-{i}") for i in range(max(1, int(limits.max_workers)))]
 
-    # ---------------------------------------------------------------- the selector loop
     def serve(self) -> None:
         sel = selectors.DefaultSelector()
         self.socket.setblocking(False)
@@ -229,7 +222,6 @@ class BoundedWSGIServer(BaseWSGIServer):
             _cut(conn)  # the worker's next read or write fails; it closes the connection
             self.refusals.note("request cut off", f"took longer than {self.limits.request_timeout:g} s", "-")
 
-    # ---------------------------------------------------------------- the workers
     def _work(self) -> None:
         while True:
             job = self._jobs.get()
@@ -249,7 +241,6 @@ class BoundedWSGIServer(BaseWSGIServer):
                     self._active.pop(conn, None)
                 self.shutdown_request(conn)
 
-    # ---------------------------------------------------------------- lifecycle
     def stop(self, timeout: float = 5.0, grace: float = 1.0) -> None:
         """End the loop and the workers: requests in service get ``grace`` seconds to finish (a ``disconnect`` that
         closes this very server still gets its answer), then their connections are cut; waits up to ``timeout``."""
@@ -311,10 +302,9 @@ class _Prefixed(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         if self._prefix:
-            n = min(len(buffer), len(self._prefix))
-            buffer[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        data = self._rest.read1(len(buffer))
+            data: Any = self._prefix[:len(buffer)]
+            self._prefix = self._prefix[len(data):]
+        else:
+            data = self._rest.read1(len(buffer))
         buffer[:len(data)] = data
         return len(data)

@@ -1,11 +1,7 @@
-"""The master side (the coordinator): connects slaves, sends them tasks, receives their reports and heartbeats.
-
-A monitor thread fails tasks that pass their deadline and declares a slave lost when its heartbeats stop (its pending
-tasks fail with :class:`SlaveLost`), so nothing waits forever.
-"""
+"""The master side (the coordinator): connects slaves, sends them tasks, receives their reports and heartbeats; a
+monitor thread fails tasks past their deadline and the tasks of slaves whose heartbeats stop (:class:`SlaveLost`)."""
 from __future__ import annotations
 
-import contextlib
 import enum
 import functools
 import itertools
@@ -26,14 +22,23 @@ from ding.parallel.transport.base import (
     TaskTimeout,
 )
 from ding.parallel.transport.client import HttpClient
+from ding.parallel.transport.http_server import spawn
 
 _task_counter = itertools.count()
+_LOGGER = logging.getLogger("ding.parallel.transport")
+
+
+def guarded(logger: logging.Logger, what: str, fn: Callable[..., None], *args: Any) -> None:
+    """``fn(*args)``, its error logged as ``what`` failed: a bad callback or joiner must not break the master."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 -- logged, and the caller carries on
+        logger.exception(f"{what} failed")
 
 
 @enum.unique
 class TaskStatus(enum.IntEnum):
-    """DI-engine's task states; a ding :class:`TaskHandle` reads ``STARTED`` until ``COMPLETED`` or ``FAILED`` (the
-    others are DI-engine's states before a task reaches its slave)."""
+    """DI-engine's task states; a :class:`TaskHandle` reads ``STARTED``, then ``COMPLETED`` or ``FAILED``."""
 
     IDLE = 0x00
     STARTING = 0x11
@@ -46,13 +51,13 @@ class TaskStatus(enum.IntEnum):
 class TaskHandle:
     """A task sent to a slave: wait for its ``result()`` or attach callbacks run when it ends."""
 
-    def __init__(self, task_id: str, name: str, slave: str, deadline_s: float | None) -> None:
+    def __init__(self, task_id: str, name: str, slave: str, deadline_s: float) -> None:
         self.task_id, self.name, self.slave = task_id, name, slave
-        self.created = time.monotonic()
-        self.deadline_at = None if deadline_s is None else self.created + float(deadline_s)
+        self.deadline_s = float(deadline_s)
+        self.deadline_at = time.monotonic() + self.deadline_s
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._result: dict[str, Any] | None = None
+        self._result: dict[str, Any] = {}
         self.error: TaskFailed | None = None  # set when the task failed
         self._callbacks: list[Callable[[TaskHandle], None]] = []
 
@@ -66,7 +71,6 @@ class TaskHandle:
                               f"{timeout:g} s")
         if self.error is not None:
             raise self.error
-        assert self._result is not None
         return self._result
 
     @property
@@ -90,10 +94,7 @@ class TaskHandle:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for fn in callbacks:
-            try:
-                fn(self)
-            except Exception:  # noqa: BLE001 -- a failing callback must not break the completion path
-                logging.getLogger("ding.parallel.transport").exception(f"callback of task {self.task_id} failed")
+            guarded(_LOGGER, f"callback of task {self.task_id}", fn, self)
         return True
 
 
@@ -112,15 +113,12 @@ class SlaveConnection:
 
 
 class Master:
-    """HTTP master: ``heartbeat``, ``task/complete``, ``task/fail`` and ``join`` endpoints, plus the task monitor.
-
-    ``on_slave_lost(conn, reason)`` is called once when a slave is declared lost; ``on_join(info)`` when a slave
-    announces itself (``{'name', 'role', 'host', 'port'}``) — the owner decides whether to :meth:`connect` it.
-    """
+    """HTTP master. ``on_slave_lost(conn, reason)`` is called once when a slave is declared lost; ``on_join(info)``
+    when a slave announces itself (``{'name', 'role', 'host', 'port'}``): the owner decides whether to connect it."""
 
     def __init__(self, name: str = "coordinator", host: str = "127.0.0.1", port: int = 0, *, token: str,
-                 advertise_host: str | None = None, heartbeat_timeout: float = 10.0, request_timeout: float = 10.0,
-                 retries: int = 3, logger: logging.Logger | None = None,
+                 advertise_host: str | None = None, heartbeat_timeout: float = 10.0,
+                 logger: logging.Logger | None = None,
                  on_slave_lost: Callable[[SlaveConnection, str], None] | None = None,
                  on_join: Callable[[dict], None] | None = None) -> None:
         self.name = name
@@ -128,8 +126,6 @@ class Master:
         self._logger = logger or logging.getLogger(f"ding.parallel.transport.{name}")
         self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
         self.heartbeat_timeout = float(heartbeat_timeout)
-        self.request_timeout = float(request_timeout)
-        self.retries = int(retries)
         self.on_slave_lost = on_slave_lost
         self.on_join = on_join
         self._server = JsonServer(name, host, port, token, self._logger)
@@ -145,8 +141,7 @@ class Master:
 
     def start(self) -> None:
         self._server.start()
-        self._monitor = threading.Thread(target=self._watch, name=f"ding-{self.name}-monitor", daemon=True)
-        self._monitor.start()
+        self._monitor = spawn(self._watch, f"ding-{self.name}-monitor")
 
     @property
     def port(self) -> int:
@@ -179,7 +174,7 @@ class Master:
 
     def connect(self, name: str, host: str, port: int, role: str | None = None) -> SlaveConnection:
         """Connect the slave at ``host:port`` (it learns where to send heartbeats and results)."""
-        client = HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
+        client = HttpClient(name, host, port, self._token)
         reply = client.post("connect", {"master_name": self.name, "master_host": self.advertise_host,
                                         "master_port": self.port, "heartbeat_timeout": self.heartbeat_timeout})
         real_name = str(reply.get("name", name))
@@ -199,23 +194,23 @@ class Master:
         return conn
 
     def disconnect(self, conn: SlaveConnection, reason: str, shutdown: bool = False) -> None:
-        try:
-            conn.client.post("disconnect", {"reason": reason, "shutdown": shutdown}, timeout=5.0, retries=0)
-        except (PeerUnreachable, RequestRejected) as e:
-            self._logger.info(f"disconnect of '{conn.name}' not acknowledged: {e}")
+        self._try(conn, "disconnect", {"reason": reason, "shutdown": shutdown}, 5.0, f"disconnect of '{conn.name}'")
         self._lose(conn, f"disconnected: {reason}", notify=False)
+
+    def _try(self, conn: SlaveConnection, endpoint: str, body: dict, timeout: float, what: str = "") -> dict | None:
+        """One short try of ``endpoint`` on ``conn``: its answer, or None (logged if ``what`` names the request)."""
+        try:
+            return conn.client.post(endpoint, body, timeout=timeout, retries=0)
+        except (PeerUnreachable, RequestRejected) as e:
+            if what:
+                self._logger.info(f"{what} not acknowledged: {e}")
+            return None
 
     def _shut_down_lost(self, reason: str) -> None:
         """Tell the slaves declared lost to shut down too (one only frozen or cut off for a while would otherwise
         live on until its ``master_lost_timeout``): best effort, all at once, one short try each."""
-        def tell(conn: SlaveConnection) -> None:
-            with contextlib.suppress(PeerUnreachable, RequestRejected):
-                conn.client.post("disconnect", {"reason": reason, "shutdown": True}, timeout=2.0, retries=0)
-
-        threads = [threading.Thread(target=tell, args=(c,), name=f"ding-shutdown-{c.name}", daemon=True)
-                   for c in self.slaves() if not c.alive]
-        for t in threads:
-            t.start()
+        threads = [spawn(self._try, f"ding-shutdown-{c.name}", c, "disconnect", {"reason": reason, "shutdown": True},
+                         2.0) for c in self.slaves() if not c.alive]
         for t in threads:
             t.join(timeout=3.0)
 
@@ -229,9 +224,9 @@ class Master:
             return self._slaves.get(name)
 
     def new_task(self, conn: SlaveConnection, name: str, payload: Mapping[str, Any] | None = None,
-                 deadline_s: float | None = 60.0, task_id: str | None = None) -> TaskHandle:
+                 deadline_s: float = 60.0) -> TaskHandle:
         """Send task ``name`` to ``conn``; the handle ends with the slave's report, a deadline or a lost slave."""
-        task_id = task_id or f"{name}_{conn.name}_{next(_task_counter)}_{time.time_ns() % 10**9}"
+        task_id = f"{name}_{conn.name}_{next(_task_counter)}_{time.time_ns() % 10**9}"
         handle = TaskHandle(task_id, name, conn.name, deadline_s)
         if not conn.alive:
             handle._finish(error=SlaveLost(f"task {name} not sent: slave '{conn.name}' is lost"))
@@ -253,20 +248,17 @@ class Master:
         """Tell the slave to stop ``handle``'s task (best effort); True if it was still running there."""
         if not conn.alive:
             return False
-        try:
-            reply = conn.client.post("task/cancel", {"task_id": handle.task_id}, timeout=5.0, retries=0)
-        except (PeerUnreachable, RequestRejected) as e:
-            self._logger.info(f"cancel of task {handle.task_id} on '{conn.name}' not acknowledged: {e}")
-            return False
-        return bool(reply.get("cancelled"))
+        reply = self._try(conn, "task/cancel", {"task_id": handle.task_id}, 5.0,
+                          f"cancel of task {handle.task_id} on '{conn.name}'")
+        return bool(reply and reply.get("cancelled"))
 
     def wait_idle(self, conn: SlaveConnection, timeout: float) -> bool:
         """Wait until the slave runs no task (a cancelled one has stopped); False at ``timeout`` or if it is lost."""
         deadline = time.monotonic() + timeout
         while conn.alive and not self._stop.is_set():
-            with contextlib.suppress(PeerUnreachable, RequestRejected):
-                if int(conn.client.post("ping", {}, timeout=5.0, retries=0).get("running", 1)) == 0:
-                    return True
+            reply = self._try(conn, "ping", {}, 5.0)
+            if reply is not None and int(reply.get("running", 1)) == 0:
+                return True
             if time.monotonic() > deadline:
                 return False
             self._stop.wait(0.1)
@@ -321,15 +313,8 @@ class Master:
         if self.on_join is None:
             raise ApiError(403, f"{self.name} does not accept new slaves")
         self._logger.info(f"{info['role']} '{info['name']}' at {info['host']}:{info['port']} asks to join")
-        threading.Thread(target=self._guarded, args=(f"joining '{info['name']}'", self.on_join, info),
-                         name="ding-join", daemon=True).start()
+        spawn(guarded, "ding-join", self._logger, f"joining '{info['name']}'", self.on_join, info)
         return {"accepted": True}
-
-    def _guarded(self, what: str, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:  # noqa: BLE001 -- a bad joiner or callback must not take the master down
-            self._logger.exception(f"{what} failed")
 
     def _lose(self, conn: SlaveConnection, reason: str, notify: bool = True) -> None:
         with self._lock:
@@ -343,18 +328,17 @@ class Master:
             handle._finish(error=SlaveLost(f"task {handle.name} ({handle.task_id}): slave '{conn.name}' lost "
                                            f"({reason})"))
         if notify and self.on_slave_lost is not None:
-            self._guarded(f"on_slave_lost('{conn.name}')", self.on_slave_lost, conn, reason)
+            guarded(self._logger, f"on_slave_lost('{conn.name}')", self.on_slave_lost, conn, reason)
 
     def _watch(self) -> None:
         while not self._stop.wait(0.1):
             now = time.monotonic()
             with self._lock:
-                overdue = [h for h in self._pending.values() if h.deadline_at is not None and now > h.deadline_at]
+                overdue = [h for h in self._pending.values() if now > h.deadline_at]
                 silent = [c for c in self._slaves.values() if c.alive and now - c.last_seen > self.heartbeat_timeout]
             for handle in overdue:
-                limit = (handle.deadline_at or now) - handle.created
                 if handle._finish(error=TaskTimeout(f"task {handle.name} ({handle.task_id}) on '{handle.slave}' "
-                                                    f"passed its deadline of {limit:g} s")):
+                                                    f"passed its deadline of {handle.deadline_s:g} s")):
                     self._logger.warning(f"task {handle.name} ({handle.task_id}) on '{handle.slave}' timed out")
             for conn in silent:
                 self._lose(conn, f"no heartbeat for {now - conn.last_seen:.1f} s (heartbeat_timeout "

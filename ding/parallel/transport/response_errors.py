@@ -1,12 +1,9 @@
 """DI-engine's typed answers to a failed request (``ding.interaction.exception``): the error envelope of an
-``HTTPError`` becomes the exception class of its code, in a master family (:class:`MasterErrorCode`) and a slave family
-(:class:`SlaveErrorCode`). Ding's own master and slave answer with HTTP status codes instead (``RequestRejected.code``).
-"""
+``HTTPError`` becomes the exception class of its code, in the master or the slave family."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ding.parallel.transport.responses import get_values_from_response
 
@@ -27,8 +24,7 @@ class ResponseException(Exception):
             raise ValueError(f"{type(self).__name__}: the response (HTTP {getattr(response, 'status_code', '?')}) "
                              "does not carry the envelope {'success', 'code', 'message', 'data'}") from e
         self.error = error
-        self.status_code, self.success, self.code, self.message, data = values
-        self.data: Mapping[str, Any] = data if data is not None else {}
+        self.status_code, self.success, self.code, self.message, self.data = values
         super().__init__(self.message)
 
 
@@ -102,52 +98,41 @@ class SlaveTaskAlreadyExist(SlaveResponseException): ...
 class SlaveTaskRefused(SlaveResponseException): ...
 
 
-_E = TypeVar("_E", bound=ResponseException)
-
-
-def _family(prefix: str, codes: type[enum.IntEnum]) -> dict[int, Any]:
-    """Each code's class, named ``<prefix>`` + the code's name in CamelCase (``MasterTaskDataInvalid``)."""
-    return {code: globals()[prefix + code.name.title().replace("_", "")] for code in codes}
-
-
-_MASTER_CLASSES: dict[int, type[MasterResponseException]] = _family("Master", MasterErrorCode)
-_SLAVE_CLASSES: dict[int, type[SlaveResponseException]] = _family("Slave", SlaveErrorCode)
-
-
-def _class_of(table: Mapping[int, type[_E]], codes: type[enum.IntEnum], family: str, code: Any) -> type[_E]:
+def _class_of(family: str, codes: type[enum.IntEnum], code: Any) -> Any:
+    """The class of ``code``: the family's name + the code's name in CamelCase (``MasterTaskDataInvalid``)."""
     try:
-        return table[codes(code)]
+        member = codes(code)
     except ValueError:
-        raise ValueError(f"unknown {family} error code {code!r}; known: "
+        raise ValueError(f"unknown {family.lower()} error code {code!r}; known: "
                          f"{', '.join(str(int(c)) for c in codes)}") from None
+    return globals()[family + member.name.title().replace("_", "")]
 
 
-def _exception_of(table: Mapping[int, type[_E]], codes: type[enum.IntEnum], base: type[_E], error: Any) -> _E:
+def _exception_of(family: str, codes: type[enum.IntEnum], base: type[ResponseException], error: Any) -> Any:
     """The exception of the code in ``error``'s envelope; an unknown code (or none) gives the family's ``base``."""
     try:
-        code = get_values_from_response(error.response)[2]
-        cls = table[codes(code)]
+        cls = _class_of(family, codes, get_values_from_response(error.response)[2])
     except _ENVELOPE_ERRORS:
         cls = base
     return cls(error)
 
 
 def get_master_exception_class_by_error_code(error_code: MasterErrorCode | int) -> type[MasterResponseException]:
-    return _class_of(_MASTER_CLASSES, MasterErrorCode, "master", error_code)
+    return _class_of("Master", MasterErrorCode, error_code)
 
 
 def get_slave_exception_class_by_error_code(error_code: SlaveErrorCode | int) -> type[SlaveResponseException]:
-    return _class_of(_SLAVE_CLASSES, SlaveErrorCode, "slave", error_code)
+    return _class_of("Slave", SlaveErrorCode, error_code)
 
 
 def get_master_exception_by_error(error: Any) -> MasterResponseException:
     """The exception of the code in a DI-engine master's error answer (a ``requests.HTTPError``)."""
-    return _exception_of(_MASTER_CLASSES, MasterErrorCode, MasterResponseException, error)
+    return _exception_of("Master", MasterErrorCode, MasterResponseException, error)
 
 
 def get_slave_exception_by_error(error: Any) -> SlaveResponseException:
     """The exception of the code in a DI-engine slave's error answer (a ``requests.HTTPError``)."""
-    return _exception_of(_SLAVE_CLASSES, SlaveErrorCode, SlaveResponseException, error)
+    return _exception_of("Slave", SlaveErrorCode, SlaveResponseException, error)
 
 
 __all__ = [

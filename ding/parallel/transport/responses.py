@@ -1,9 +1,5 @@
-"""DI-engine's helpers for Flask handlers and its slave-side exceptions, over ding's JSON envelope.
-
-``success_response`` / ``failure_response`` build a Flask response (in a request context); ``get_values_from_response``
-reads one back from Flask or ``requests``. A slave's task handler raises :class:`TaskFail` to fail its task with a
-result the master sees (``TaskFailed.result``).
-"""
+"""DI-engine's helpers for Flask handlers (the envelope as a Flask response and back) and its slave-side exceptions,
+over ding's JSON envelope."""
 from __future__ import annotations
 
 import enum

@@ -1,6 +1,5 @@
 """The slave side (a learner or collector process): runs the master's tasks in worker threads and reports each
-one's end; a master unreachable for ``master_lost_timeout`` seconds closes it instead of leaving it waiting forever.
-"""
+one's end; a master unreachable for ``master_lost_timeout`` seconds closes it instead of leaving it waiting forever."""
 from __future__ import annotations
 
 import collections
@@ -14,6 +13,7 @@ from typing import Any
 
 from ding.parallel.transport.base import ApiError, InteractionError, JsonServer, PeerUnreachable, RequestRejected
 from ding.parallel.transport.client import HttpClient
+from ding.parallel.transport.http_server import spawn
 from ding.parallel.transport.responses import TaskFail
 
 TaskFn = Callable[[dict], Mapping[str, Any] | None]
@@ -23,6 +23,7 @@ TaskFn = Callable[[dict], Mapping[str, Any] | None]
 HEARTBEATS_PER_TIMEOUT = 10
 MASTER_LOST_TIMEOUTS = 6
 _SEEN_TASKS = 10000  # recent task ids kept, so that a retried task/new (within seconds) does not run twice
+_MAX_WORKERS = 16  # task threads, started as tasks arrive while none is idle
 
 
 def heartbeat_times(heartbeat_timeout: float) -> tuple[float, float]:
@@ -31,19 +32,14 @@ def heartbeat_times(heartbeat_timeout: float) -> tuple[float, float]:
 
 
 class Slave:
-    """A task server. ``handlers`` maps task names (e.g. ``'learner_learn_task'``) to ``fn(payload) -> dict``.
-
-    ``on_connect(master_info)`` / ``on_disconnect(reason)`` are called when the master connects or disconnects;
-    ``wait()`` blocks until the slave is closed (by ``close()``, a ``disconnect`` with ``shutdown`` or a lost master).
-    """
+    """A task server: ``handlers`` maps task names (``'learner_learn_task'``) to ``fn(payload) -> dict``;
+    ``on_connect(master_info)`` is called when a master connects."""
 
     def __init__(self, name: str, role: str, host: str = "127.0.0.1", port: int = 0, *, token: str,
                  handlers: Mapping[str, TaskFn] | None = None, advertise_host: str | None = None,
-                 heartbeat_interval: float = 1.0, master_lost_timeout: float = 30.0, request_timeout: float = 10.0,
-                 retries: int = 3, max_workers: int = 16, close_timeout: float = 5.0,
-                 resource: Mapping[str, Any] | None = None,
-                 logger: logging.Logger | None = None, on_connect: Callable[[dict], None] | None = None,
-                 on_disconnect: Callable[[str], None] | None = None) -> None:
+                 heartbeat_interval: float = 1.0, master_lost_timeout: float = 30.0, close_timeout: float = 5.0,
+                 resource: Mapping[str, Any] | None = None, logger: logging.Logger | None = None,
+                 on_connect: Callable[[dict], None] | None = None) -> None:
         self.name, self.role = name, role
         self._token = token
         self.advertise_host = advertise_host or ("127.0.0.1" if host in ("0.0.0.0", "") else host)
@@ -51,16 +47,12 @@ class Slave:
         self.handlers: dict[str, TaskFn] = dict(handlers or {})
         self.heartbeat_interval = float(heartbeat_interval)
         self.master_lost_timeout = float(master_lost_timeout)
-        self.request_timeout = float(request_timeout)
-        self.retries = int(retries)
         self.resource = dict(resource or {})
         self.on_connect = on_connect
-        self.on_disconnect = on_disconnect
         self._server = JsonServer(name, host, port, token, self._logger)
         for endpoint, fn in (("connect", self._on_connect), ("disconnect", self._on_disconnect),
                              ("task/new", self._on_task), ("task/cancel", self._on_cancel), ("ping", self._on_ping)):
             self._server.route(endpoint, fn)
-        self._max_workers = int(max_workers)
         self._close_timeout = float(close_timeout)
         self._jobs: queue.Queue = queue.Queue()
         self._workers: list[threading.Thread] = []
@@ -82,8 +74,7 @@ class Slave:
 
     def start(self) -> None:
         self._server.start()
-        self._heartbeat = threading.Thread(target=self._beat, name=f"ding-{self.name}-heartbeat", daemon=True)
-        self._heartbeat.start()
+        self._heartbeat = spawn(self._beat, f"ding-{self.name}-heartbeat")
         self._logger.info(f"{self.role} '{self.name}' listening on {self._server.host}:{self.port}")
 
     @property
@@ -125,19 +116,16 @@ class Slave:
 
     def _close_soon(self, reason: str) -> None:
         """Close from a request or task thread (the server cannot be shut down from inside its own request)."""
-        threading.Thread(target=self.close, args=(reason,), name=f"ding-{self.name}-close", daemon=True).start()
+        spawn(self.close, f"ding-{self.name}-close", reason)
 
     def join(self, master_host: str, master_port: int, contact: bool = True) -> None:
         """Ask the master at ``master_host:master_port`` to connect this slave. ``contact=False`` (a re-join): an
         accepted request does not count as contact with the master, only its connect does."""
         me = {"name": self.name, "role": self.role, "host": self.advertise_host, "port": self.port}
-        self._client("master", master_host, master_port).post("join", me)
+        HttpClient("master", master_host, master_port, self._token).post("join", me)
         if contact:
             self._last_master_ok = time.monotonic()
             self._contact = True
-
-    def _client(self, name: str, host: str, port: int) -> HttpClient:
-        return HttpClient(name, host, port, self._token, timeout=self.request_timeout, retries=self.retries)
 
     def _on_ping(self, payload: dict) -> dict:
         return {"name": self.name, "role": self.role, "connected": self.connected, "running": len(self._running),
@@ -148,7 +136,7 @@ class Slave:
         if not isinstance(host, str) or not isinstance(port, int):
             raise ApiError(400, "connect needs 'master_host' (str) and 'master_port' (int)")
         with self._lock:
-            self._master = self._client(str(payload.get("master_name", "master")), host, port)
+            self._master = HttpClient(str(payload.get("master_name", "master")), host, port, self._token)
             self._last_master_ok = time.monotonic()
             self._contact = True
         self._logger.info(f"connected to master {payload.get('master_name')} at {host}:{port}")
@@ -162,8 +150,6 @@ class Slave:
             self._master = None
             self._last_master_ok = time.monotonic()
         self._logger.info(f"disconnected by master: {reason}")
-        if self.on_disconnect is not None:
-            self.on_disconnect(reason)
         if payload.get("shutdown"):
             self._close_soon(f"shut down by master: {reason}")
         return {}
@@ -205,11 +191,8 @@ class Slave:
             if len(self._seen_tasks) > _SEEN_TASKS:
                 self._seen_tasks.popitem(last=False)
             self._running.add(task_id)
-            if self._idle == 0 and len(self._workers) < self._max_workers:  # no idle worker: start one
-                t = threading.Thread(target=self._work, name=f"ding-{self.name}-task{len(self._workers)}",
-                                     daemon=True)
-                self._workers.append(t)
-                t.start()
+            if self._idle == 0 and len(self._workers) < _MAX_WORKERS:  # no idle worker: start one
+                self._workers.append(spawn(self._work, f"ding-{self.name}-task{len(self._workers)}"))
             self._jobs.put((task_id, name, body))
         return {"accepted": True}
 
@@ -298,8 +281,7 @@ class Slave:
                             self.join(master.host, master.port, contact=False)
                         except InteractionError as e:
                             self._logger.warning(f"re-join failed: {e}")
-            # only a heartbeat the master answers as ours counts: one unreachable, rejecting or forgetful that long is
-            # gone for this slave, which closes instead of living on forever
+            # only a heartbeat the master answers as ours counts: a master silent that long is gone for this slave
             silent = time.monotonic() - self._last_master_ok
             if silent > self.master_lost_timeout:
                 self._logger.error(f"{problem}; no accepted heartbeat for {silent:.0f} s (limit "
