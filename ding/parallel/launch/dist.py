@@ -1,25 +1,41 @@
 """What one ``ding -m dist --module coordinator|learner|collector`` process runs, started by hand, by a cluster launcher
-or by ``ding -m parallel``. A learner or collector binds its own port, joins the coordinator at the address it is
-given, and exits when the run ends, when the coordinator has been unreachable for six heartbeat timeouts, on
-SIGTERM/SIGINT (a learner writes a checkpoint first), or when the ``ding -m parallel`` that started it dies."""
+or by ``ding -m parallel``. A learner or collector joins the coordinator at the address it is given and exits when the
+run ends, when the coordinator has been unreachable for six heartbeat timeouts, on SIGTERM/SIGINT (a learner writes a
+checkpoint first), or when the ``ding -m parallel`` that started it dies."""
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
-import re
+import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from easydict import EasyDict
 
 from ding.engine.stop_signals import StoppedBySignal, StopSignals
-from ding.parallel.launch.role_process import die_with_parent, set_process_name
 from ding.parallel.launch.slurm import ADDRESS_FILE, read_address
+from ding.parallel.launch.supervisor import PARENT_PID_ENV, roles_of
+from ding.utils.process_helper import set_process_name
 
 _NOT_AN_ADDRESS = (None, "", "auto", "0.0.0.0")  # values a role cannot join: found only where the coordinator runs
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """If ``DING_PARENT_PID`` names our launcher, get SIGTERM when it dies (Linux), and exit if it is gone already."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    if not parent:
+        return
+    if sys.platform.startswith("linux"):
+        with suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != int(parent):
+        raise SystemExit(f"ding: the launcher (pid {parent}) is gone; exiting")
 
 
 def role_config(system: Mapping | None, role: str, name: str, *, coordinator_host: str | None = None,
@@ -43,14 +59,30 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
     return cfg
 
 
-def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None) -> int:
-    """Run a learner or collector process until the coordinator ends the run (or a signal arrives). Exits with a
-    one-line error when no coordinator answers within six ``coordinator.heartbeat_timeout``, when it refuses the
-    token (``token_source`` says where the token came from) or when the role's port is taken."""
+def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
+    """``ding -m dist --module learner|collector``: run ``name`` (``where``: the host/port flags) until the coordinator
+    ends the run or a signal arrives. Without the coordinator's port it waits up to 120 s for the address file the
+    coordinator writes once it listens, signed with the run's token. Exits with a one-line error when no coordinator
+    answers within six ``coordinator.heartbeat_timeout``, when it refuses the token or when the role's port is taken."""
+    from ding.parallel.transport import resolve_token, token_source
+
+    cfg = role_config(system, role, name, **where)
+    token_where = f"system_config.auth_token in {config_path}"
+    token = resolve_token(system.get("auth_token"), where=token_where)
+    if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
+        exp, deadline = str(main["exp_name"]), time.monotonic() + 120.0
+        if (found := read_address(exp, token)) is None:
+            print(f"ding: {name}: waiting for the coordinator's address in {os.path.join(exp, ADDRESS_FILE)}",
+                  flush=True)
+        while found is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            found = read_address(exp, token)
+        if found is not None:
+            cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
+            cfg.coordinator_port = found[1]
     from ding.parallel.roles.collector import create_comm_collector
     from ding.parallel.roles.learner import create_comm_learner
     from ding.parallel.transport import RequestRejected, resolve_advertise_host
-    from ding.parallel.transport import token_source as source_of
     from ding.utils import ConfigError, setup_torch_threads
 
     set_process_name(f"ding-{name}")
@@ -76,30 +108,27 @@ def run_role(role: str, name: str, cfg: Mapping, token_source: str | None = None
     joined = threading.Event()  # read lock-free (is_set) by the signal handler
     with StopSignals(interrupt=lambda: not joined.is_set()) as stop:  # still joining: stop its retries now
         try:
-            try:
-                comm.start()
-                joined.set()
-            except StoppedBySignal as e:
-                logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
-                                                       e.signum)
-                return 0
-            except RequestRejected as e:
-                if e.code != 401:
-                    raise
-                where = f"{cfg['coordinator_host']}:{cfg['coordinator_port']}"
-                raise ConfigError(
-                    f"{name}: the coordinator at {where} refused this role's auth token (HTTP 401). The token came "
-                    f"from {token_source or source_of(cfg.get('auth_token'))}; give every role and the coordinator "
-                    "the same token (system_config.auth_token, or DING_AUTH_TOKEN in each one's environment)") from None
+            comm.start()
+            joined.set()
             while not comm.wait(0.2) and not stop.requested:
                 pass
+        except StoppedBySignal as e:  # (raised only while joining)
+            logging.getLogger(f"ding.{name}").info("%s: stopped by signal %d while joining the coordinator", name,
+                                                   e.signum)
+        except RequestRejected as e:
+            if e.code != 401:
+                raise
+            raise ConfigError(
+                f"{name}: the coordinator at {cfg['coordinator_host']}:{cfg['coordinator_port']} refused this role's "
+                f"auth token (HTTP 401). The token came from {token_source(system.get('auth_token'), token_where)}; "
+                "give every role and the coordinator the same token (system_config.auth_token, or DING_AUTH_TOKEN in "
+                "each one's environment)") from None
         finally:
             comm.close()
     return 0
 
 
-def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: int | None = None,
-                    token_source: str = "system_config.auth_token or DING_AUTH_TOKEN") -> int:
+def run_coordinator(cfg: Any, max_env_step: int | None, max_train_iter: int | None, token_source: str) -> int:
     """Run a coordinator alone: learners and collectors join it (or it connects the configured ones). Its address
     goes to ``<exp_dir>/coordinator.json`` once it listens."""
     from ding.parallel.launch.driver import ParallelRunError, drive_coordinator
@@ -133,41 +162,11 @@ def run_coordinator(cfg: Any, max_env_step: int | None = None, max_train_iter: i
     return 0
 
 
-def token_source_for(system: Mapping, config_path: str | None) -> str:
-    """Where the run's token comes from, in words (for an error message)."""
-    from ding.parallel.transport import token_source
-
-    return token_source(system.get("auth_token"), f"system_config.auth_token in {config_path}")
-
-
-def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
-    """``ding -m dist --module learner|collector``: run ``name`` with its config from ``system`` (``where``: the
-    coordinator's and its own host/port flags). Without the coordinator's port it waits up to 120 s for the address
-    file the coordinator writes once it listens (so the roles may start in any order), signed with the run's token."""
-    from ding.parallel.transport import resolve_token
-
-    cfg = role_config(system, role, name, **where)
-    token = resolve_token(system.get("auth_token"), where=f"system_config.auth_token in {config_path}")
-    if not cfg.get("coordinator_port") and isinstance(main.get("exp_name"), str):
-        exp, deadline = str(main["exp_name"]), time.monotonic() + 120.0
-        if (found := read_address(exp, token)) is None:
-            print(f"ding: {name}: waiting for the coordinator's address in {os.path.join(exp, ADDRESS_FILE)}",
-                  flush=True)
-        while found is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-            found = read_address(exp, token)
-        if found is not None:
-            cfg.coordinator_host = cfg.get("coordinator_host") or found[0]
-            cfg.coordinator_port = found[1]
-    return run_role(role, name, cfg, token_source=token_source_for(system, config_path))
-
-
 def print_role_commands(cfg: Any) -> None:
     """``ding -m dist --module config``: how to start each role of the compiled run ``cfg``."""
     path = os.path.join(cfg.main.exp_name, "total_config.py")
-    roles = [str(k) for k in cfg.system if re.match(r"^(learner|collector)\d+$", str(k))]
     lines = [f"  ding -m dist --module coordinator -c {path}"] + [
-        f"  ding -m dist --module {r.rstrip('0123456789')} --module-name {r} -c {path}" for r in roles]
+        f"  ding -m dist --module {r.role} --module-name {r.name} -c {path}" for r in roles_of(cfg.system)]
     print(f"ding: wrote {path}; start the roles, in any order, with\n" + "\n".join(lines) +
           f"\n(without --coordinator-host/--coordinator-port the roles wait for the coordinator's address in "
           f"{os.path.join(cfg.main.exp_name, ADDRESS_FILE)}, which it writes once it listens; a role given an "

@@ -1,6 +1,5 @@
-"""The coordinator's side of a parallel run, for ``ding -m parallel`` and ``ding -m dist --module coordinator``: the
-run's limits and resumed counters, every evaluation recorded (``log/eval.csv``, the progress line, the state file
-``--resume`` continues from), the wait for the run's end (Ctrl-C ends it in order, a second one at once), ``result``."""
+"""The coordinator's side of a parallel run, for every launcher: limits and resumed counters, each evaluation recorded
+(``log/eval.csv``, the progress line, the state ``--resume`` continues from), the wait for the end, ``result``."""
 from __future__ import annotations
 
 import json
@@ -64,11 +63,9 @@ def drive_coordinator(cfg: Any, *, mode: str,
                       supervise: Callable[[Coordinator], AbstractContextManager[RoleSupervisor | None]],
                       token: str | None = None, max_env_step: int | None = None, max_train_iter: int | None = None,
                       resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
-    """Run the coordinator of compiled parallel config ``cfg`` to the run's end and return its result (``mode`` goes
-    into it). ``supervise(coordinator)`` is entered once the coordinator listens and left before it closes; the role
-    supervisor it yields, if any, is ticked every 0.2 s and aborted on a second Ctrl-C. ``resume_state`` is
-    :func:`read_state`'s; ``extend``: the stop value no longer ends the run, only the limits. Raises
-    :class:`ParallelRunError` when the run ended with an error, ``TrainingInterrupted`` after a Ctrl-C."""
+    """Run the coordinator of compiled config ``cfg`` to the run's end and return its result. ``supervise(coordinator)``
+    is entered once it listens; the role supervisor it yields, if any, is ticked every 0.2 s and aborted on a second
+    Ctrl-C. ``extend``: only the limits end the run, not the stop value."""
     from ding.parallel.coordinator import Coordinator
     from ding.parallel.transport import resolve_advertise_host
 
@@ -158,8 +155,7 @@ def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: st
 
 
 def _learner_timing(closed: Any) -> dict[str, Any] | None:
-    """The learner's own speed, None when it did not close cleanly; ``busy_iters_per_s``: its iterations per second
-    while it had a batch."""
+    """The learner's own speed (``busy_iters_per_s``: while it had a batch), None when it did not close cleanly."""
     if closed is None or not closed.train_s:
         return None
     busy = closed.train_s - closed.data_wait_s

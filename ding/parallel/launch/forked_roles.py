@@ -1,21 +1,13 @@
-"""Role processes forked from ``ding -m parallel``'s launcher, so they start without importing torch and ding again.
-
-Forking is how a local role starts (figures in docs/benchmarks.md). A role is
-exec'd (``python -m ding -m dist --module ...``) only where a fork cannot be used: a config with ``policy.cuda``
-(CUDA does not survive a fork), an OS without ``fork``, and a launcher where another thread runs already (a fork
-would copy its locks half-held) -- which is always so for a restart, since the coordinator's threads run by then.
-
-:func:`fork_role` forks the launcher before it starts any thread. The child waits on a pipe for the coordinator's
-address (:meth:`ForkedRole.release` sends it once the coordinator listens), then runs exactly what ``python -m ding``
-runs with the role's argv, in its own session, with its output in its log file and an exec'd role's environment. A
-child whose launcher dies before releasing it reads end-of-file and exits; :meth:`ForkedRole.discard` ends one that
-is no longer needed. :class:`ForkedRole` answers ``poll``/``wait``/``send_signal``/``returncode`` like
-:class:`subprocess.Popen`, so the supervisor watches forked and exec'd roles alike.
-"""
+"""Role processes forked from ``ding -m parallel``'s launcher before it starts a thread, so they skip importing torch
+and ding again (docs/parallel.md). A child waits on a pipe for the coordinator's address, then runs what
+``python -m ding <argv>`` runs, in its own session with its output in its log; end-of-file on the pipe ends it."""
 from __future__ import annotations
 
+import ctypes
+import importlib
 import logging
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -23,31 +15,26 @@ import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 
 from ding.utils.process_helper import end_forked_child, flush_std_streams
 
 _OPEN_PIPES: set[int] = set()  # write ends of unreleased children: a later child closes them (it must not hold them)
 
-# What every role imports on its way to its first task that the launcher has not imported yet when it forks (each
-# lazily where it is used: a serial run never loads Flask); imported once before the fork, so the roles of a local run
-# do not each import them again at the same time (tests/entry/test_forked_roles.py checks nothing more is imported).
+# What every role imports on its way to its first task that the launcher has not imported yet, imported once before
+# the fork (tests/entry/test_forked_roles.py checks nothing more is imported).
 ROLE_MODULES = ("flask", "werkzeug.serving", "tensorboardX", "ding.worker.builder")
 
 
 def preload_role_modules() -> None:
-    """Import :data:`ROLE_MODULES` in this process (the launcher, before :func:`fork_role`): the forked roles
-    inherit them. Importing starts no thread, so the launcher can still fork afterwards."""
-    import importlib
-
+    """Import :data:`ROLE_MODULES` before :func:`fork_role`, so the forked roles inherit them (it starts no thread)."""
     for name in ROLE_MODULES:
         importlib.import_module(name)
 
 
 def can_fork() -> str | None:
-    """Why this process cannot fork a role now (None: it can): not on Linux/macOS, or other threads run already.
-    Threads are counted by the OS (``/proc/self/task``), so native ones count too (torch's intra-op pool once an op
-    ran, a library's own threads), except the worker threads of numpy's OpenBLAS: they stop across a fork
-    (OpenBLAS's ``pthread_atfork`` handler) and are started again on the next call."""
+    """Why this process cannot fork a role now (None: it can). Threads are counted by the OS, so native ones count
+    too, except numpy's OpenBLAS workers: they stop across a fork (its ``pthread_atfork`` handler)."""
     if not hasattr(os, "fork"):
         return "os.fork is not available here"
     if threading.active_count() != 1:
@@ -67,10 +54,7 @@ def os_thread_count() -> int:
 
 
 def _blas_pool_threads() -> int:
-    """The worker threads of the OpenBLAS numpy loaded (its pool: one thread fewer than its thread count), 0 where
-    there is none or it cannot be asked."""
-    import ctypes
-
+    """The worker threads of numpy's OpenBLAS (one fewer than its thread count), 0 where it cannot be asked."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
@@ -89,7 +73,7 @@ def _blas_pool_threads() -> int:
 
 
 class ForkedRole:
-    """A forked role process, as far as the launcher needs it: the Popen surface, and the pipe that releases it."""
+    """A forked role: :class:`subprocess.Popen`'s surface for the supervisor, and the pipe that releases it."""
 
     def __init__(self, pid: int, pipe_w: int | None) -> None:
         self.pid = pid
@@ -98,24 +82,21 @@ class ForkedRole:
 
     def release(self, host: str, port: int) -> None:
         """Tell the waiting child where the coordinator listens; it starts its role."""
-        self._write(f"{host} {int(port)}\n".encode())
+        self._close_pipe(f"{host} {int(port)}\n".encode())
 
     def discard(self) -> None:
-        """End a child that was never released (it reads end-of-file and exits without starting its role)."""
-        self._write(b"")
+        """End a child never released: it reads end-of-file and exits without starting its role."""
+        self._close_pipe(b"")
 
-    def _write(self, data: bytes) -> None:
+    def _close_pipe(self, data: bytes) -> None:
         fd, self._pipe_w = self._pipe_w, None
         if fd is None:
             return
         _OPEN_PIPES.discard(fd)
-        try:
+        with suppress(OSError):  # the child is gone already: poll() tells
             if data:
                 os.write(fd, data)
-        except OSError:  # the child is gone already: poll() tells
-            pass
-        finally:
-            os.close(fd)
+        os.close(fd)
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -142,19 +123,13 @@ class ForkedRole:
             try:
                 os.killpg(self.pid, sig)  # its own session and group: the role and anything it started
             except (ProcessLookupError, PermissionError):
-                try:
+                with suppress(ProcessLookupError):
                     os.kill(self.pid, sig)
-                except ProcessLookupError:
-                    pass
-
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
 
 
 def fork_role(argv: Sequence[str], env: Mapping[str, str], log_path: str) -> ForkedRole:
     """Fork a child that waits for the coordinator's address, then runs ``ding <argv> --coordinator-host H
-    --coordinator-port P`` with ``env`` as its environment and ``log_path`` as its stdout/stderr. Call only where
-    :func:`can_fork` says yes."""
+    --coordinator-port P`` with ``env`` and its output in ``log_path``."""
     reason = can_fork()
     if reason is not None:
         raise RuntimeError(f"fork_role: cannot fork a role ({reason})")
@@ -173,10 +148,8 @@ def _child(read_fd: int, argv: list[str], env: dict[str, str], log_path: str) ->
     code = 1
     try:
         for fd in list(_OPEN_PIPES):  # other children's pipes: only the launcher may hold them
-            try:
+            with suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         _OPEN_PIPES.clear()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -189,18 +162,15 @@ def _child(read_fd: int, argv: list[str], env: dict[str, str], log_path: str) ->
         os.close(log)
         os.close(null)
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with suppress(AttributeError, ValueError):
                 stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
-            except (AttributeError, ValueError):
-                pass
-        address = _read_address(read_fd)
-        if address is None:  # discarded, or the launcher is gone
+        with os.fdopen(read_fd, "rb") as pipe:
+            address = pipe.readline().decode(errors="replace").split()
+        if len(address) != 2:  # discarded, or the launcher is gone
             os._exit(0)
         os.environ.clear()
         os.environ.update(env)
         _fresh_logging()
-        import runpy
-
         # what `python -m ding <argv>` runs (ding/__main__.py), in this already-initialised interpreter
         sys.argv = ["ding", *argv, "--coordinator-host", address[0], "--coordinator-port", address[1]]
         runpy.run_module("ding", run_name="__main__", alter_sys=True)
@@ -214,18 +184,6 @@ def _child(read_fd: int, argv: list[str], env: dict[str, str], log_path: str) ->
         code = 1
     finally:
         end_forked_child(code)
-
-
-def _read_address(fd: int) -> tuple[str, str] | None:
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = os.read(fd, 256)
-        if not chunk:
-            break
-        data += chunk
-    os.close(fd)
-    parts = data.decode(errors="replace").split()
-    return (parts[0], parts[1]) if len(parts) == 2 else None
 
 
 def _fresh_logging() -> None:

@@ -15,17 +15,23 @@ from ding.config import compile_config_parallel, rename_experiment
 from ding.engine.resume import lock_run_dir, resume_dir
 from ding.parallel.launch.driver import check_resumable, drive_coordinator, read_state
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
-from ding.parallel.launch.role_process import PARENT_PID_ENV, role_env
-from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, role_log
+from ding.parallel.launch.supervisor import (
+    PARENT_PID_ENV,
+    RoleId,
+    RoleSupervisor,
+    popen_logged,
+    role_env,
+    role_log,
+    roles_of,
+)
 from ding.parallel.mechanisms import is_on, turned_off
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
 
 
 class LocalStarter:
-    """How ``ding -m parallel`` starts a role: a child in its own session (the role names itself ``ding-<name>``),
-    forked by :meth:`prefork` before the coordinator's threads start and released once it listens, else exec'd
-    (restarts always are: by then this process has threads)."""
+    """How ``ding -m parallel`` starts a role: forked by :meth:`prefork` before the coordinator's threads start and
+    released once it listens, else exec'd (restarts always are: by then this process has threads)."""
 
     what = ""
     clean_exit_ends = False  # the coordinator is in this process: the supervisor is told when the run ends
@@ -68,7 +74,7 @@ class LocalStarter:
             try:
                 forked.wait(timeout=5.0)
             except subprocess.TimeoutExpired:
-                forked.kill()
+                forked.send_signal(signal.SIGKILL)
                 forked.wait(timeout=5.0)
         self._forked.clear()
 
@@ -107,8 +113,7 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
          resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
     exp = cfg.main.exp_name
     token = cfg.system.get("auth_token") or os.environ.get(TOKEN_ENV) or new_token()
-    roles = [RoleId(k, "learner" if k.startswith("learner") else "collector") for k in cfg.system
-             if k.startswith(("learner", "collector")) and k[-1].isdigit()]
+    roles = roles_of(cfg.system)
     starter = LocalStarter(os.path.join(exp, "total_config.py"), token)
     with RoleSupervisor(starter, exp, cfg.system.max_restarts) as procs:
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
@@ -128,9 +133,8 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
 
 
 def _start_method(cfg: Any) -> str:
-    """'fork' where the OS has it (the roles skip their imports), else 'exec' (a fresh interpreter per role). A config
-    that asks for CUDA is always exec'd: CUDA does not survive a fork. (An A/B benchmark turns forking off with
-    ``DING_PARALLEL_OFF=role_fork``: ding/parallel/mechanisms.py.)"""
+    """'fork' where the OS has it (the roles skip their imports), else 'exec'. A config that asks for CUDA is always
+    exec'd: CUDA does not survive a fork (``DING_PARALLEL_OFF=role_fork`` turns forking off: mechanisms.py)."""
     if cfg.main.policy.get("cuda") or not hasattr(os, "fork") or not is_on("role_fork"):
         return "exec"
     return "fork"

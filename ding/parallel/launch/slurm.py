@@ -1,7 +1,6 @@
-"""The Slurm launcher (``ding -m dist -P slurm``, ``parallel_pipeline(..., platform='slurm')``): every role of a run as
-a Slurm step, run by :class:`~ding.parallel.launch.supervisor.RoleSupervisor`. The coordinator's step starts first
-and writes its address (``<exp_name>/coordinator.json``); then one step per learner and collector joins it. The
-shared secret travels in the steps' environment, never on a command line (docs/distributed.md)."""
+"""The Slurm launcher (``ding -m dist -P slurm``, ``parallel_pipeline(..., platform='slurm')``): the coordinator's
+step starts first and writes its address (``<exp_name>/coordinator.json``), then one step per learner and collector
+joins it; the token travels in the steps' environment, never on a command line (docs/distributed.md)."""
 from __future__ import annotations
 
 import hashlib
@@ -21,9 +20,8 @@ from typing import Any
 
 from ding.engine.training_view import GracefulStop, TrainingInterrupted
 from ding.parallel.launch.driver import NO_LIMIT, ParallelRunError
-from ding.parallel.launch.role_process import role_env
 from ding.parallel.launch.slurm_env import SlurmJob, StepSpec, check_fits, srun_command, step_specs
-from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, stderr_line
+from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, role_env, stderr_line
 from ding.utils import ConfigError, atomic_write_text, read_regular_file, shown_dir
 
 ADDRESS_FILE = "coordinator.json"  # written by the coordinator once it listens
@@ -31,8 +29,7 @@ _MAX_ADDRESS_BYTES = 4096
 
 
 class SlurmStarter:
-    """How ``-P slurm`` starts a role: an ``srun`` of ``ding -m dist --module <role>`` as a step named
-    ``ding-<tag>-<name>`` (learners and collectors with the coordinator's :attr:`address`)."""
+    """How ``-P slurm`` starts a role: an ``srun`` of ``ding -m dist --module <role>`` as step ``ding-<tag>-<name>``."""
 
     what = " step"
     clean_exit_ends = True  # the coordinator runs elsewhere: a step ending with 0 was told to, or lost it
@@ -52,8 +49,16 @@ class SlurmStarter:
     def start(self, role: RoleId, log_path: str | None) -> subprocess.Popen:
         assert isinstance(role, StepSpec)
         self._names.add(self.step_name(role.name))
-        cmd = srun_command(role, self.step_name(role.name), self.job,
-                           _role_command(self.total_config, role, self.address, *self.limits))
+        cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", role.role, "-c", self.total_config]
+        if role.role == "coordinator":
+            for flag, value in zip(("--env-step", "--train-iter"), self.limits):
+                if value is not None and value < NO_LIMIT:
+                    cmd += [flag, str(int(value))]
+        else:
+            assert self.address is not None
+            cmd += ["--module-name", role.name, "--coordinator-host", self.address[0], "--coordinator-port",
+                    str(self.address[1])]
+        cmd = srun_command(role, self.step_name(role.name), self.job, cmd)
         return popen_logged(cmd, self.env, log_path, header=f"ding: {shlex.join(cmd)}\n")
 
     def listed(self, names: set[str] | None = None) -> list[str]:
@@ -70,11 +75,11 @@ class SlurmStarter:
         return [p[0] for p in (line.split(None, 1) for line in (out.stdout or "").splitlines())
                 if len(p) == 2 and p[1].strip() in names]
 
-    def signal_step(self, name: str, sig: str = "TERM") -> None:
-        """Send ``sig`` to the processes of step ``name`` (not a cancel: the role handles it, e.g. an orderly end)."""
-        ids = self.listed({self.step_name(name)})
+    def end_coordinator(self) -> None:
+        """SIGTERM the coordinator step's processes (not a cancel: it ends the run in order)."""
+        ids = self.listed({self.step_name("coordinator")})
         if ids:
-            self._run(["scancel", f"--signal={sig}", *ids], capture_output=True, text=True, timeout=30, env=self.env)
+            self._run(["scancel", "--signal=TERM", *ids], capture_output=True, text=True, timeout=30, env=self.env)
 
     def close(self) -> None:
         """``scancel`` whatever Slurm still lists of this run, until it lists none (up to 30 s)."""
@@ -95,30 +100,17 @@ class SlurmStarter:
             time.sleep(0.5)
 
 
-def _role_command(total_config: str, spec: StepSpec, address: tuple[str, int] | None,
-                  max_env_step: int | None, max_train_iter: int | None) -> list[str]:
-    cmd = [sys.executable, "-m", "ding", "-m", "dist", "--module", spec.role, "-c", total_config]
-    if spec.role == "coordinator":
-        for flag, value in (("--env-step", max_env_step), ("--train-iter", max_train_iter)):
-            if value is not None and value < NO_LIMIT:
-                cmd += [flag, str(int(value))]
-        return cmd
-    assert address is not None
-    return cmd + ["--module-name", spec.name, "--coordinator-host", address[0], "--coordinator-port", str(address[1])]
-
-
 def write_address(exp_dir: str, host: str, port: int, token: str) -> None:
-    """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically once the coordinator listens: where
-    the roles join this run. It is signed with the run's token (``mac``), so a file planted there is never taken."""
+    """Write ``<exp_dir>/coordinator.json`` (host, port, node, pid) atomically, signed with the run's token (``mac``)
+    so that a file planted there is never taken."""
     record: dict[str, Any] = {"host": host, "port": int(port), "node": socket.gethostname(), "pid": os.getpid()}
     record["mac"] = _address_mac(token, record)
     atomic_write_text(os.path.join(exp_dir, ADDRESS_FILE), json.dumps(record) + "\n")
 
 
 def read_address(exp_dir: str, token: str) -> tuple[str, int] | None:
-    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json``; None while it is not written or when it
-    is not signed with ``token`` (planted, or an earlier run's). Read as a capped regular file only (a FIFO or a
-    link to ``/dev/zero`` is refused without a read)."""
+    """The coordinator's ``host, port`` from ``<exp_dir>/coordinator.json``; None while it is not written or not
+    signed with ``token``. Read as a capped regular file only (a FIFO or ``/dev/zero`` link is refused unread)."""
     try:
         data = json.loads(read_regular_file(os.path.join(exp_dir, ADDRESS_FILE), _MAX_ADDRESS_BYTES,
                                             "the coordinator's address file"))
@@ -137,8 +129,7 @@ def _address_mac(token: str, record: dict[str, Any]) -> str:
 
 def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str | None = None,
               max_env_step: int | None = None, max_train_iter: int | None = None) -> dict[str, Any]:
-    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``. Raises
-    :class:`ParallelRunError` when the run ended with an error, :class:`TrainingInterrupted` after Ctrl-C / SIGTERM."""
+    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``."""
     from ding.config import compile_config_parallel
     from ding.parallel.transport import TOKEN_ENV, new_token, resolve_token
 
@@ -178,7 +169,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
 
         def fail(message: str) -> None:
             stderr_line(message)
-            starter.signal_step("coordinator", "TERM")
+            starter.end_coordinator()
 
         steps.report_to(stderr_line, fail, lambda: stop.requested)
         for spec in specs[1:]:
@@ -188,7 +179,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
             while coordinator.running():
                 if stop.requested and not interrupted:  # Ctrl-C / SIGTERM: the coordinator's orderly end
                     interrupted = True
-                    starter.signal_step("coordinator", "TERM")
+                    starter.end_coordinator()
                 steps.tick()
                 time.sleep(0.2)
         except KeyboardInterrupt:  # a second Ctrl-C: cancel every step now

@@ -1,5 +1,5 @@
-"""What the Slurm launcher reads from Slurm (the job's id, node list and CPUs per node) and the ``srun`` command of
-each role, built from ``system_config``: pure functions and records; :mod:`ding.parallel.launch.slurm` runs them."""
+"""What the Slurm launcher reads from Slurm (the job's id, nodes and CPUs) and each role's ``srun`` command: pure
+functions and records."""
 from __future__ import annotations
 
 import re
@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ding.parallel.launch.supervisor import RoleId
+from ding.parallel.launch.supervisor import RoleId, roles_of
 from ding.utils import ConfigError
 
 
 def expand_nodelist(text: str) -> list[str]:
-    """Slurm's compact host list as names: ``'node[1-3,5],gpu07'`` -> ``node1 node2 node3 node5 gpu07``, zero padding
-    kept (``n[08-10]``), several bracket groups multiplied (``r[1-2]n[1-2]``); a malformed list is a ConfigError."""
+    """Slurm's compact host list as names: ``'n[08-10,12],gpu7'`` -> ``n08 n09 n10 n12 gpu7`` (several bracket groups
+    multiplied); a malformed list is a ConfigError."""
     depth = 0
     for ch in text:
         depth += (ch == "[") - (ch == "]")
@@ -72,7 +72,7 @@ class SlurmJob:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SlurmJob | None:
-        """The job of ``env``, or None outside an allocation (each role then gets a job of its own)."""
+        """The job of ``env``, or None outside an allocation."""
         job_id = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
         if not job_id:
             return None
@@ -94,19 +94,19 @@ class StepSpec(RoleId):
 
 
 def step_specs(system: Mapping[str, Any]) -> list[StepSpec]:
-    """One :class:`StepSpec` per role of a compiled ``system_config``: the coordinator, the learners, the collectors.
-    A role's own ``partition`` / ``node`` / ``cpus`` / ``memory`` win over ``system_config.slurm``'s."""
+    """One :class:`StepSpec` per role of a compiled ``system_config``: the coordinator, the learners, the collectors;
+    a role's own ``partition`` / ``node`` / ``cpus`` / ``memory`` win over ``system_config.slurm``'s."""
     slurm = system.get("slurm") or {}
     extra = tuple(str(a) for a in (slurm.get("srun_args") or ()))
-    roles = ["coordinator"] + sorted((str(k) for k in system if re.fullmatch(r"(learner|collector)\d+", str(k))),
-                                     key=lambda n: (not n.startswith("learner"), int(re.sub(r"\D", "", n))))
+    roles = [RoleId("coordinator", "coordinator")] + sorted(
+        roles_of(system), key=lambda r: (r.role != "learner", int(r.name[len(r.role):])))
     specs = []
-    for name in roles:
-        entry = system.get(name) or {}
+    for role in roles:
+        entry = system.get(role.name) or {}
         given = {k: entry.get(k) if entry.get(k) is not None else slurm.get(k)
                  for k in ("partition", "node", "cpus", "memory")}
-        specs.append(StepSpec(name=name, role=name.rstrip("0123456789"), partition=given["partition"],
-                              node=given["node"], cpus=int(given["cpus"] or 1),
+        specs.append(StepSpec(name=role.name, role=role.role, partition=given["partition"], node=given["node"],
+                              cpus=int(given["cpus"] or 1),
                               memory=None if given["memory"] is None else str(given["memory"]), srun_args=extra))
     return specs
 

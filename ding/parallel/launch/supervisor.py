@@ -1,18 +1,21 @@
-"""The one supervisor of a parallel run's role processes, local (``ding -m parallel``) or Slurm steps (``-P slurm``):
-it starts each role, restarts one that ends while the run goes on, and on the way out stops what is left (SIGTERM,
-then SIGKILL). How one role is started is a :class:`Starter`."""
+"""The one supervisor of a run's role processes, local or Slurm steps: it starts each role, restarts one that ends
+while the run goes on, and on the way out stops what is left (SIGTERM, then SIGKILL)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+PARENT_PID_ENV = "DING_PARENT_PID"  # set by ding -m parallel: its roles die with it (dist.die_with_parent)
+_ROLE_NAME = re.compile(r"(learner|collector)\d+")
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,24 @@ class RoleId:
 
     name: str
     role: str
+
+
+def roles_of(system: Mapping) -> list[RoleId]:
+    """The learners and collectors of ``system_config`` (its ``learnerN`` / ``collectorN`` keys), in its order."""
+    return [RoleId(str(k), str(k).rstrip("0123456789")) for k in system if _ROLE_NAME.fullmatch(str(k))]
+
+
+def role_env(token: str) -> dict[str, str]:
+    """A role's environment: this one, the run's token (never on a command line), unbuffered output, and the directory
+    the config's ``import_names`` are found from."""
+    from ding.parallel.transport import TOKEN_ENV
+    from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
+
+    env = {**os.environ, TOKEN_ENV: token, "PYTHONUNBUFFERED": "1"}
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
+    if config_dir():
+        env[CONFIG_DIR_ENV] = str(config_dir())
+    return env
 
 
 class Process(Protocol):
@@ -52,6 +73,21 @@ def role_log(exp_dir: str, name: str) -> str:
     return os.path.join(log_dir, "process.log")
 
 
+def stderr_line(message: str) -> None:
+    print(f"ding: {message}", file=sys.stderr, flush=True)
+
+
+def popen_logged(cmd: list[str], env: dict[str, str], log_path: str | None, header: str = "") -> subprocess.Popen:
+    """Start ``cmd`` in its own session, its output appended to ``log_path`` after ``header`` (None: ours)."""
+    if log_path is None:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    with open(log_path, "ab") as log:
+        log.write(header.encode())
+        log.flush()
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
+
+
 @dataclass
 class _Child:
     role: RoleId
@@ -72,25 +108,8 @@ class _Child:
             return "(no log)"
 
 
-def stderr_line(message: str) -> None:
-    print(f"ding: {message}", file=sys.stderr, flush=True)
-
-
-def popen_logged(cmd: list[str], env: dict[str, str], log_path: str | None, header: str = "") -> subprocess.Popen:
-    """Start ``cmd`` in its own session, its output appended to ``log_path`` after ``header`` (None: this process's
-    output)."""
-    if log_path is None:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    with open(log_path, "ab") as log:
-        log.write(header.encode())
-        log.flush()
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
-
-
 class RoleSupervisor:
-    """The role processes of one run; leaving it as a context manager stops every role still running. The driver
-    calls :meth:`tick` to watch them and :meth:`abort` to stop them now."""
+    """The role processes of one run; leaving it as a context manager stops every role still running."""
 
     def __init__(self, starter: Starter, exp_dir: str, max_restarts: int) -> None:
         self.starter, self.exp_dir, self.max_restarts = starter, exp_dir, int(max_restarts)
