@@ -17,11 +17,9 @@ def parallel_pipeline(input_cfg: str | tuple[dict, dict, dict], seed: int = 0, e
                       max_train_iter: int | None = None, resume: bool = False, extend: bool = False,
                       source: str | None = None, platform: str = "local") -> dict[str, Any]:
     """Train in parallel mode until an evaluation reaches ``env.stop_value`` (or a limit); return the run's result,
-    also written to ``./<exp_name>/result``.
-
-    ``input_cfg`` is a config file path or ``(main_config, create_config, system_config)``; ``enable_total_log`` /
-    ``disable_flask_log`` are accepted for DI-engine compatibility. ``resume=True`` continues the stopped run in
-    ``./<exp_name>/``; ``extend=True`` also one that reached its stop value, up to the limits given.
+    also written to ``./<exp_name>/result``. ``input_cfg``: a config file or ``(main, create, system)`` configs;
+    ``enable_total_log`` / ``disable_flask_log``: accepted for DI-engine. ``resume=True`` continues the stopped run in
+    ``./<exp_name>/``, ``extend=True`` also one that reached its stop value, up to the limits given.
     ``platform='slurm'`` runs every role as a Slurm step (docs/distributed.md); it does not resume."""
     setup_torch_threads()
     if extend and not resume:

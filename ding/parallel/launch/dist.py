@@ -1,7 +1,5 @@
 """What one ``ding -m dist --module coordinator|learner|collector`` process runs, started by hand, by a cluster launcher
-or by ``ding -m parallel``. A learner or collector joins the coordinator at the address it is given and exits when the
-run ends, when the coordinator has been unreachable for six heartbeat timeouts, on SIGTERM/SIGINT (a learner writes a
-checkpoint first), or when the ``ding -m parallel`` that started it dies."""
+or by ``ding -m parallel``."""
 from __future__ import annotations
 
 import ctypes
@@ -11,8 +9,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
+from contextlib import suppress
 from typing import Any
 
 from easydict import EasyDict
@@ -60,10 +58,9 @@ def role_config(system: Mapping | None, role: str, name: str, *, coordinator_hos
 
 
 def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: str, **where: Any) -> int:
-    """``ding -m dist --module learner|collector``: run ``name`` (``where``: the host/port flags) until the coordinator
-    ends the run or a signal arrives. Without the coordinator's port it waits up to 120 s for the address file the
-    coordinator writes once it listens, signed with the run's token. Exits with a one-line error when no coordinator
-    answers within six ``coordinator.heartbeat_timeout``, when it refuses the token or when the role's port is taken."""
+    """``ding -m dist --module learner|collector``: run ``name`` (``where``: the host/port flags) until the run ends,
+    the coordinator is unreachable for six heartbeat timeouts, a signal arrives or the launcher dies. Without the
+    coordinator's port it waits up to 120 s for the signed address file the coordinator writes once it listens."""
     from ding.parallel.transport import resolve_token, token_source
 
     cfg = role_config(system, role, name, **where)
@@ -96,9 +93,9 @@ def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: 
     if not cfg.get("coordinator_host") or not cfg.get("coordinator_port"):
         raise ConfigError(f"{name}: where is the coordinator? Pass --coordinator-host and --coordinator-port (or set "
                           "system_config.coordinator.host/port in the config given with -c)")
-    role_cfg = EasyDict(dict(cfg))  # 'auto': the address of the interface that routes to the coordinator (binds there)
-    role_cfg.advertise_host = resolve_advertise_host(cfg.get("advertise_host"), towards=str(cfg["coordinator_host"]))
-    role_cfg.host = resolve_advertise_host(cfg.get("host"), towards=str(cfg["coordinator_host"]))
+    role_cfg = EasyDict(dict(cfg))
+    for key in ("advertise_host", "host"):  # 'auto': the address of the interface that routes to the coordinator
+        role_cfg[key] = resolve_advertise_host(cfg.get(key), towards=str(cfg["coordinator_host"]))
     if group:
         from ding.parallel.roles.learner_group import LearnerAggregator
 
@@ -131,34 +128,23 @@ def join_run(role: str, name: str, main: Mapping, system: Mapping, config_path: 
 def run_coordinator(cfg: Any, max_env_step: int | None, max_train_iter: int | None, token_source: str) -> int:
     """Run a coordinator alone: learners and collectors join it (or it connects the configured ones). Its address
     goes to ``<exp_dir>/coordinator.json`` once it listens."""
-    from ding.parallel.launch.driver import ParallelRunError, drive_coordinator
+    from ding.parallel.launch.driver import drive_coordinator
     from ding.parallel.launch.slurm import write_address
     from ding.parallel.transport import resolve_token
     from ding.utils import setup_torch_threads
 
     setup_torch_threads()
     set_process_name("ding-coordinator")
-    seen: list[Any] = []
 
-    @contextmanager
-    def announce(coordinator: Any) -> Iterator[None]:
-        seen.append(coordinator)
+    def announce(coordinator: Any) -> None:
         write_address(cfg.main.exp_name, coordinator.host, coordinator.port,
                       resolve_token(cfg.system.get("auth_token")))  # the coordinator's own token (signs the file)
         print(f"ding: coordinator of run ./{cfg.main.exp_name}/ listening on {coordinator.host}:{coordinator.port}; "
               f"start learners and collectors with --coordinator-host {coordinator.host} --coordinator-port "
               f"{coordinator.port}", flush=True)
-        yield None
 
-    try:
-        drive_coordinator(cfg, mode="dist", max_env_step=max_env_step, max_train_iter=max_train_iter,
-                          supervise=announce)
-    except ParallelRunError as e:
-        refused = seen[0].refused_requests() if seen else 0
-        if not refused:
-            raise
-        raise ParallelRunError(f"{e}; {refused} request(s) reached this coordinator with a missing or wrong auth "
-                               f"token: its token came from {token_source}, give every role the same one") from None
+    drive_coordinator(cfg, mode="dist", on_listen=announce, max_env_step=max_env_step, max_train_iter=max_train_iter,
+                      token_source=token_source)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import AbstractContextManager, closing
+from contextlib import closing
 from typing import TYPE_CHECKING, Any, Callable
 
 from ding.engine.training_view import EvalCSV, GracefulStop, ProgressView
@@ -59,13 +59,15 @@ def check_resumable(exp_dir: str, state: dict[str, Any], max_env_step: int | Non
                               f"{flag} {limit}. Raise {flag} above it to continue.")
 
 
-def drive_coordinator(cfg: Any, *, mode: str,
-                      supervise: Callable[[Coordinator], AbstractContextManager[RoleSupervisor | None]],
-                      token: str | None = None, max_env_step: int | None = None, max_train_iter: int | None = None,
-                      resume_state: dict[str, Any] | None = None, extend: bool = False) -> dict[str, Any]:
-    """Run the coordinator of compiled config ``cfg`` to the run's end and return its result. ``supervise(coordinator)``
-    is entered once it listens; the role supervisor it yields, if any, is ticked every 0.2 s and aborted on a second
-    Ctrl-C. ``extend``: only the limits end the run, not the stop value."""
+def drive_coordinator(cfg: Any, *, mode: str, on_listen: Callable[[Coordinator], None],
+                      supervisor: RoleSupervisor | None = None, token: str | None = None,
+                      max_env_step: int | None = None, max_train_iter: int | None = None,
+                      resume_state: dict[str, Any] | None = None, extend: bool = False,
+                      token_source: str | None = None) -> dict[str, Any]:
+    """Run the coordinator of compiled config ``cfg`` to the run's end and return its result. ``on_listen`` is called
+    once it listens; ``supervisor`` is ticked every 0.2 s and aborted on a second Ctrl-C. ``extend``: only the limits
+    end the run, not the stop value; ``token_source``: where the token came from, named in the error when requests
+    with a wrong token reached it."""
     from ding.parallel.coordinator import Coordinator
     from ding.parallel.transport import resolve_advertise_host
 
@@ -84,9 +86,8 @@ def drive_coordinator(cfg: Any, *, mode: str,
         state = {"commander": coordinator.commander.state_dict(), "ended": ended}
         atomic_write_text(os.path.join(exp, STATE_FILE), json.dumps(state, indent=1) + "\n")
 
-    coordinator_cfg = cfg.system.coordinator  # 'auto': the address here; as host (-P slurm) it binds only there
-    coordinator_cfg.advertise_host = resolve_advertise_host(coordinator_cfg.get("advertise_host"))
-    coordinator_cfg.host = resolve_advertise_host(coordinator_cfg.get("host"))
+    for key in ("advertise_host", "host"):  # 'auto': the address here; as host (-P slurm) it binds only there
+        cfg.system.coordinator[key] = resolve_advertise_host(cfg.system.coordinator.get(key))
     tracking = role_writer(cfg.main, "coordinator", os.path.join(exp, "log", "coordinator"))
     with closing(tracking):
         coordinator = Coordinator(cfg, token=token, on_eval=on_eval, max_env_step=max_env_step,
@@ -103,24 +104,24 @@ def drive_coordinator(cfg: Any, *, mode: str,
         with GracefulStop() as stop:
             try:
                 coordinator.start()
-                with supervise(coordinator) as supervisor:
-                    try:
-                        while not coordinator.wait(0.2):
-                            if stop.requested and not interrupted:
-                                interrupted = True
-                                coordinator.end(f"interrupted by {stop.signal_name}")
-                            if supervisor is not None:
-                                supervisor.tick()
-                            status = coordinator.status()
-                            view.update(status["envstep"], status["learner_step"])
-                    except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
-                        coordinator.abort("aborted by a second interrupt")
+                on_listen(coordinator)
+                try:
+                    while not coordinator.wait(0.2):
+                        if stop.requested and not interrupted:
+                            interrupted = True
+                            coordinator.end(f"interrupted by {stop.signal_name}")
                         if supervisor is not None:
-                            supervisor.abort()
-                        raise
-                    finally:
-                        view.close()
-                        coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
+                            supervisor.tick()
+                        status = coordinator.status()
+                        view.update(status["envstep"], status["learner_step"])
+                except KeyboardInterrupt:  # a second Ctrl-C: stop now, without the orderly shutdown
+                    coordinator.abort("aborted by a second interrupt")
+                    if supervisor is not None:
+                        supervisor.abort()
+                    raise
+                finally:
+                    view.close()
+                    coordinator.close()  # the learner writes its checkpoint, every role is told to shut down
             except BaseException:
                 coordinator.end("error in the coordinator's process")
                 coordinator.close()
@@ -133,7 +134,10 @@ def drive_coordinator(cfg: Any, *, mode: str,
         print(f"ding: {coordinator.end_reason} after {result['env_step']:,} env steps and {result['train_iter']:,} "
               f"iterations ({wall:.1f} s); results in {shown_dir(exp)}", flush=True)
         if coordinator.fatal_error:
-            raise ParallelRunError(coordinator.fatal_error)
+            refused = coordinator.refused_requests() if token_source else 0
+            raise ParallelRunError(coordinator.fatal_error + (
+                f"; {refused} request(s) reached this coordinator with a missing or wrong auth token: its token came "
+                f"from {token_source}, give every role the same one" if refused else ""))
         stop.reraise(exp)
         return result
 

@@ -1,6 +1,5 @@
 """Role processes forked from ``ding -m parallel``'s launcher before it starts a thread, so they skip importing torch
-and ding again (docs/parallel.md). A child waits on a pipe for the coordinator's address, then runs what
-``python -m ding <argv>`` runs, in its own session with its output in its log; end-of-file on the pipe ends it."""
+and ding again; each waits on a pipe for the coordinator's address, then runs ``python -m ding <argv>``'s code."""
 from __future__ import annotations
 
 import ctypes
@@ -128,8 +127,7 @@ class ForkedRole:
 
 
 def fork_role(argv: Sequence[str], env: Mapping[str, str], log_path: str) -> ForkedRole:
-    """Fork a child that waits for the coordinator's address, then runs ``ding <argv> --coordinator-host H
-    --coordinator-port P`` with ``env`` and its output in ``log_path``."""
+    """Fork a child that runs ``ding <argv> --coordinator-host H --coordinator-port P`` once released."""
     reason = can_fork()
     if reason is not None:
         raise RuntimeError(f"fork_role: cannot fork a role ({reason})")

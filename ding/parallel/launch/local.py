@@ -1,37 +1,26 @@
-"""The local launcher (``ding -m parallel``, ``parallel_pipeline``): a coordinator in this process, learner and
-collectors as child processes on loopback ports, each in its own session (a terminal's Ctrl-C reaches only the
-launcher, which ends the run in order) and dying with the launcher."""
+"""The local launcher (``ding -m parallel``, ``parallel_pipeline``): the coordinator in this process, the other roles
+as children in their own sessions (a terminal's Ctrl-C reaches only the launcher), dying with it."""
 from __future__ import annotations
 
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ding.config import compile_config_parallel, rename_experiment
 from ding.engine.resume import lock_run_dir, resume_dir
 from ding.parallel.launch.driver import check_resumable, drive_coordinator, read_state
 from ding.parallel.launch.forked_roles import ForkedRole, can_fork, fork_role, preload_role_modules
-from ding.parallel.launch.supervisor import (
-    PARENT_PID_ENV,
-    RoleId,
-    RoleSupervisor,
-    popen_logged,
-    role_env,
-    role_log,
-    roles_of,
-)
+from ding.parallel.launch.supervisor import RoleId, RoleSupervisor, popen_logged, role_env, role_log, roles_of
 from ding.parallel.mechanisms import is_on, turned_off
 from ding.parallel.transport import TOKEN_ENV, new_token
 from ding.utils import ConfigError, DirLock, ResumeError
 
 
 class LocalStarter:
-    """How ``ding -m parallel`` starts a role: forked by :meth:`prefork` before the coordinator's threads start and
-    released once it listens, else exec'd (restarts always are: by then this process has threads)."""
+    """How ``ding -m parallel`` starts a role: forked by :meth:`prefork` and released once the coordinator listens,
+    else exec'd (restarts always are: by then this process has threads)."""
 
     what = ""
     clean_exit_ends = False  # the coordinator is in this process: the supervisor is told when the run ends
@@ -43,14 +32,14 @@ class LocalStarter:
         self._forked: dict[str, ForkedRole] = {}  # forked before the coordinator listened, not released yet
 
     def _env(self) -> dict[str, str]:
-        return {**role_env(self._token), PARENT_PID_ENV: str(os.getpid())}
+        return role_env(self._token, launcher_pid=os.getpid())
 
     def _argv(self, role: RoleId) -> list[str]:
         return ["-m", "dist", "--module", role.role, "--module-name", role.name, "-c", self._config_path]
 
     def prefork(self, roles: list[RoleId], exp_dir: str) -> None:
-        """Fork the first role processes now, while this process has no thread; where it has (a fork would copy their
-        locks half-held) they are exec'd at :meth:`start`, and one line says why."""
+        """Fork the first roles now, while this process has no thread; where it has one (a fork would copy its locks
+        half-held) they are exec'd at :meth:`start`, and one line says why."""
         reason = can_fork()
         if reason is not None:
             print(f"ding: the roles start by exec, not fork ({reason})", flush=True)
@@ -119,17 +108,15 @@ def _run(cfg: Any, max_env_step: int | None, max_train_iter: int | None,
         if _start_method(cfg) == "fork":  # before the coordinator starts its threads (docs/parallel.md)
             starter.prefork(roles, exp)
 
-        @contextmanager
-        def local_roles(coordinator: Any) -> Iterator[RoleSupervisor]:
+        def start_roles(coordinator: Any) -> None:
             starter.address = (coordinator.host, int(coordinator.port))
             procs.report_to(coordinator.notice, coordinator.fail, lambda: coordinator.end_reason is not None)
             for role in roles:
                 procs.start(role)
-            yield procs
 
         return drive_coordinator(
-            cfg, mode="parallel", token=token, max_env_step=max_env_step, max_train_iter=max_train_iter,
-            resume_state=resume_state, supervise=local_roles, extend=extend)
+            cfg, mode="parallel", on_listen=start_roles, supervisor=procs, token=token, max_env_step=max_env_step,
+            max_train_iter=max_train_iter, resume_state=resume_state, extend=extend)
 
 
 def _start_method(cfg: Any) -> str:

@@ -1,6 +1,5 @@
-"""The Slurm launcher (``ding -m dist -P slurm``, ``parallel_pipeline(..., platform='slurm')``): the coordinator's
-step starts first and writes its address (``<exp_name>/coordinator.json``), then one step per learner and collector
-joins it; the token travels in the steps' environment, never on a command line (docs/distributed.md)."""
+"""The Slurm launcher (``-P slurm``): the coordinator's step starts first and writes its address
+(``<exp_name>/coordinator.json``), then one step per learner and collector joins it (docs/distributed.md)."""
 from __future__ import annotations
 
 import hashlib
@@ -129,7 +128,8 @@ def _address_mac(token: str, record: dict[str, Any]) -> str:
 
 def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str | None = None,
               max_env_step: int | None = None, max_train_iter: int | None = None) -> dict[str, Any]:
-    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``."""
+    """Run a parallel config's roles as Slurm steps until the coordinator ends the run; return its ``result``.
+    Raises :class:`ParallelRunError` on an error, :class:`TrainingInterrupted` after Ctrl-C / SIGTERM."""
     from ding.config import compile_config_parallel
     from ding.parallel.transport import TOKEN_ENV, new_token, resolve_token
 
@@ -150,11 +150,13 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     starter = SlurmStarter(job, role_env(token), os.path.join(exp, "total_config.py"), (max_env_step, max_train_iter))
     with RoleSupervisor(starter, exp, int(cfg.system.max_restarts)) as steps, GracefulStop() as stop:
         coordinator = steps.start(specs[0], log=False)
+        coordinator_step = coordinator.proc  # (never restarted: tick() leaves the coordinator alone)
+        assert coordinator_step is not None
         deadline = time.monotonic() + start_timeout
         while (address := read_address(exp, token)) is None:
-            if not coordinator.running():
-                raise ParallelRunError(f"the coordinator's step ended (srun exit code {_code(coordinator)}) before it "
-                                       "listened; its output is above")
+            if (code := coordinator_step.poll()) is not None:
+                raise ParallelRunError(f"the coordinator's step ended (srun exit code {code}) before it listened; its "
+                                       "output is above")
             if stop.requested:
                 raise TrainingInterrupted(stop.signal_name or "a signal", exp)
             if time.monotonic() > deadline:
@@ -186,7 +188,7 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
             steps.stop(grace=0.0)
             raise
         steps.stop(grace=60.0)  # the roles were told to exit; this only cancels stragglers
-    code = _code(coordinator)
+    code = coordinator_step.poll()
     result = _read_result(exp)
     if steps.failure is not None:
         raise ParallelRunError(steps.failure)
@@ -198,10 +200,6 @@ def run_slurm(main: Any, create: Any, system: Any, *, seed: int = 0, source: str
     if result is None:
         raise ParallelRunError(f"the coordinator ended without writing {shown_dir(exp)}result")
     return result
-
-
-def _code(child: Any) -> int | None:
-    return None if child.proc is None else child.proc.poll()
 
 
 def _read_result(exp: str) -> dict[str, Any] | None:

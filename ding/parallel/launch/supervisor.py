@@ -31,9 +31,9 @@ def roles_of(system: Mapping) -> list[RoleId]:
     return [RoleId(str(k), str(k).rstrip("0123456789")) for k in system if _ROLE_NAME.fullmatch(str(k))]
 
 
-def role_env(token: str) -> dict[str, str]:
-    """A role's environment: this one, the run's token (never on a command line), unbuffered output, and the directory
-    the config's ``import_names`` are found from."""
+def role_env(token: str, launcher_pid: int | None = None) -> dict[str, str]:
+    """A role's environment: this one, the run's token (never on a command line), unbuffered output, the directory the
+    config's ``import_names`` are found from, and ``launcher_pid``, the process the role dies with."""
     from ding.parallel.transport import TOKEN_ENV
     from ding.utils.import_dirs import CONFIG_DIR_ENV, config_dir
 
@@ -41,6 +41,8 @@ def role_env(token: str) -> dict[str, str]:
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see docs/benchmarks.md, 'thread trap'
     if config_dir():
         env[CONFIG_DIR_ENV] = str(config_dir())
+    if launcher_pid is not None:
+        env[PARENT_PID_ENV] = str(launcher_pid)
     return env
 
 
@@ -55,15 +57,14 @@ class Process(Protocol):
 
 
 class Starter(Protocol):
-    """How to start one role (a local process, a Slurm step) with its output in ``log_path`` (None: this process's);
-    :meth:`close` drops whatever else is left once every role it started has ended."""
+    """How to start one role (a local process, a Slurm step), its output in ``log_path`` (None: this process's)."""
 
     what: str  # how messages call a started role after its kind: '' (a process), ' step'
     clean_exit_ends: bool  # a role that exits with code 0 was told to (it is not restarted)
     end_now: int  # the signal that ends a learner group's member now
 
     def start(self, role: RoleId, log_path: str | None) -> Process: ...
-    def close(self) -> None: ...
+    def close(self) -> None: ...  # drop what is left once every role it started has ended
 
 
 def role_log(exp_dir: str, name: str) -> str:
@@ -118,8 +119,7 @@ class RoleSupervisor:
         self.report_to(stderr_line, stderr_line, lambda: False)
 
     def report_to(self, say: Callable[[str], None], fail: Callable[[str], None], ending: Callable[[], bool]) -> None:
-        """Where :meth:`tick` reports a restart (``say``) and a failure that ends the run (``fail``); while
-        ``ending()`` nothing is restarted."""
+        """Where :meth:`tick` reports a restart and a failure that ends the run; while ``ending()`` none restarts."""
         self._say, self._fail, self._ending = say, fail, ending
 
     def __enter__(self) -> RoleSupervisor:
@@ -183,8 +183,8 @@ class RoleSupervisor:
         self.stop(grace=0.0, term_wait=2.0)
 
     def stop(self, grace: float = 30.0, term_wait: float = 10.0) -> None:
-        """Wait up to ``grace`` seconds for the roles to end by themselves (a Ctrl-C cuts this short), SIGTERM what is
-        left, SIGKILL it after ``term_wait`` seconds, reap them all, then close the starter."""
+        """Wait ``grace`` s for the roles to end (a Ctrl-C cuts this short), SIGTERM what is left, SIGKILL it after
+        ``term_wait`` s, reap them all, then close the starter."""
         with suppress(KeyboardInterrupt):
             self._wait(grace)
         for sig, wait in ((signal.SIGTERM, term_wait), (signal.SIGKILL, 5.0)):
