@@ -145,6 +145,13 @@ def drive_coordinator(cfg: Any, *, mode: str, on_listen: Callable[[Coordinator],
 def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: str) -> dict[str, Any]:
     status = coordinator.status()
     last = status.get("last_eval") or {}
+    learner = None  # the learner's own speed, if it closed cleanly
+    closed = coordinator.learner_closed
+    if closed is not None and closed.train_s:
+        busy = closed.train_s - closed.data_wait_s  # busy_iters_per_s: its speed while it had a batch
+        learner = {"trained": closed.trained, "train_s": round(closed.train_s, 3),
+                   "data_wait_s": round(closed.data_wait_s, 3),
+                   "busy_iters_per_s": round(closed.trained / busy, 2) if busy > 0 else None}
     return {
         "exp_name": cfg.main.exp_name, "mode": mode, "stop_flag": bool(coordinator.commander.reached_stop_value),
         "interrupted": interrupted, "end_reason": coordinator.end_reason, "error": coordinator.fatal_error,
@@ -154,15 +161,5 @@ def _result(cfg: Any, coordinator: Any, wall: float, interrupted: bool, mode: st
         "wall_time_s": round(wall, 3), "seed": cfg.seed,
         "train_time_s": None if coordinator.training_seconds is None else round(coordinator.training_seconds, 3),
         "counters": {k: int(v) for k, v in sorted(coordinator.stats.items())},
-        "learner": _learner_timing(getattr(coordinator, "learner_closed", None)),
+        "learner": learner,
     }
-
-
-def _learner_timing(closed: Any) -> dict[str, Any] | None:
-    """The learner's own speed (``busy_iters_per_s``: while it had a batch), None when it did not close cleanly."""
-    if closed is None or not closed.train_s:
-        return None
-    busy = closed.train_s - closed.data_wait_s
-    return {"trained": closed.trained, "train_s": round(closed.train_s, 3),
-            "data_wait_s": round(closed.data_wait_s, 3),
-            "busy_iters_per_s": round(closed.trained / busy, 2) if busy > 0 else None}
