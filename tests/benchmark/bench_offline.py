@@ -1,5 +1,5 @@
 """Offline RL on the data sets of offline_datasets.py: DI-engine 0.5.3's own config files (only ``data_path`` changed),
-plus ding's IQL and continuous BC configs for the Pendulum medium comparison, through ``serial_pipeline_offline``.
+plus ding's CQL, IQL and continuous BC configs for the Pendulum medium comparison, through ``serial_pipeline_offline``.
 
     python tests/benchmark/bench_offline.py DATA_DIR --runs pendulum_cql:expert pendulum_td3_bc:expert \
         --seeds 0 1 2 --iters 10000 [--out results.jsonl]
@@ -30,7 +30,8 @@ DI_ENGINE_CONFIGS = {
 
 
 def ding_config(name: str, work: str) -> tuple[dict, dict]:
-    """A DI-engine file (copied out of its wheel into ``work``), or one of ding's own: pendulum_iql, pendulum_bc."""
+    """A DI-engine file (copied out of its wheel into ``work``), or one of ding's own: pendulum_cql_medium,
+    pendulum_iql, pendulum_bc."""
     from easydict import EasyDict
 
     from ding.config import read_config
@@ -44,6 +45,12 @@ def ding_config(name: str, work: str) -> tuple[dict, dict]:
                                      learning_rate_value=3e-4, discount_factor=0.99, target_theta=0.005,
                                      expectile=0.7, beta=3.0)
         main.exp_name, create.policy.type = "pendulum_iql", "iql"
+    elif name == "pendulum_cql_medium":
+        # CQL for data of a medium policy (docs/offline.md): DI-engine's file with the paper's CQL weight (1 instead
+        # of 5) and the actor's and temperature's learning rates of SAC (3e-4 instead of 1e-3), batch 256
+        main.policy.learn.update(batch_size=256, min_q_weight=1.0, learning_rate_policy=3e-4,
+                                 learning_rate_alpha=3e-4)
+        main.exp_name = "pendulum_cql_medium"
     elif name == "pendulum_bc":
         main.policy.model = EasyDict(obs_shape=3, action_shape=1, action_space="regression",
                                      actor_head_hidden_size=128)
@@ -56,8 +63,8 @@ def ding_config(name: str, work: str) -> tuple[dict, dict]:
         main, create = ding_config(name.replace("hopper", "pendulum"), work)
         return _on_hopper(main, create)
     else:
-        known = [*sorted(DI_ENGINE_CONFIGS), "pendulum_iql", "pendulum_bc", "hopper_td3_bc", "hopper_iql",
-                 "hopper_bc"]
+        known = [*sorted(DI_ENGINE_CONFIGS), "pendulum_cql_medium", "pendulum_iql", "pendulum_bc", "hopper_td3_bc",
+                 "hopper_iql", "hopper_bc"]
         raise SystemExit(f"unknown config {name!r}; use one of {known}")
     create.policy.pop("import_names", None)
     return main, create

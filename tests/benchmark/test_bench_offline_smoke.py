@@ -40,7 +40,7 @@ def test_normalised_score():
     assert normalised_score(-300.0, meta) == pytest.approx(90.0)
 
 
-@pytest.mark.parametrize("config", ["pendulum_iql", "pendulum_bc"])
+@pytest.mark.parametrize("config", ["pendulum_iql", "pendulum_bc", "pendulum_cql_medium"])
 def test_bench_offline_runs_ding_configs(tmp_path, pendulum_data, config):
     from bench_offline import run_one
 
