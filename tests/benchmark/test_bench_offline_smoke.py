@@ -1,5 +1,5 @@
-"""Smoke-sized runs of the offline benchmarks: the data-set scoring, bench_offline's runner on ding's own IQL and BC
-configs, and bench_offline_speed's ding half."""
+"""Smoke-sized runs of the offline benchmarks: the data-set scoring, bench_offline's runner on ding's own IQL, BC,
+CQL and TD3BC configs, and bench_offline_speed's ding half."""
 from __future__ import annotations
 
 import os
@@ -40,7 +40,7 @@ def test_normalised_score():
     assert normalised_score(-300.0, meta) == pytest.approx(90.0)
 
 
-@pytest.mark.parametrize("config", ["pendulum_iql", "pendulum_bc", "pendulum_cql_medium"])
+@pytest.mark.parametrize("config", ["pendulum_iql", "pendulum_bc", "pendulum_cql_medium", "pendulum_td3_bc_medium"])
 def test_bench_offline_runs_ding_configs(tmp_path, pendulum_data, config):
     from bench_offline import run_one
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -64,6 +65,36 @@ def test_di_engine_offline_configs_run_unchanged(in_tmp_dir, files, name):
     assert result["eval_return"] is not None  # evaluated in the env at iteration 0
     assert os.path.isfile(os.path.join("run", "ckpt", "ckpt_best.pth.tar"))
     assert type(policy).__name__ in {"CQLPolicy", "TD3BCPolicy", "DiscreteCQLPolicy", "BehaviourCloningPolicy"}
+
+
+def test_td3bc_offline_stats_normalise_the_learner_and_the_evaluator_alike(in_tmp_dir, files, monkeypatch):
+    """DI-engine's TD3BC file asks for the data set's observation statistics (``env.norm_obs.offline_stats``): the
+    actor learns on ``(obs - mean) / std`` and the evaluator's envs feed it the same, not raw observations.
+    Pendulum's raw observation is ``(cos, sin, theta_dot)``, so ``cos^2 + sin^2 = 1`` holds exactly where a
+    normalised one is mapped back with the data set's mean and std, and not on the normalised one itself."""
+    from ding.policy.td3_bc import TD3BCPolicy
+
+    seen: dict[str, list] = {"learn": [], "eval": []}
+    actor_loss, forward_eval = TD3BCPolicy._actor_loss, TD3BCPolicy._forward_eval
+
+    def record_learn(self, b):
+        seen["learn"].append(b.obs.detach().cpu().numpy())
+        return actor_loss(self, b)
+
+    def record_eval(self, data):
+        seen["eval"].extend(np.asarray(o, np.float32) for o in data.values())
+        return forward_eval(self, data)
+
+    monkeypatch.setattr(TD3BCPolicy, "_actor_loss", record_learn)
+    monkeypatch.setattr(TD3BCPolicy, "_forward_eval", record_eval)
+    serial_pipeline_offline(_cfg(files, "pendulum_td3_bc", "run"), seed=0, max_train_iter=4)
+    ds = load_hdf5(files["pendulum"])
+    for where in ("learn", "eval"):
+        obs = np.concatenate([np.reshape(o, (-1, 3)) for o in seen[where]])
+        assert len(obs) > 0, where
+        raw = obs * ds.std + ds.mean
+        assert np.allclose(raw[:, 0] ** 2 + raw[:, 1] ** 2, 1.0, atol=1e-4), where
+        assert not np.allclose(obs[:, 0] ** 2 + obs[:, 1] ** 2, 1.0, atol=1e-2), where
 
 
 def test_collect_demo_data_records_the_behaviour_return_and_refuses_to_overwrite(files):
